@@ -1,0 +1,1 @@
+"""A deterministic, strict stand-in for the Gemini API, for tests, demos and benchmarks."""

@@ -1,0 +1,275 @@
+"""The mock's scripted model: deterministic answers that exercise tool calling.
+
+Behaviour, driven by the latest user text of the request:
+- tools declared and not disabled: call every declared tool whose name appears in the text
+  (several at once = parallel calls); with mode ANY and none named, call the first allowed one;
+  arguments are generated to satisfy the declared schema (`key=value` in the text fills fields);
+- after function responses: answer with text quoting every result (or call again, see `rounds`);
+- otherwise: a text answer echoing the prompt, streamed in several chunks.
+Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for N rounds),
+`max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE`, `stream_error`,
+`slow SECONDS` (pause between stream chunks).
+Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
+"""
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.mock.validate import get, is_gemini3, sign
+
+DIRECTIVE = re.compile(r"\[\[mock:([a-z_]+)(?:\s+([^\]]*))?\]\]")
+ERRORS = {
+    429: ("RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    500: ("INTERNAL", "An internal error has occurred. Please retry or report in "
+                      "https://developers.generativeai.google/guide/troubleshooting"),
+    503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
+}
+
+
+@dataclass
+class Reply:
+    chunks: list[dict[str, Any]] = field(default_factory=list)  # each a GenerateContentResponse
+    error: tuple[int, str, str] | None = None                     # (http status, status name, message)
+    delay: float = 0.0                                             # pause between stream chunks
+    stream_error_after: int | None = None                          # send an error chunk after N chunks
+
+
+def _texts(content: dict[str, Any]) -> list[str]:
+    return [get(p, "text") for p in get(content, "parts") or [] if isinstance(get(p, "text"), str)
+            and not get(p, "thought")]
+
+
+def _latest_user_text(contents: list[dict[str, Any]]) -> tuple[int, str]:
+    for i in range(len(contents) - 1, -1, -1):
+        c = contents[i]
+        if get(c, "role") == "user" and _texts(c):
+            return i, " ".join(_texts(c))
+    return -1, ""
+
+
+def _declarations(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [d for t in get(body, "tools") or [] for d in get(t, "functionDeclarations") or []]
+
+
+def _mentioned(names: list[str], text: str) -> list[str]:
+    found = []
+    for n in names:
+        m = re.search(rf"(?<![\w.:\-]){re.escape(n)}(?![\w.:\-])", text)
+        if m:
+            found.append((m.start(), n))
+    return [n for _, n in sorted(found)]
+
+
+class ArgumentMaker:
+    """Builds schema-valid arguments from a Gemini Schema or a JSON Schema (`parametersJsonSchema`)."""
+
+    def __init__(self, root: dict[str, Any], hints: dict[str, str]) -> None:
+        self.root, self.hints = root, hints
+
+    def make(self, s: Any, name: str = "", depth: int = 0) -> Any:
+        if not isinstance(s, dict) or depth > 12:
+            return self.hints.get(name, "x")
+        if isinstance(s.get("$ref"), str) and s["$ref"].startswith("#"):
+            target: Any = self.root
+            for key in s["$ref"][2:].split("/") if s["$ref"] != "#" else []:
+                target = target.get(key, {}) if isinstance(target, dict) else {}
+            return self.make({**target, **{k: v for k, v in s.items() if k != "$ref"}}, name, depth + 1)
+        if "const" in s:
+            return s["const"]
+        if isinstance(s.get("enum"), list) and s["enum"]:
+            hint = self.hints.get(name)
+            return hint if hint in s["enum"] else s["enum"][0]
+        for key in ("anyOf", "any_of", "oneOf"):
+            if isinstance(s.get(key), list) and s[key]:
+                branch = next((b for b in s[key] if isinstance(b, dict) and b.get("type") != "null"), s[key][0])
+                return self.make(branch, name, depth + 1)
+        if isinstance(s.get("allOf"), list) and s["allOf"]:
+            merged: dict[str, Any] = {}
+            for b in s["allOf"]:
+                merged.update(b if isinstance(b, dict) else {})
+            return self.make(merged, name, depth + 1)
+        t = s.get("type")
+        if isinstance(t, list):
+            t = next((x for x in t if x != "null"), "null")
+        t = (t or ("object" if "properties" in s else "string")).lower()
+        if t == "object":
+            props = s.get("properties") or {}
+            wanted = [r for r in s.get("required") or [] if r in props]
+            wanted += [p for p in props if p in self.hints and p not in wanted]
+            return {p: self.make(props[p], p, depth + 1) for p in wanted}
+        if t == "array":
+            count = max(int(s.get("minItems") or s.get("min_items") or 1), 1)
+            return [self.make(s.get("items") or {}, name, depth + 1) for _ in range(count)]
+        if t in ("integer", "number"):
+            lo = s.get("minimum")
+            value: Any = self.hints.get(name)
+            try:
+                value = int(value) if t == "integer" else float(value)
+            except (TypeError, ValueError):
+                value = lo if isinstance(lo, int | float) else 1
+            return int(value) if t == "integer" else value
+        if t == "boolean":
+            return self.hints.get(name, "true") != "false"
+        if t == "null":
+            return None
+        value = self.hints.get(name) or {"date-time": "2026-01-01T00:00:00Z", "uri": "https://example.com/",
+                                         "uuid": "123e4567-e89b-12d3-a456-426614174000",
+                                         "email": "user@example.com"}.get(s.get("format", ""), f"{name or 'value'}-1")
+        min_len = s.get("minLength") or s.get("min_length") or 0
+        return value + "x" * max(0, int(min_len) - len(value))
+
+
+def respond(body: dict[str, Any], model: str) -> Reply:
+    contents = get(body, "contents") or []
+    start, text = _latest_user_text(contents)
+    directives = {m.group(1): (m.group(2) or "").strip() for m in DIRECTIVE.finditer(text)}
+    reply = Reply()
+    if "slow" in directives:
+        reply.delay = float(directives["slow"] or 0.2)
+    if "error" in directives:
+        code = int(directives["error"] or 500)
+        name, msg = ERRORS.get(code, ("INTERNAL", "An internal error has occurred."))
+        reply.error = (code, name, msg)
+        return reply
+    if "block" in directives:
+        reply.chunks = [{"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": _usage(body, "", 0),
+                         "modelVersion": model}]
+        return reply
+    for directive, reason in (("safety", "SAFETY"), ("malformed", "MALFORMED_FUNCTION_CALL"),
+                              ("unexpected_tool", "UNEXPECTED_TOOL_CALL")):
+        if directive in directives:
+            cand = {"finishReason": reason, "index": 0}
+            if reason != "SAFETY":
+                cand["finishMessage"] = f"Malformed function call: {text[:40]}"
+            reply.chunks = [{"candidates": [cand], "usageMetadata": _usage(body, "", 0), "modelVersion": model}]
+            return reply
+
+    thinking = get(get(body, "generationConfig") or {}, "thinkingConfig") or {}
+    parts: list[dict[str, Any]] = []
+    if get(thinking, "includeThoughts"):
+        parts.append({"text": f"**Considering the request** The user asked: {text[:60]}", "thought": True})
+
+    last = contents[-1] if contents else {}
+    responses = [get(p, "functionResponse") for p in get(last, "parts") or [] if get(p, "functionResponse")]
+    rounds_done = sum(1 for c in contents[start + 1:] if get(c, "role") == "user"
+                      and any(get(p, "functionResponse") for p in get(c, "parts") or []))
+    rounds_wanted = int(directives.get("rounds") or 1)
+    calls = _choose_calls(body, text) if rounds_done < rounds_wanted else []
+
+    if responses and not calls:
+        if is_gemini3(model) and _missing_response_ids(contents):
+            # Gemini 3 answers an unmatched functionResponse.id with an empty turn (LiteLLM PR#34603).
+            parts.append({"text": ""})
+        else:
+            parts.append({"text": "Tool results: " + "; ".join(
+                f"{get(r, 'name')} returned {json.dumps(get(r, 'response'), sort_keys=True)}" for r in responses)})
+    elif calls:
+        seed = hashlib.sha256(json.dumps(contents, sort_keys=True).encode()).hexdigest()
+        hints = dict(re.findall(r"(\w+)=([^\s,;\]]+)", text))
+        for n, decl in enumerate(calls):
+            schema = get(decl, "parametersJsonSchema") or get(decl, "parameters") or {}
+            args = ArgumentMaker(schema, hints).make(schema) if schema else {}
+            call: dict[str, Any] = {"name": decl["name"], "args": args if isinstance(args, dict) else {}}
+            part: dict[str, Any] = {"functionCall": call}
+            if is_gemini3(model):
+                call["id"] = seed[n * 8:(n + 1) * 8]
+                if n == 0:  # parallel calls: only the first is signed
+                    part["thoughtSignature"] = sign(model, call["name"], call["args"])
+            parts.append(part)
+    else:
+        answer = f"Mock Gemini ({model}) heard: {DIRECTIVE.sub('', text).strip() or '(nothing)'}"
+        parts.append({"text": answer})
+
+    finish = "STOP"
+    if "max_tokens" in directives:
+        parts = [{"text": "This answer was cut"}]
+        finish = "MAX_TOKENS"
+    reply.chunks = _stream_chunks(parts, finish, body, model)
+    if "stream_error" in directives:
+        reply.stream_error_after = 1
+    return reply
+
+
+def _choose_calls(body: dict[str, Any], text: str) -> list[dict[str, Any]]:
+    decls = _declarations(body)
+    fcc = get(get(body, "toolConfig") or {}, "functionCallingConfig") or {}
+    mode = get(fcc, "mode") or "AUTO"
+    if not decls or mode == "NONE":
+        return []
+    allowed = get(fcc, "allowedFunctionNames") or [d.get("name") for d in decls]
+    by_name = {d.get("name"): d for d in decls if d.get("name") in allowed}
+    names = _mentioned(list(by_name), DIRECTIVE.sub("", text))
+    if not names and mode == "ANY":
+        names = [next(iter(by_name))] if by_name else []
+    return [by_name[n] for n in names]
+
+
+def _missing_response_ids(contents: list[dict[str, Any]]) -> bool:
+    """True when the last call turn had ids that the function responses do not echo."""
+    if len(contents) < 2:
+        return False
+    call_ids = {get(get(p, "functionCall"), "id") for p in get(contents[-2], "parts") or [] if get(p, "functionCall")}
+    answer_ids = {get(get(p, "functionResponse"), "id") for p in get(contents[-1], "parts") or []
+                  if get(p, "functionResponse")}
+    return bool(call_ids - {None}) and not call_ids <= answer_ids
+
+
+def _usage(body: dict[str, Any], out: str, thoughts: int) -> dict[str, Any]:
+    prompt = max(1, len(json.dumps(get(body, "contents") or [])) // 4)
+    cand = len(out) // 4
+    return {"promptTokenCount": prompt, "candidatesTokenCount": cand, "thoughtsTokenCount": thoughts,
+            "totalTokenCount": prompt + cand + thoughts}
+
+
+def _stream_chunks(parts: list[dict[str, Any]], finish: str, body: dict[str, Any], model: str
+                   ) -> list[dict[str, Any]]:
+    """Split the answer like Gemini streams it: text in pieces, each call whole in its own chunk."""
+    pieces: list[dict[str, Any]] = []
+    for p in parts:
+        text = p.get("text")
+        if isinstance(text, str) and len(text) > 12:
+            words = text.split(" ")
+            k = max(1, len(words) // 3)
+            groups = [" ".join(words[i:i + k]) for i in range(0, len(words), k)]
+            pieces += [{**p, "text": g + (" " if i < len(groups) - 1 else "")} for i, g in enumerate(groups)]
+        else:
+            pieces.append(p)
+    out_text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
+    thoughts = sum(len(p.get("text", "")) // 4 for p in parts if p.get("thought"))
+    if is_gemini3(model) and not any("functionCall" in p for p in parts):
+        # Gemini 3 ends a text answer with a signature-only part.
+        pieces.append({"text": "", "thoughtSignature": sign(model, "", out_text)})
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [p]}, "index": 0}], "modelVersion": model,
+               "responseId": "mock-" + hashlib.sha256(out_text.encode()).hexdigest()[:12]} for p in pieces]
+    if not chunks:
+        chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "index": 0}]}]
+    chunks[-1]["candidates"][0]["finishReason"] = finish
+    for c in chunks:
+        c["usageMetadata"] = _usage(body, out_text, thoughts)
+    return chunks
+
+
+def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The non-streaming answer: all parts in one candidate, like generateContent returns."""
+    parts: list[dict[str, Any]] = []
+    for c in chunks:
+        for cand in c.get("candidates") or []:
+            for p in (cand.get("content") or {}).get("parts") or []:
+                if parts and set(p) == {"text"} and set(parts[-1]) == {"text"}:
+                    parts[-1] = {"text": parts[-1]["text"] + p["text"]}
+                elif parts and set(p) == {"text", "thought"} and set(parts[-1]) == {"text", "thought"}:
+                    parts[-1] = {**parts[-1], "text": parts[-1]["text"] + p["text"]}
+                else:
+                    parts.append(dict(p))
+    last = chunks[-1] if chunks else {}
+    merged = {k: v for k, v in last.items() if k != "candidates"}
+    cands = last.get("candidates")
+    if cands:
+        cand = {k: v for k, v in cands[0].items() if k != "content"}
+        if parts:
+            cand["content"] = {"role": "model", "parts": parts}
+        merged["candidates"] = [cand]
+    return merged

@@ -1,0 +1,350 @@
+"""Reject what the real Gemini API rejects, with its error texts (reference/protocols.md §B3, §B6-B8).
+
+Two stages, as Gemini reports them: JSON/proto parse errors ("Invalid JSON payload received…",
+listed together) and then semantic checks ("* GenerateContentRequest.<path>: <what>", one line each).
+Texts marked [inferred] were not found verbatim in public captures; the rest were.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+MOCK_SIGNING_KEY = b"gemini-tool-proxy mock signatures"
+SENTINELS = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})
+NAME_RULE = ("Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), "
+             "underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of 64.")
+FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")
+COUNT_MISMATCH = ("Please ensure that the number of function response parts is equal to the number of function "
+                  "call parts of the function call turn.")
+MISSING_SIGNATURE = ("Function call is missing a thought_signature in functionCall parts. This is required for tools "
+                     "to work correctly, and missing thought_signature may lead to degraded model performance. "
+                     "Additional data, function call `default_api:{name}` , position {position}. Please refer to "
+                     "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.")
+
+REQUEST = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "safetySettings",
+           "cachedContent", "serviceTier", "store"}
+CONTENT = {"role", "parts"}
+PART = {"text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode",
+        "codeExecutionResult", "thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution"}
+FUNCTION_CALL = {"name", "args", "id"}
+FUNCTION_RESPONSE = {"name", "response", "id", "parts", "willContinue", "scheduling"}
+TOOL = {"functionDeclarations", "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext",
+        "fileSearch", "googleMaps", "computerUse", "mcpServers"}
+DECLARATION = {"name", "description", "parameters", "parametersJsonSchema", "response", "responseJsonSchema",
+               "behavior"}
+SCHEMA = {"type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems", "properties",
+          "required", "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example", "anyOf",
+          "propertyOrdering", "default", "items", "minimum", "maximum"}
+TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+TOOL_CONFIG = {"functionCallingConfig", "retrievalConfig"}
+CALLING_CONFIG = {"mode", "allowedFunctionNames"}
+MODES = {"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"}
+GENERATION = {"temperature", "topP", "topK", "candidateCount", "maxOutputTokens", "stopSequences",
+              "presencePenalty", "frequencyPenalty", "seed", "responseMimeType", "responseSchema",
+              "responseJsonSchema", "responseLogprobs", "logprobs", "responseModalities", "mediaResolution",
+              "speechConfig", "thinkingConfig", "enableEnhancedCivicAnswers", "imageConfig"}
+THINKING = {"includeThoughts", "thinkingBudget", "thinkingLevel"}
+
+
+@dataclass
+class GeminiRejection(Exception):
+    status: int
+    message: str
+    status_name: str = "INVALID_ARGUMENT"
+    violations: list[dict[str, str]] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.status, "message": self.message, "status": self.status_name}
+        if self.violations:
+            err["details"] = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
+                               "fieldViolations": self.violations}]
+        return {"error": err}
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def get(d: dict[str, Any], key: str) -> Any:
+    """Proto JSON accepts lowerCamelCase and the original snake_case field names."""
+    return d[key] if key in d else d.get(snake(key))
+
+
+def sign(model: str, name: str, args: Any) -> str:
+    """The mock's thought signature: bound to the model and to the exact call it accompanies."""
+    msg = f"{model}|{name}|{json.dumps(args, sort_keys=True, separators=(',', ':'))}".encode()
+    return base64.b64encode(b"\x12\x20" + hmac.new(MOCK_SIGNING_KEY, msg, hashlib.sha256).digest()).decode()
+
+
+def is_gemini3(model: str) -> bool:
+    return model.startswith("gemini-3")
+
+
+class _Checker:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.parse: list[tuple[str, str]] = []     # (field path, description)
+        self.semantic: list[str] = []
+
+    # -- stage 1: proto parse ------------------------------------------------------------------
+
+    def fields(self, obj: Any, allowed: set[str], path: str) -> dict[str, Any]:
+        if not isinstance(obj, dict):
+            self.parse.append((path, f"Invalid value at '{path}' (type.googleapis.com/google.protobuf.Struct), "
+                                     f"{json.dumps(obj)}"))
+            return {}
+        for key in obj:
+            if key not in allowed and camel(key) not in allowed:
+                where = f" at '{path}'" if path else ""
+                self.parse.append((path, f"Invalid JSON payload received. Unknown name \"{key}\"{where}: "
+                                         "Cannot find field."))
+        return obj
+
+    def schema(self, s: Any, path: str, named: str) -> None:
+        s = self.fields(s, SCHEMA, path)
+        t = get(s, "type")
+        if isinstance(t, list):
+            self.parse.append((path, f"Invalid JSON payload received. Unknown name \"type\" at '{path}': "
+                                     "Proto field is not repeating, cannot start list."))
+        elif t is not None and (not isinstance(t, str) or t.upper() not in TYPES):
+            self.parse.append((f"{path}.type", f"Invalid value at '{path}.type' "
+                               f"(type.googleapis.com/google.ai.generativelanguage.v1beta.Type), {json.dumps(t)}"))
+        enum = get(s, "enum")
+        if isinstance(enum, list):
+            for i, v in enumerate(enum):
+                if not isinstance(v, str):
+                    self.parse.append((f"{path}.enum[{i}]",
+                                       f"Invalid value at '{path}.enum[{i}]' (TYPE_STRING), {json.dumps(v)}"))
+        props = get(s, "properties")
+        if props is not None:
+            if not isinstance(props, dict):
+                self.parse.append((f"{path}.properties", f"Invalid value at '{path}.properties' "
+                                   f"(type.googleapis.com/google.protobuf.Struct), {json.dumps(props)}"))
+            else:
+                for i, (name, sub) in enumerate(props.items()):
+                    self.schema(sub, f"{path}.properties[{i}].value", f"{named}.properties[{name}]")
+        items = get(s, "items")
+        if items is not None:
+            self.schema(items, f"{path}.items", f"{named}.items")
+        for i, sub in enumerate(get(s, "anyOf") or []):
+            self.schema(sub, f"{path}.any_of[{i}]", f"{named}.any_of[{i}]")
+        # stage 2 checks for this node (reported only when parsing succeeded)
+        kind = t.upper() if isinstance(t, str) else None
+        if kind == "ARRAY" and items is None:
+            self.semantic.append(f"GenerateContentRequest.{named}.items: missing field.")
+        if kind == "OBJECT" and isinstance(props, dict) and not props:
+            self.semantic.append(f"GenerateContentRequest.{named}.properties: should be non-empty for OBJECT type")
+        if isinstance(enum, list) and kind not in (None, "STRING"):
+            self.semantic.append(f"GenerateContentRequest.{named}.enum: only allowed for STRING type")  # [inferred]
+        required = get(s, "required")
+        if isinstance(required, list):
+            for i, r in enumerate(required):
+                if not isinstance(props, dict) or r not in props:
+                    self.semantic.append(f"GenerateContentRequest.{named}.required[{i}]: property is not defined")
+
+    def json_schema(self, s: Any, path: str) -> None:
+        if not isinstance(s, dict | bool):
+            self.parse.append((path, f"Invalid value at '{path}' (type.googleapis.com/google.protobuf.Value), "
+                                     f"{json.dumps(s)}"))
+            return
+
+        def walk(node: Any, pointer: str) -> None:
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str):
+                    extra = set(node) - {"$ref", "description", "default"}
+                    if extra:
+                        self.semantic.append(
+                            f"GenerateContentRequest.{path}: $ref '{ref}' was set alongside unsupported fields. "
+                            "If a schema node has $ref set, then only description and default can be set "
+                            "alongside it")
+                    if _resolve(s, ref) is None:
+                        self.semantic.append(f"GenerateContentRequest.{path}: reference to undefined schema at "
+                                             f"{pointer.lstrip('.') or '<root>'}")
+                for k, v in node.items():
+                    if k not in ("enum", "const", "default", "examples", "example"):
+                        walk(v, f"{pointer}.{k}")
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    walk(v, f"{pointer}.{i}")
+
+        walk(s, "")
+
+    # -- the request -----------------------------------------------------------------------------
+
+    def request(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            self.parse.append(("", "Invalid JSON payload received. Expected an object."))
+            return
+        self.fields(body, REQUEST, "")
+        declared = self.tools(get(body, "tools") or [])
+        self.tool_config(get(body, "toolConfig"), declared)
+        self.generation(get(body, "generationConfig"))
+        sys_inst = get(body, "systemInstruction")
+        if sys_inst is not None:
+            self.content(sys_inst, "system_instruction", system=True)
+        contents = get(body, "contents")
+        if not contents:
+            self.semantic.append("GenerateContentRequest.contents: contents is not specified")
+            return
+        if not isinstance(contents, list):
+            self.parse.append(("contents", "Invalid JSON payload received. Unknown name \"contents\": "
+                                           "Proto field is not repeating, cannot start list."))
+            return
+        for i, c in enumerate(contents):
+            self.content(c, f"contents[{i}]")
+
+    def tools(self, tools: Any) -> list[str]:
+        declared: list[str] = []
+        if not isinstance(tools, list):
+            self.parse.append(("tools", "Invalid JSON payload received. Unknown name \"tools\": "
+                                        "Proto field is not repeating, cannot start list."))
+            return declared
+        for ti, tool in enumerate(tools):
+            tool = self.fields(tool, TOOL, f"tools[{ti}]")
+            for di, decl in enumerate(get(tool, "functionDeclarations") or []):
+                path = f"tools[{ti}].function_declarations[{di}]"
+                decl = self.fields(decl, DECLARATION, path)
+                name = get(decl, "name")
+                if not isinstance(name, str) or not FUNCTION_NAME.match(name):
+                    self.semantic.append(f"GenerateContentRequest.{path}.name: {NAME_RULE}")
+                else:
+                    declared.append(name)
+                params, params_js = get(decl, "parameters"), get(decl, "parametersJsonSchema")
+                if params is not None and params_js is not None:
+                    self.semantic.append(f"GenerateContentRequest.{path}.parameters_json_schema: "
+                                         "parameters_json_schema and parameters cannot be both set.")  # [inferred]
+                if params is not None:
+                    self.schema(params, f"{path}.parameters", f"{path}.parameters")
+                if params_js is not None:
+                    self.json_schema(params_js, f"{path}.parameters_json_schema")
+        return declared
+
+    def tool_config(self, cfg: Any, declared: list[str]) -> None:
+        if cfg is None:
+            return
+        cfg = self.fields(cfg, TOOL_CONFIG, "tool_config")
+        fcc = get(cfg, "functionCallingConfig")
+        if fcc is None:
+            return
+        fcc = self.fields(fcc, CALLING_CONFIG, "tool_config.function_calling_config")
+        mode = get(fcc, "mode") or "AUTO"
+        if mode not in MODES:
+            self.parse.append(("tool_config.function_calling_config.mode",
+                               "Invalid value at 'tool_config.function_calling_config.mode' (type.googleapis.com/"
+                               f"google.ai.generativelanguage.v1beta.FunctionCallingConfig.Mode), {json.dumps(mode)}"))
+        if not declared:
+            raise GeminiRejection(400, "Function calling config is set without function_declarations.")
+        allowed = get(fcc, "allowedFunctionNames")
+        if allowed and mode not in ("ANY", "VALIDATED"):
+            self.semantic.append("GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: "
+                                 "allowed_function_names is only allowed when the mode is ANY.")  # [inferred]
+
+    def generation(self, gen: Any) -> None:
+        if gen is None:
+            return
+        gen = self.fields(gen, GENERATION, "generation_config")
+        thinking = get(gen, "thinkingConfig")
+        if thinking is not None:
+            thinking = self.fields(thinking, THINKING, "generation_config.thinking_config")
+            if get(thinking, "thinkingBudget") is not None and get(thinking, "thinkingLevel") is not None:
+                raise GeminiRejection(400, "You can only set only one of thinking budget and thinking level.")
+
+    def content(self, c: Any, path: str, system: bool = False) -> None:
+        c = self.fields(c, CONTENT, path)
+        role = get(c, "role")
+        if not system and role not in ("user", "model"):
+            raise GeminiRejection(400, "Please use a valid role: user, model.")
+        parts = get(c, "parts")
+        if not parts:
+            self.semantic.append(f"GenerateContentRequest.{path}.parts: contents.parts must not be empty.")
+            return
+        for pi, p in enumerate(parts if isinstance(parts, list) else []):
+            p = self.fields(p, PART, f"{path}.parts[{pi}]")
+            fc = get(p, "functionCall")
+            if fc is not None:
+                fc = self.fields(fc, FUNCTION_CALL, f"{path}.parts[{pi}].function_call")
+                if get(fc, "args") is not None and not isinstance(get(fc, "args"), dict):
+                    self.parse.append((f"{path}.parts[{pi}].function_call.args",
+                                       f"Invalid value at '{path}.parts[{pi}].function_call.args' "
+                                       f"(type.googleapis.com/google.protobuf.Struct), {json.dumps(get(fc, 'args'))}"))
+            fr = get(p, "functionResponse")
+            if fr is not None:
+                fr = self.fields(fr, FUNCTION_RESPONSE, f"{path}.parts[{pi}].function_response")
+                if not isinstance(get(fr, "response"), dict):
+                    self.parse.append((f"{path}.parts[{pi}].function_response.response",
+                                       f"Invalid value at '{path}.parts[{pi}].function_response.response' "
+                                       "(type.googleapis.com/google.protobuf.Struct), "
+                                       f"{json.dumps(get(fr, 'response'))}"))
+                if not get(fr, "name"):
+                    self.semantic.append(f"GenerateContentRequest.{path}.parts[{pi}].function_response.name: "
+                                         "Name cannot be empty.")  # [inferred]
+
+    # -- history rules ---------------------------------------------------------------------------
+
+    def history(self, contents: list[dict[str, Any]]) -> None:
+        for i, c in enumerate(contents):
+            calls = [get(p, "functionCall") for p in get(c, "parts") or [] if get(p, "functionCall") is not None]
+            if get(c, "role") != "model" or not calls or i + 1 >= len(contents):
+                continue
+            nxt = contents[i + 1]
+            answers = [p for p in get(nxt, "parts") or [] if get(p, "functionResponse") is not None]
+            if get(nxt, "role") != "user" or len(answers) != len(calls):
+                raise GeminiRejection(400, COUNT_MISMATCH)
+        self.signatures(contents)
+
+    def signatures(self, contents: list[dict[str, Any]]) -> None:
+        for c in contents:
+            for p in get(c, "parts") or []:
+                sig, fc = get(p, "thoughtSignature"), get(p, "functionCall")
+                if (fc is not None and sig and sig not in SENTINELS
+                        and sig != sign(self.model, get(fc, "name"), get(fc, "args") or {})):
+                    raise GeminiRejection(400, "Corrupted thought signature.")
+        if not is_gemini3(self.model):
+            return
+        # The current turn starts at the last user content holding text (not function responses).
+        start = 0
+        for i, c in enumerate(contents):
+            if get(c, "role") == "user" and any(get(p, "text") is not None for p in get(c, "parts") or []):
+                start = i
+        for i in range(start, len(contents)):
+            parts = get(contents[i], "parts") or []
+            first = next((p for p in parts if get(p, "functionCall") is not None), None)
+            if get(contents[i], "role") == "model" and first is not None and not get(first, "thoughtSignature"):
+                name = get(get(first, "functionCall"), "name")
+                raise GeminiRejection(400, MISSING_SIGNATURE.format(name=name, position=i + 1))
+
+
+def _resolve(root: Any, ref: str) -> Any:
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    node = root
+    for raw in ref[2:].split("/"):
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def validate_request(body: Any, model: str) -> None:
+    """Raise GeminiRejection exactly where Gemini would answer 400; return quietly otherwise."""
+    check = _Checker(model)
+    check.request(body)
+    if check.parse:
+        raise GeminiRejection(400, "\n".join(d for _, d in check.parse),
+                              violations=[{"field": f, "description": d} for f, d in check.parse])
+    if check.semantic:
+        raise GeminiRejection(400, "".join(f"* {line}\n" for line in check.semantic))
+    check.history(get(body, "contents"))

@@ -1,0 +1,34 @@
+"""Build the front-end application; the CLI and (later) the mitmproxy addon run it."""
+
+from aiohttp import web
+
+from proxy.server.context import CONTEXT, Context
+from proxy.server.errors import error_middleware
+from proxy.server.gemini_routes import native_generate
+from proxy.server.responses_routes import create_response, get_response, list_models
+from proxy.store.base import SessionStore
+from proxy.upstream import GeminiUpstream
+
+# Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
+# inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_BODY_BYTES) -> web.Application:
+    app = web.Application(middlewares=[error_middleware], client_max_size=max_body)
+    app[CONTEXT] = Context(store=store, upstream=upstream)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_post("/v1/responses", create_response)
+    app.router.add_get("/v1/responses/{response_id}", get_response)
+    app.router.add_post("/v1/gemini", native_generate)
+
+    async def close_upstream(_: web.Application) -> None:
+        await upstream.close()
+
+    app.on_cleanup.append(close_upstream)
+    return app

@@ -1,0 +1,35 @@
+"""What the route handlers share: the session store, the upstream client, settings."""
+
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from proxy.store.base import SessionStore
+from proxy.upstream import GeminiUpstream
+
+SESSION_HEADER = "x-gtp-session"
+DEFAULT_SESSION = "default"
+DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview")
+
+
+@dataclass
+class Context:
+    store: SessionStore
+    upstream: GeminiUpstream
+    models: tuple[str, ...] = field(default=DEFAULT_MODELS)
+
+
+CONTEXT = web.AppKey("context", Context)
+
+
+def session_of(request: web.Request) -> str:
+    """The session a request belongs to: the x-gtp-session header, else the default session."""
+    return request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
+
+
+def api_key_of(request: web.Request) -> str | None:
+    """The caller's Gemini key (never logged): Bearer token or x-goog-api-key; None -> GEMINI_API_KEY."""
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer ") and auth[7:].strip():
+        return auth[7:].strip()
+    return request.headers.get("x-goog-api-key") or request.query.get("key") or None

@@ -1,0 +1,75 @@
+"""`POST /v1/gemini`: Gemini's own request and response shapes, with the conversation kept here."""
+
+from typing import Any
+
+from aiohttp import web
+
+from proxy.server.context import CONTEXT, Context, api_key_of, session_of
+from proxy.server.errors import read_json, validate
+from proxy.server.sse_response import open_sse, write_events
+from proxy.translate.model_turn import add_part, parts_of
+from proxy.translate.signatures import sign_unsigned_turns
+from proxy.wire.gemini import NativeRequest
+
+CONVERSATION_HEADER = "x-gtp-conversation"
+
+
+def _new_contents(req: NativeRequest) -> list[dict[str, Any]]:
+    if isinstance(req.input, str):
+        return [{"role": "user", "parts": [{"text": req.input}]}]
+    return [c if "role" in c else {"role": "user", **c} for c in req.input]
+
+
+def _gemini_body(req: NativeRequest, contents: list[dict[str, Any]]) -> dict[str, Any]:
+    body: dict[str, Any] = {"contents": contents}
+    if req.system_instruction is not None:
+        si = req.system_instruction
+        body["systemInstruction"] = {"parts": [{"text": si}]} if isinstance(si, str) else si
+    if req.tools:
+        body["tools"] = req.tools
+    if req.tool_config:
+        body["toolConfig"] = req.tool_config
+    if req.generation_config:
+        body["generationConfig"] = req.generation_config
+    return body
+
+
+async def native_generate(request: web.Request) -> web.StreamResponse:
+    ctx: Context = request.app[CONTEXT]
+    req = validate(NativeRequest, await read_json(request))
+    session = session_of(request)
+    history = await ctx.store.get_conversation(session, req.conversation) if req.conversation else []
+    contents = history + _new_contents(req)
+    sign_unsigned_turns(contents, req.model)
+    body = _gemini_body(req, contents)
+    key = api_key_of(request)
+    headers = {CONVERSATION_HEADER: req.conversation} if req.conversation else {}
+    turn: list[dict[str, Any]] = []
+
+    if req.stream:
+        chunks = await ctx.upstream.stream(req.model, body, key)
+        resp = await open_sse(request)
+        resp.headers.update(headers)
+        try:
+            async for chunk in chunks:
+                for part in parts_of(chunk):
+                    add_part(turn, part)
+                await write_events(resp, [chunk], named=False)
+        finally:
+            await chunks.aclose()
+        await _save(ctx, session, req, contents, turn)
+        await resp.write_eof()
+        return resp
+
+    data = await ctx.upstream.generate(req.model, body, key)
+    for part in parts_of(data):
+        add_part(turn, part)
+    await _save(ctx, session, req, contents, turn)
+    return web.json_response(data, headers=headers)
+
+
+async def _save(ctx: Context, session: str, req: NativeRequest, contents: list[dict[str, Any]],
+                turn: list[dict[str, Any]]) -> None:
+    if req.conversation:
+        await ctx.store.put_conversation(session, req.conversation,
+                                         contents + ([{"role": "model", "parts": turn}] if turn else []))

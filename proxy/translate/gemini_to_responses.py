@@ -1,0 +1,204 @@
+"""Gemini generateContent chunks -> OpenAI Responses output items and SSE events.
+
+A sans-I/O state machine in the manner of h11: `start()`, then `feed(chunk)` for each Gemini
+response chunk as it arrives, then `finish()`; each returns the Responses events to send. The
+whole (non-streaming) answer is the same machine fed one chunk, read from `.response`.
+Event order and fields follow reference/protocols.md §A6 and the invariants the openai SDK's
+stream accumulator enforces (one open item at a time; text deltas inside a content part).
+"""
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from proxy import ids
+from proxy.translate.calls import CallRecord
+from proxy.translate.finish_reason import map_finish_reason
+from proxy.translate.model_turn import add_part
+from proxy.translate.usage import map_usage
+
+Event = dict[str, Any]
+
+
+class ResponsesTranslator:
+    def __init__(self, response: dict[str, Any], to_client_name: Callable[[str], str] = lambda n: n) -> None:
+        self.response = response  # the Response object; output/status/usage are filled in here
+        self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
+        self._client_name = to_client_name
+        self._seq = 0
+        self._open: dict[str, Any] | None = None  # the item currently streaming (message/reasoning)
+        self.calls: list[CallRecord] = []
+        self.model_parts: list[dict[str, Any]] = []  # the model turn as Gemini sent it, for history
+        self._finish: str | None = None
+        self._finish_message: str | None = None
+        self._block: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self.done = False
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def start(self) -> list[Event]:
+        snapshot = self._snapshot()
+        return [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
+
+    def feed(self, chunk: dict[str, Any]) -> list[Event]:
+        if self.done:
+            return []
+        if isinstance(chunk.get("error"), dict):
+            err = chunk["error"]
+            return self.fail(f"Gemini error {err.get('code', '')} {err.get('status', '')}: {err.get('message', '')}")
+        events: list[Event] = []
+        if chunk.get("usageMetadata"):
+            self._usage = chunk["usageMetadata"]
+        feedback = chunk.get("promptFeedback") or {}
+        if feedback.get("blockReason"):
+            self._block = feedback["blockReason"]
+        for cand in (chunk.get("candidates") or [])[:1]:
+            for part in (cand.get("content") or {}).get("parts") or []:
+                events += self._part(part)
+            if cand.get("finishReason"):
+                self._finish = cand["finishReason"]
+                self._finish_message = cand.get("finishMessage")
+        return events
+
+    def finish(self) -> list[Event]:
+        if self.done:
+            return []
+        events = self._close_open()
+        status, detail = map_finish_reason(self._finish, self._block)
+        self.response["usage"] = map_usage(self._usage)
+        if status == "failed":
+            msg = detail or "Gemini failed"
+            if self._finish_message:
+                msg = f"{msg}: {self._finish_message}"
+            return events + self.fail(msg)
+        self.response["status"] = status
+        if status == "incomplete":
+            self.response["incomplete_details"] = {"reason": detail}
+        self.done = True
+        kind = "response.completed" if status == "completed" else "response.incomplete"
+        return events + [self._ev(kind, response=self._snapshot())]
+
+    def fail(self, message: str, code: str = "server_error") -> list[Event]:
+        """End the response as failed (upstream error mid-stream, or an unusable finish)."""
+        if self.done:
+            return []
+        events = self._close_open()
+        self.response.update(status="failed", error={"code": code, "message": message})
+        if self.response.get("usage") is None and self._usage:
+            self.response["usage"] = map_usage(self._usage)
+        self.done = True
+        return events + [self._ev("response.failed", response=self._snapshot())]
+
+    def model_content(self) -> dict[str, Any] | None:
+        """The model turn for history: parts exactly as received (signatures on the same parts)."""
+        return {"role": "model", "parts": copy.deepcopy(self.model_parts)} if self.model_parts else None
+
+    # -- parts --------------------------------------------------------------------------------
+
+    def _part(self, part: dict[str, Any]) -> list[Event]:
+        add_part(self.model_parts, part)
+        if "functionCall" in part:
+            return self._function_call(part)
+        text = part.get("text")
+        if not isinstance(text, str) or text == "":
+            return []
+        if part.get("thought"):
+            return self._reasoning_delta(text)
+        return self._text_delta(text)
+
+    def _text_delta(self, text: str) -> list[Event]:
+        events: list[Event] = []
+        if self._open is None or self._open["type"] != "message":
+            events += self._close_open()
+            item = {"id": ids.message_id(), "type": "message", "role": "assistant", "status": "in_progress",
+                    "content": []}
+            events += self._add_item(item)
+            events.append(self._ev("response.content_part.added", item_id=item["id"], output_index=self._index,
+                                   content_index=0, part={"type": "output_text", "text": "", "annotations": []}))
+            self._open = {**item, "_text": ""}
+        self._open["_text"] += text
+        events.append(self._ev("response.output_text.delta", item_id=self._open["id"], output_index=self._index,
+                               content_index=0, delta=text, logprobs=[]))
+        return events
+
+    def _reasoning_delta(self, text: str) -> list[Event]:
+        events: list[Event] = []
+        if self._open is None or self._open["type"] != "reasoning":
+            events += self._close_open()
+            item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": []}
+            events += self._add_item(item)
+            events.append(self._ev("response.reasoning_summary_part.added", item_id=item["id"],
+                                   output_index=self._index, summary_index=0,
+                                   part={"type": "summary_text", "text": ""}))
+            self._open = {**item, "_text": ""}
+        self._open["_text"] += text
+        events.append(self._ev("response.reasoning_summary_text.delta", item_id=self._open["id"],
+                               output_index=self._index, summary_index=0, delta=text))
+        return events
+
+    def _function_call(self, part: dict[str, Any]) -> list[Event]:
+        events = self._close_open()
+        fc = part["functionCall"]
+        gname = fc.get("name", "")
+        call_id = fc.get("id") or ids.call_id()
+        args = json.dumps(fc.get("args") or {}, ensure_ascii=False)
+        name = self._client_name(gname)
+        item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
+                "call_id": call_id, "name": name, "arguments": ""}
+        events += self._add_item(item)
+        # Gemini sends a call whole (no argument deltas on the Developer API): one delta carries it.
+        events.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
+                               output_index=self._index, delta=args))
+        events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
+                               output_index=self._index, arguments=args))
+        done = {**item, "status": "completed", "arguments": args}
+        events += self._done_item(done)
+        self.calls.append(CallRecord(call_id, name, gname, fc.get("id"), part.get("thoughtSignature")))
+        return events
+
+    # -- items --------------------------------------------------------------------------------
+
+    @property
+    def _index(self) -> int:
+        return len(self.response["output"]) - 1
+
+    def _add_item(self, item: dict[str, Any]) -> list[Event]:
+        self.response["output"].append(copy.deepcopy(item))
+        return [self._ev("response.output_item.added", output_index=self._index, item=copy.deepcopy(item))]
+
+    def _done_item(self, item: dict[str, Any]) -> list[Event]:
+        self.response["output"][self._index] = item
+        return [self._ev("response.output_item.done", output_index=self._index, item=copy.deepcopy(item))]
+
+    def _close_open(self) -> list[Event]:
+        if self._open is None:
+            return []
+        item, self._open = self._open, None
+        text = item.pop("_text")
+        if item["type"] == "message":
+            part = {"type": "output_text", "text": text, "annotations": []}
+            events = [
+                self._ev("response.output_text.done", item_id=item["id"], output_index=self._index,
+                         content_index=0, text=text, logprobs=[]),
+                self._ev("response.content_part.done", item_id=item["id"], output_index=self._index,
+                         content_index=0, part=part),
+            ]
+            return events + self._done_item({**item, "status": "completed", "content": [part]})
+        summary = {"type": "summary_text", "text": text}
+        events = [
+            self._ev("response.reasoning_summary_text.done", item_id=item["id"], output_index=self._index,
+                     summary_index=0, text=text),
+            self._ev("response.reasoning_summary_part.done", item_id=item["id"], output_index=self._index,
+                     summary_index=0, part=summary),
+        ]
+        return events + self._done_item({**item, "summary": [summary]})
+
+    def _snapshot(self) -> dict[str, Any]:
+        return copy.deepcopy(self.response)
+
+    def _ev(self, kind: str, **fields: Any) -> Event:
+        event = {"type": kind, "sequence_number": self._seq, **fields}
+        self._seq += 1
+        return event

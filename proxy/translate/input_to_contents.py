@@ -1,0 +1,189 @@
+"""Responses `input` items -> Gemini `contents` + `systemInstruction` parts.
+
+Pairing rules (reference/protocols.md §B6, translators.md §4): every model turn with calls is
+followed by one user turn holding one functionResponse per call, in call order, each echoing the
+call's Gemini id; outputs for unknown call ids and calls without outputs are 400s in OpenAI's words.
+"""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from proxy.errors import ProxyError
+from proxy.translate.calls import CallRecord
+from proxy.translate.signatures import sign_unsigned_turns
+from proxy.translate.tool_names import ToolNames
+from proxy.wire.responses import (
+    ITEM_MODELS,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputItem,
+    MessageItem,
+)
+
+
+def parse_input(raw: str | list[Any]) -> list[InputItem]:
+    """Validate raw `input` into typed items; a bad item is a 400 naming its index."""
+    if isinstance(raw, str):
+        return [MessageItem(role="user", content=raw)]
+    items: list[InputItem] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
+                             code="invalid_type")
+        kind = item.get("type", "message")
+        model = ITEM_MODELS.get(kind) if isinstance(kind, str) else None
+        if model is None:
+            raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
+                             param=f"input[{i}].type", code="invalid_value")
+        try:
+            items.append(model.model_validate(item))  # type: ignore[arg-type]
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ProxyError(f"Invalid 'input[{i}].{where}': {err['msg']}.", param=f"input[{i}].{where}",
+                             code="invalid_value") from None
+    return items
+
+
+@dataclass
+class Conversation:
+    """Gemini history plus the call ids of its last model turn that still await outputs."""
+
+    contents: list[dict[str, Any]] = field(default_factory=list)
+    system: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+
+def _text_of(content: str | list[dict[str, Any]]) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+
+
+def _output_value(output: str | list[dict[str, Any]]) -> str:
+    if isinstance(output, str):
+        return output
+    return "".join(_text_of(output))
+
+
+class _Builder:
+    def __init__(self, prior: Conversation, calls: Mapping[str, CallRecord], names: ToolNames) -> None:
+        self.contents = [dict(c) for c in prior.contents]
+        self.system = list(prior.system)
+        self.calls = dict(calls)
+        self.names = names
+        # (call_id, gemini name, gemini id) of the latest model turn's calls, awaiting outputs.
+        self.pending: list[tuple[str, str, str | None]] = []
+        if prior.pending and self.contents and self.contents[-1].get("role") == "model":
+            fcs = [p["functionCall"] for p in self.contents[-1]["parts"] if "functionCall" in p]
+            self.pending = [(cid, fc.get("name", ""), fc.get("id")) for cid, fc in zip(prior.pending, fcs,
+                                                                                          strict=False)]
+        self.outputs: dict[str, dict[str, Any]] = {}
+        self.model_open = False
+
+    def _model_parts(self) -> list[dict[str, Any]]:
+        if not self.model_open:
+            self._close_outputs()
+            self.contents.append({"role": "model", "parts": []})
+            self.model_open = True
+        return self.contents[-1]["parts"]
+
+    def _close_outputs(self) -> None:
+        """Emit the user turn answering the pending calls (all of them, in call order)."""
+        if not self.pending:
+            return
+        missing = [cid for cid, _, _ in self.pending if cid not in self.outputs]
+        if missing:
+            raise ProxyError(f"No tool output found for function call {missing[0]}.", param="input")
+        self.contents.append({"role": "user", "parts": [self.outputs[cid] for cid, _, _ in self.pending]})
+        self.pending, self.outputs = [], {}
+
+    def message(self, item: MessageItem) -> None:
+        texts = _text_of(item.content)
+        if item.role in ("system", "developer"):
+            self.system.extend({"text": t} for t in texts)
+            return
+        if item.role == "assistant":
+            if self.pending and not self.model_open:
+                self._close_outputs()
+            self._model_parts().extend({"text": t} for t in texts if t)
+            return
+        self.model_open = False
+        self._close_outputs()
+        self.contents.append({"role": "user", "parts": [{"text": t} for t in texts] or [{"text": ""}]})
+
+    def function_call(self, item: FunctionCallItem, index: int) -> None:
+        try:
+            args = json.loads(item.arguments) if item.arguments.strip() else {}
+        except json.JSONDecodeError:
+            args = None
+        if not isinstance(args, dict):
+            raise ProxyError(f"Invalid 'input[{index}].arguments': expected a JSON object encoded as a string.",
+                             param=f"input[{index}].arguments", code="invalid_value")
+        if self.pending and not self.model_open:
+            self._close_outputs()
+        rec = self.calls.get(item.call_id)
+        gname = rec.gemini_name if rec else self.names.to_gemini(item.name)
+        gid = rec.gemini_id if rec else item.call_id
+        call: dict[str, Any] = {"name": gname, "args": args}
+        if gid:
+            call["id"] = gid
+        part: dict[str, Any] = {"functionCall": call}
+        if rec and rec.signature:
+            part["thoughtSignature"] = rec.signature
+        self._model_parts().append(part)
+        self.pending.append((item.call_id, gname, gid))
+        self.calls.setdefault(item.call_id, CallRecord(item.call_id, item.name, gname, gid, None))
+
+    def function_output(self, item: FunctionCallOutputItem) -> None:
+        self.model_open = False
+        match = next((p for p in self.pending if p[0] == item.call_id), None)
+        if match is None:
+            raise ProxyError(f"No tool call found for function call output with call_id {item.call_id}.",
+                             param="input")
+        _, gname, gid = match
+        response: dict[str, Any] = {"name": gname, "response": {"output": _output_value(item.output)}}
+        if gid:
+            response["id"] = gid
+        self.outputs[item.call_id] = {"functionResponse": response}
+
+    def finish(self) -> Conversation:
+        if self.pending and self.outputs:
+            self._close_outputs()
+        elif self.pending:
+            raise ProxyError(f"No tool output found for function call {self.pending[0][0]}.", param="input")
+        return Conversation(self.contents, self.system, [])
+
+
+def input_to_contents(
+    items: list[InputItem],
+    *,
+    prior: Conversation | None = None,
+    calls: Mapping[str, CallRecord] | None = None,
+    names: ToolNames | None = None,
+    model: str = "",
+) -> Conversation:
+    """Append `items` to `prior` (a stored conversation, for previous_response_id).
+
+    `calls` holds what the proxy remembers of earlier calls (Gemini names, ids, signatures) by
+    call_id; history the proxy never saw is accepted too, with the call_id standing in as the id.
+    """
+    b = _Builder(prior or Conversation(), calls or {}, names or ToolNames())
+    for i, item in enumerate(items):
+        if isinstance(item, MessageItem):
+            b.message(item)
+        elif isinstance(item, FunctionCallItem):
+            b.function_call(item, i)
+        elif isinstance(item, FunctionCallOutputItem):
+            b.function_output(item)
+        elif item.type == "item_reference":
+            raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
+                             "item itself or use previous_response_id.", param=f"input[{i}]")
+        # reasoning items carry nothing Gemini needs here: signatures come from the call records.
+    conv = b.finish()
+    sign_unsigned_turns(conv.contents, model)
+    return conv

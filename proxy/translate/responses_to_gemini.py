@@ -1,0 +1,69 @@
+"""A Responses request (already split into conversation and tools) -> a Gemini request body,
+and the Response object skeleton that echoes the request's configuration."""
+
+import time
+from typing import Any
+
+from proxy import ids
+from proxy.translate.input_to_contents import Conversation
+from proxy.translate.prepare_tools import PreparedTools, tool_choice_to_config
+from proxy.wire.responses import ResponsesRequest
+
+
+def build_gemini_request(req: ResponsesRequest, conv: Conversation, tools: PreparedTools) -> dict[str, Any]:
+    body: dict[str, Any] = {"contents": conv.contents}
+    # `instructions` are not carried over from previous_response_id; system messages in input are.
+    system = ([{"text": req.instructions}] if req.instructions else []) + conv.system
+    if system:
+        body["systemInstruction"] = {"parts": system}
+    if tools.declarations:
+        body["tools"] = tools.gemini_tools()
+    config = tool_choice_to_config(req.tool_choice, tools)
+    if config:
+        body["toolConfig"] = config
+    gen: dict[str, Any] = {}
+    if req.temperature is not None:
+        gen["temperature"] = req.temperature
+    if req.top_p is not None:
+        gen["topP"] = req.top_p
+    if req.max_output_tokens is not None:
+        gen["maxOutputTokens"] = req.max_output_tokens
+    if gen:
+        body["generationConfig"] = gen
+    return body
+
+
+def _echo_tool_choice(choice: str | dict[str, Any] | None) -> str | dict[str, Any]:
+    if choice is None:
+        return "auto"
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict):
+        return {"type": "function", "name": choice["function"].get("name")}  # Chat shape -> Responses shape
+    return choice
+
+
+def response_skeleton(req: ResponsesRequest, tools: PreparedTools) -> dict[str, Any]:
+    return {
+        "id": ids.response_id(),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "in_progress",
+        "model": req.model,
+        "output": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": req.instructions,
+        "max_output_tokens": req.max_output_tokens,
+        "parallel_tool_calls": True if req.parallel_tool_calls is None else req.parallel_tool_calls,
+        "previous_response_id": req.previous_response_id,
+        "reasoning": {"effort": None, "summary": None},
+        "store": True if req.store is None else req.store,
+        "temperature": req.temperature,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": _echo_tool_choice(req.tool_choice),
+        "tools": tools.echo,
+        "top_p": req.top_p,
+        "truncation": "disabled",
+        "usage": None,
+        "user": req.user,
+        "metadata": req.metadata or {},
+    }

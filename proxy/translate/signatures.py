@@ -1,0 +1,28 @@
+"""Thought-signature rules (reference/protocols.md §B7)."""
+
+from typing import Any
+
+# Documented dummy value for calls Gemini did not produce (GEM-DOC thought-signatures#faqs;
+# gemini-cli geminiChat.ts injects the same string).
+SENTINEL = "skip_thought_signature_validator"
+
+
+def requires_signatures(model: str) -> bool:
+    """Gemini 3 validates signatures on the current turn's calls; 2.5 does not."""
+    name = model.removeprefix("models/")
+    return name.startswith("gemini-3")
+
+
+def sign_unsigned_turns(contents: list[dict[str, Any]], model: str) -> None:
+    """Give the first functionCall of each model turn the sentinel when no call in it is signed.
+
+    Only the first call of a parallel batch carries a signature, so siblings stay unsigned.
+    """
+    if not requires_signatures(model):
+        return
+    for content in contents:
+        if content.get("role") != "model":
+            continue
+        calls = [p for p in content.get("parts", []) if "functionCall" in p]
+        if calls and not any(p.get("thoughtSignature") for p in calls):
+            calls[0]["thoughtSignature"] = SENTINEL

@@ -1,0 +1,1 @@
+"""Pydantic models of the wire formats. No logic beyond shape."""

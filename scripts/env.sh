@@ -1,0 +1,42 @@
+# Sourced by the other scripts: finds a Python >= 3.12 and prepares .venv with the locked dependencies.
+# Usage: . scripts/env.sh   (sets $VENV_PY; exits with a clear message if no suitable Python exists)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${GTP_VENV:-$ROOT/.venv}"
+
+py_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; }
+
+find_python() {
+    local c
+    # PATH first, then pyenv's installs (these machines keep 3.12/3.13 there, off PATH), newest first.
+    for c in "${GTP_PYTHON:-}" python3.13 python3.12 python3; do
+        [ -n "$c" ] && command -v "$c" >/dev/null 2>&1 && py_ok "$(command -v "$c")" && { command -v "$c"; return; }
+    done
+    for c in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3 /usr/local/bin/python3.1[2-9] \
+               /usr/bin/python3.1[2-9] 2>/dev/null | sort -rV); do
+        py_ok "$c" && { echo "$c"; return; }
+    done
+    return 1
+}
+
+if ! [ -x "$VENV/bin/python" ] || ! py_ok "$VENV/bin/python"; then
+    PY="$(find_python)" || {
+        echo "error: gemini-tool-proxy needs Python >= 3.12 (mitmproxy 12 requires it), and none was found" >&2
+        echo "       on PATH or under pyenv. Install one (e.g. 'pyenv install 3.12') or set GTP_PYTHON=/path/to/python3.12." >&2
+        exit 1
+    }
+    echo "using $PY ($("$PY" -V))" >&2
+    rm -rf "$VENV"
+    "$PY" -m venv "$VENV"
+fi
+VENV_PY="$VENV/bin/python"
+stamp="$VENV/.gtp-installed"
+# Reinstall only when the lock or the project metadata changed.
+want="$(cat "$ROOT/requirements.lock" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    "$VENV_PY" -m pip install -q --disable-pip-version-check "uv==0.13.9" >&2
+    "$VENV/bin/uv" pip install -q --python "$VENV_PY" -r "$ROOT/requirements.lock" >&2
+    "$VENV/bin/uv" pip install -q --python "$VENV_PY" --no-deps -e "$ROOT" >&2
+    echo "$want" > "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"
