@@ -143,8 +143,13 @@ class _Checker:
             self.semantic.append(f"GenerateContentRequest.{named}.items: missing field.")
         if kind == "OBJECT" and isinstance(props, dict) and not props:
             self.semantic.append(f"GenerateContentRequest.{named}.properties: should be non-empty for OBJECT type")
-        if isinstance(enum, list) and kind not in (None, "STRING"):
-            self.semantic.append(f"GenerateContentRequest.{named}.enum: only allowed for STRING type")  # [inferred]
+        if isinstance(enum, list) and kind != "STRING":
+            self.semantic.append(f"GenerateContentRequest.{named}.enum: only allowed for STRING type")
+        if get(s, "anyOf") is not None and len(s) > 1:
+            prop = ".".join(re.findall(r"properties\[([^\]]+)\]", named)) or "root"
+            self.semantic.append(f"GenerateContentRequest.{named}: functionDeclaration parameters.{prop} schema "
+                                 "specified other fields alongside any_of. When using any_of, it must be the only "
+                                 "field set.")
         required = get(s, "required")
         if isinstance(required, list):
             for i, r in enumerate(required):
@@ -307,7 +312,7 @@ class _Checker:
             for p in get(c, "parts") or []:
                 sig, fc = get(p, "thoughtSignature"), get(p, "functionCall")
                 if (fc is not None and sig and sig not in SENTINELS
-                        and sig != sign(self.model, get(fc, "name"), get(fc, "args") or {})):
+                        and _b64(sig) != _b64(sign(self.model, get(fc, "name"), get(fc, "args") or {}))):
                     raise GeminiRejection(400, "Corrupted thought signature.")
         if not is_gemini3(self.model):
             return
@@ -322,6 +327,14 @@ class _Checker:
             if get(contents[i], "role") == "model" and first is not None and not get(first, "thoughtSignature"):
                 name = get(get(first, "functionCall"), "name")
                 raise GeminiRejection(400, MISSING_SIGNATURE.format(name=name, position=i + 1))
+
+
+def _b64(value: str) -> bytes | None:
+    """Proto JSON `bytes` accept the standard and the URL-safe base64 alphabets (the SDKs re-encode)."""
+    try:
+        return base64.b64decode(value.replace("-", "+").replace("_", "/") + "==")
+    except (ValueError, TypeError):
+        return None
 
 
 def _resolve(root: Any, ref: str) -> Any:

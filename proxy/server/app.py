@@ -20,7 +20,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_BODY_BYTES) -> web.Application:
     app = web.Application(middlewares=[error_middleware], client_max_size=max_body)
-    app[CONTEXT] = Context(store=store, upstream=upstream)
+    app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)

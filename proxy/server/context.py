@@ -16,6 +16,7 @@ DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", 
 class Context:
     store: SessionStore
     upstream: GeminiUpstream
+    max_body: int
     models: tuple[str, ...] = field(default=DEFAULT_MODELS)
 
 

@@ -8,6 +8,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from proxy.errors import ProxyError, UpstreamError
+from proxy.server.context import CONTEXT
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,9 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
     except ProxyError as e:
         log.info("%s %s -> %s: %s", request.method, request.path, e.status, e.message)
         return render(request, e)
-    except web.HTTPRequestEntityTooLarge as e:
-        return render(request, ProxyError(f"Request body too large: the limit is {e.max_size} bytes.", status=413))
+    except web.HTTPRequestEntityTooLarge:
+        limit = request.app[CONTEXT].max_body
+        return render(request, ProxyError(f"Request body too large: the limit is {limit} bytes.", status=413))
     except web.HTTPException as e:
         if e.status < 400:
             raise
@@ -76,8 +78,22 @@ def validate[M: BaseModel](model: type[M], body: Any) -> M:
         return model.model_validate(body)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "body"
+        where = _param_path(body, err["loc"])
         if err["type"] == "missing":
             raise ProxyError(f"Missing required parameter: '{where}'.", param=where,
                              code="missing_required_parameter") from None
         raise ProxyError(f"Invalid type for '{where}': {err['msg']}.", param=where, code="invalid_type") from None
+
+
+def _param_path(body: Any, loc: tuple[Any, ...]) -> str:
+    """The request field an error is about; pydantic adds union-member tags to `loc` that are not fields."""
+    path, node = [], body
+    for i, p in enumerate(loc):
+        if isinstance(node, dict) and p in node or isinstance(node, list) and isinstance(p, int) and p < len(node):
+            node = node[p]
+        elif i == 0 or (isinstance(node, dict) and isinstance(p, str) and "[" not in p and i == len(loc) - 1):
+            pass  # a missing field: still name it
+        else:
+            break
+        path.append(f"[{p}]" if isinstance(p, int) else f".{p}")
+    return "".join(path).lstrip(".") or "body"

@@ -95,23 +95,12 @@ class _Converter:
                     inner["nullable"] = True
                 return inner
             if real:
-                out["anyOf"] = [self.convert(b, depth + 1, refs) for b in real]
-                for k in ("title", "description"):
-                    if isinstance(node.get(k), str):
-                        out[k] = node[k]
-                if nullable:
-                    out["nullable"] = True
-                return out
+                return _alone([self.convert(b, depth + 1, refs) for b in real], node, nullable)
         if len(types) > 1:
             variants = [{**node, "type": t} for t in types]
             for v in variants:
                 v.pop("anyOf", None), v.pop("oneOf", None)
-            out["anyOf"] = [self.convert(v, depth + 1, refs) for v in variants]
-            if isinstance(node.get("description"), str):
-                out["description"] = node["description"]
-            if nullable:
-                out["nullable"] = True
-            return out
+            return _alone([self.convert(v, depth + 1, refs) for v in variants], node, nullable)
 
         gtype = types[0].upper() if types else self._infer_type(node)
         if gtype and gtype.upper() in GEMINI_TYPES:
@@ -272,6 +261,18 @@ class _Converter:
         # Gemini rejects arrays without a typed `items` ("….items: missing field", cline#7339).
         out["items"] = converted if converted.get("type") or converted.get("anyOf") else {
             **converted, "type": "STRING"}
+
+
+def _alone(branches: list[dict[str, Any]], node: dict[str, Any], nullable: bool) -> dict[str, Any]:
+    """`anyOf` must be the only field of its node ("When using any_of, it must be the only field set."),
+    so the parent's description and nullability move into every branch."""
+    for b in branches:
+        for k in ("title", "description"):
+            if isinstance(node.get(k), str) and k not in b:
+                b[k] = node[k]
+        if nullable:
+            b["nullable"] = True
+    return {"anyOf": branches}
 
 
 class _Cycle:

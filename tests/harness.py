@@ -1,0 +1,66 @@
+"""Run the mock Gemini and the front-end on loopback in a background event loop.
+
+The official SDKs are synchronous here, so the servers live on their own thread and loop;
+tests talk to them over real HTTP exactly as a user's client would.
+"""
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+from aiohttp import web
+
+from proxy.mock.server import RECEIVED, start_mock
+from proxy.server import make_app
+from proxy.store import MemoryStore
+from proxy.upstream import GeminiUpstream
+
+
+class LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run[T](self, coro: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+class Stack:
+    """Mock Gemini + front-end, both on ephemeral loopback ports."""
+
+    def __init__(self, max_body: int | None = None) -> None:
+        self.lt = LoopThread()
+        self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
+        self.store = MemoryStore()
+        self.upstream = GeminiUpstream(self.mock_url, api_key="test-key")
+        kwargs = {"max_body": max_body} if max_body else {}
+        self.app = make_app(self.store, self.upstream, **kwargs)
+        self.runner, self.url = self.lt.run(self._start(self.app))
+
+    @staticmethod
+    async def _start(app: web.Application) -> tuple[web.AppRunner, str]:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return runner, f"http://127.0.0.1:{port}"
+
+    @property
+    def received(self) -> list[dict[str, Any]]:
+        """Requests the mock accepted, oldest first."""
+        return list(self.mock_app[RECEIVED])
+
+    def last_body(self) -> dict[str, Any]:
+        return self.received[-1]["body"]
+
+    def close(self) -> None:
+        self.lt.run(self.runner.cleanup())
+        self.lt.run(self.mock_runner.cleanup())
+        self.lt.stop()

@@ -1,0 +1,74 @@
+"""The command line: `serve` as a real process, port conflicts, and the scripts' Python finder."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "proxy", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_serve_with_builtin_mock() -> None:
+    port = free_port()
+    proc = start(["serve", "--port", str(port), "--upstream", "mock"])
+    try:
+        assert "ready on http://127.0.0.1:" in proc.stdout.readline()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
+            assert json.load(r) == {"status": "ok"}
+        c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo", _strict_response_validation=True)
+        assert c.responses.create(model="gemini-2.5-flash", input="hi").output_text.endswith("heard: hi")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    assert "demo" not in proc.stderr.read(), "API keys never reach the log"
+
+
+def test_busy_port_fails_fast_with_a_message() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = start(["serve", "--port", str(port), "--upstream", "mock"])
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in err
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_env_script_explains_a_missing_python(tmp_path: Path) -> None:
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    for tool in ("dirname", "cat", "sha256sum", "cut", "ls", "sort", "rm", "mkdir"):
+        if shutil.which(tool):
+            os.symlink(shutil.which(tool), fake_bin / tool)
+    old = fake_bin / "python3"
+    old.write_text("#!/bin/sh\nexit 1\n")  # a Python that is too old answers the version check with 1
+    old.chmod(0o755)
+    env = {"PATH": str(fake_bin), "HOME": str(tmp_path), "PYENV_ROOT": str(tmp_path / "none"),
+           "GTP_VENV": str(tmp_path / "venv")}
+    proc = subprocess.run([shutil.which("bash"), "-c", f". {ROOT}/scripts/env.sh"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    if any(Path(p).exists() for p in ("/usr/bin/python3.12", "/usr/bin/python3.13", "/usr/local/bin/python3.12",
+                                      "/usr/local/bin/python3.13")):
+        pytest.skip("this machine has a system Python >= 3.12 the script would find")
+    assert proc.returncode == 1
+    assert "needs Python >= 3.12" in proc.stderr and "GTP_PYTHON" in proc.stderr

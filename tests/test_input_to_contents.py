@@ -1,0 +1,65 @@
+import pytest
+
+from proxy.errors import ProxyError
+from proxy.translate.calls import CallRecord
+from proxy.translate.input_to_contents import input_to_contents, parse_input
+from proxy.translate.signatures import SENTINEL
+from proxy.translate.tool_names import ToolNames
+
+
+def convert(items, **kw):
+    return input_to_contents(parse_input(items), **kw)
+
+
+CALLS = [{"type": "function_call", "call_id": "a", "name": "f", "arguments": '{"x": 1}'},
+         {"type": "function_call", "call_id": "b", "name": "g", "arguments": ""}]
+
+
+def test_outputs_grouped_in_call_order_and_strings_wrapped() -> None:
+    conv = convert([{"role": "developer", "content": "sys"}, {"role": "user", "content": "go"},
+                    {"role": "assistant", "content": "calling"}, *CALLS,
+                    {"type": "function_call_output", "call_id": "b", "output": [{"type": "input_text", "text": "B"}]},
+                    {"type": "function_call_output", "call_id": "a", "output": "A"}])
+    assert conv.system == [{"text": "sys"}]
+    assert conv.contents == [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"text": "calling"}, {"functionCall": {"name": "f", "args": {"x": 1}, "id": "a"}},
+                                    {"functionCall": {"name": "g", "args": {}, "id": "b"}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"output": "A"}, "id": "a"}},
+                                   {"functionResponse": {"name": "g", "response": {"output": "B"}, "id": "b"}}]}]
+
+
+def test_known_calls_use_geminis_names_ids_and_signatures() -> None:
+    rec = CallRecord("call_1", "srv/tool", "srv_tool", None, "SIG")
+    conv = convert([{"role": "user", "content": "go"},
+                    {"type": "function_call", "call_id": "call_1", "name": "srv/tool", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "call_1", "output": "ok"}],
+                   calls={"call_1": rec}, model="gemini-3-pro-preview")
+    assert conv.contents[1]["parts"] == [{"functionCall": {"name": "srv_tool", "args": {}}, "thoughtSignature": "SIG"}]
+    assert conv.contents[2]["parts"] == [{"functionResponse": {"name": "srv_tool", "response": {"output": "ok"}}}]
+
+
+def test_foreign_gemini3_history_gets_the_sentinel_on_the_first_call_only() -> None:
+    conv = convert([{"role": "user", "content": "go"}, *CALLS,
+                    {"type": "function_call_output", "call_id": "a", "output": "1"},
+                    {"type": "function_call_output", "call_id": "b", "output": "2"}],
+                   names=ToolNames(), model="gemini-3-flash-preview")
+    parts = conv.contents[1]["parts"]
+    assert parts[0]["thoughtSignature"] == SENTINEL and "thoughtSignature" not in parts[1]
+    conv = convert([{"role": "user", "content": "go"}, *CALLS,
+                    {"type": "function_call_output", "call_id": "a", "output": "1"},
+                    {"type": "function_call_output", "call_id": "b", "output": "2"}], model="gemini-2.5-flash")
+    assert "thoughtSignature" not in conv.contents[1]["parts"][0]
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    ([*CALLS, {"type": "function_call_output", "call_id": "a", "output": "1"}],
+     "No tool output found for function call b."),
+    ([{"type": "function_call_output", "call_id": "zzz", "output": "1"}],
+     "No tool call found for function call output with call_id zzz."),
+    ([CALLS[0], {"role": "user", "content": "next"}], "No tool output found for function call a."),
+])
+def test_pairing_errors(items, message) -> None:
+    with pytest.raises(ProxyError) as info:
+        convert([{"role": "user", "content": "go"}, *items])
+    assert info.value.message == message and info.value.param == "input"
