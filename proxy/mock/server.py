@@ -9,11 +9,13 @@ import asyncio
 import collections
 import json
 import re
+import ssl
+from typing import Any
 
 from aiohttp import web
 
 from proxy.mock.model import merge_chunks, respond
-from proxy.mock.validate import GeminiRejection, validate_request
+from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
 
 RECEIVED = web.AppKey("received", collections.deque)
 MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
@@ -33,8 +35,23 @@ def _api_key(request: web.Request) -> str | None:
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
-    version = request.match_info["version"]
+    """generativelanguage `/{version}/models/{model}:{method}` and Vertex `…/publishers/google/models/…`."""
     model, _, method = request.match_info["target"].rpartition(":")
+    return await _answer(request, model, method, request.match_info.get("version", "v1"), cloudcode=False)
+
+
+async def cloudcode(request: web.Request) -> web.StreamResponse:
+    """Cloud Code Assist `/v1internal:{method}`: `{model, project, request: {...}}` in, `{response, traceId}` out."""
+    method = request.match_info["method"]
+    if method not in ("generateContent", "streamGenerateContent"):
+        # Account set-up calls (loadCodeAssist, retrieveUserQuota, listExperiments, ...): a fixed answer.
+        body = await request.read()
+        return web.json_response({"method": method, "echo": json.loads(body or b"{}")})
+    return await _answer(request, None, method, "v1internal", cloudcode=True)
+
+
+async def _answer(request: web.Request, model: str | None, method: str, version: str,
+                  cloudcode: bool) -> web.StreamResponse:
     if method not in ("generateContent", "streamGenerateContent"):
         return _error(GeminiRejection(404, f"Method {method} not found.", "NOT_FOUND"))
     key = _api_key(request)
@@ -42,25 +59,36 @@ async def generate(request: web.Request) -> web.StreamResponse:
         return _error(GeminiRejection(403, NO_KEY, "PERMISSION_DENIED"))
     if key.startswith("bad"):
         return _error(GeminiRejection(400, "API key not valid. Please pass a valid API key."))
+    try:
+        body = json.loads(await request.read())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _error(GeminiRejection(400, "Invalid JSON payload received. Unexpected token."))
+    if cloudcode:
+        if not isinstance(body, dict) or not isinstance(body.get("request"), dict):
+            return _error(GeminiRejection(400, "Invalid JSON payload received. Unknown name \"contents\": "
+                                               "Cannot find field."))
+        model, body = str(body.get("model", "")).removeprefix("models/"), body["request"]
+    assert model is not None
     if not MODEL_NAME.match(model):
         return _error(GeminiRejection(404, f"models/{model} is not found for API version {version}, or is not "
                                            "supported for generateContent. Call ListModels to see the list of "
                                            "available models and their supported methods.", "NOT_FOUND"))
     try:
-        body = json.loads(await request.read())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return _error(GeminiRejection(400, "Invalid JSON payload received. Unexpected token."))
-    try:
-        validate_request(body, model)
+        validate_request(body, model, allow=CLOUDCODE_FIELDS if cloudcode else frozenset())
     except GeminiRejection as e:
         return _error(e)
-    request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": key})
+    request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": key,
+                                  "path": request.path_qs, "headers": dict(request.headers)})
     reply = respond(body, model)
     if reply.error:
         status, name, message = reply.error
         return _error(GeminiRejection(status, message, name))
+
+    def wrap(chunk: dict[str, Any]) -> dict[str, Any]:
+        return {"response": chunk, "traceId": "mock-trace"} if cloudcode and "error" not in chunk else chunk
+
     if method == "generateContent":
-        return web.json_response(merge_chunks(reply.chunks))
+        return web.json_response(wrap(merge_chunks(reply.chunks)))
 
     sse = request.query.get("alt") == "sse"
     resp = web.StreamResponse(headers={"content-type": "text/event-stream" if sse else "application/json"})
@@ -68,14 +96,15 @@ async def generate(request: web.Request) -> web.StreamResponse:
     for i, chunk in enumerate(reply.chunks):
         if i and reply.delay:
             await asyncio.sleep(reply.delay)
-        if reply.stream_error_after is not None and i == reply.stream_error_after:
+        failing = reply.stream_error_after is not None and i == reply.stream_error_after
+        if failing:
             chunk = {"error": {"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}}
-        data = json.dumps(chunk, ensure_ascii=False)
+        data = json.dumps(wrap(chunk), ensure_ascii=False)
         if sse:
             await resp.write(f"data: {data}\r\n\r\n".encode())
         else:
             await resp.write((("[" if i == 0 else ",\r\n") + data).encode())
-        if reply.stream_error_after is not None and i == reply.stream_error_after:
+        if failing:
             break
     if not sse:
         await resp.write(b"]")
@@ -95,16 +124,29 @@ def make_mock_app() -> web.Application:
     app[RECEIVED] = collections.deque(maxlen=256)
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
+    app.router.add_post("/v1internal:{method}", cloudcode)
+    app.router.add_post(
+        "/{version:v1|v1beta1}/projects/{project}/locations/{location}/publishers/google/models/{target}", generate)
+    # Anything else (the test stand-in for unrelated traffic): echo what arrived, byte for byte.
+    app.router.add_route("*", "/echo/{tail:.*}", echo)
     return app
 
 
-async def start_mock(host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str, web.Application]:
+async def echo(request: web.Request) -> web.Response:
+    body = await request.read()
+    kind = request.headers.get("content-type", "application/octet-stream")
+    return web.Response(body=body, headers={"x-echo-method": request.method, "x-echo-path": request.path_qs,
+                                            "content-type": kind})
+
+
+async def start_mock(host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
+                     ) -> tuple[web.AppRunner, str, web.Application]:
     """Start the mock on loopback; returns (runner, base URL, app). Port 0 picks a free port."""
     app = make_mock_app()
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return runner, f"http://{host}:{bound}", app
+    return runner, f"{'https' if ssl_context else 'http'}://{host}:{bound}", app
 

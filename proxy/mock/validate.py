@@ -48,6 +48,8 @@ GENERATION = {"temperature", "topP", "topK", "candidateCount", "maxOutputTokens"
               "responseJsonSchema", "responseLogprobs", "logprobs", "responseModalities", "mediaResolution",
               "speechConfig", "thinkingConfig", "enableEnhancedCivicAnswers", "imageConfig"}
 THINKING = {"includeThoughts", "thinkingBudget", "thinkingLevel"}
+# Extra fields the Cloud Code Assist wrapper's inner request may carry (reference/protocols.md §B9).
+CLOUDCODE_FIELDS = frozenset({"sessionId", "labels"})
 
 
 @dataclass
@@ -186,11 +188,11 @@ class _Checker:
 
     # -- the request -----------------------------------------------------------------------------
 
-    def request(self, body: Any) -> None:
+    def request(self, body: Any, allow: frozenset[str] = frozenset()) -> None:
         if not isinstance(body, dict):
             self.parse.append(("", "Invalid JSON payload received. Expected an object."))
             return
-        self.fields(body, REQUEST, "")
+        self.fields(body, REQUEST | allow, "")
         declared = self.tools(get(body, "tools") or [])
         self.tool_config(get(body, "toolConfig"), declared)
         self.generation(get(body, "generationConfig"))
@@ -351,10 +353,10 @@ def _resolve(root: Any, ref: str) -> Any:
     return node
 
 
-def validate_request(body: Any, model: str) -> None:
+def validate_request(body: Any, model: str, allow: frozenset[str] = frozenset()) -> None:
     """Raise GeminiRejection exactly where Gemini would answer 400; return quietly otherwise."""
     check = _Checker(model)
-    check.request(body)
+    check.request(body, allow)
     if check.parse:
         raise GeminiRejection(400, "\n".join(d for _, d in check.parse),
                               violations=[{"field": f, "description": d} for f, d in check.parse])
