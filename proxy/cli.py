@@ -6,9 +6,11 @@ import contextlib
 import logging
 import signal
 import sys
+from pathlib import Path
 
 from aiohttp import web
 
+from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.mock.server import start_mock
 from proxy.server import make_app
 from proxy.store import MemoryStore
@@ -16,6 +18,10 @@ from proxy.upstream import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RE
 
 DEFAULT_PORT = 8741
 DEFAULT_MOCK_PORT = 8742
+DEFAULT_MITM_PORT = 8080
+PROJECT = Path(__file__).resolve().parents[1]
+CERTS_DIR = PROJECT / "certs"
+ADDON_SCRIPT = PROJECT / "addons" / "gemini_tools.py"
 log = logging.getLogger("gemini-tool-proxy")
 
 
@@ -33,6 +39,21 @@ def _parser() -> argparse.ArgumentParser:
                        help="seconds to connect upstream")
     serve.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
                        help="seconds to wait between bytes from upstream")
+
+    ca = sub.add_parser("ca", help="generate the proxy's CA (mitmproxy layout) into a directory")
+    ca.add_argument("--dir", default=str(CERTS_DIR), help=f"target directory (default {CERTS_DIR})")
+    ca.add_argument("--key-type", choices=("rsa", "ec"), default="rsa", help="RSA-2048 (default) or EC P-256")
+    ca.add_argument("--force", action="store_true", help="replace an existing CA")
+
+    mitm = sub.add_parser("mitm", help="run the intercepting proxy (mitmdump + addon) with the front-end",
+                          epilog="Arguments after -- go to mitmdump, e.g. -- --set gtp_default_session=work")
+    mitm.add_argument("--listen-host", default="127.0.0.1", help="proxy address (default 127.0.0.1)")
+    mitm.add_argument("--listen-port", type=int, default=DEFAULT_MITM_PORT,
+                      help=f"proxy port clients use as HTTPS_PROXY (default {DEFAULT_MITM_PORT})")
+    mitm.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"front-end port (default {DEFAULT_PORT})")
+    mitm.add_argument("--upstream", default=DEFAULT_BASE_URL, help="front-end's Gemini base URL, or 'mock'")
+    mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
+    mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
 
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
@@ -88,10 +109,33 @@ async def _mock(args: argparse.Namespace) -> None:
         await runner.cleanup()
 
 
+def _ca(args: argparse.Namespace) -> None:
+    try:
+        cert = generate_ca(Path(args.dir), key_type=args.key_type, overwrite=args.force)
+    except FileExistsError as e:
+        raise SystemExit(f"error: {e}") from None
+    print(f"CA written to {args.dir} (key file {CA_KEY_AND_CERT}, mode 0600).\nClients trust {cert}:\n"
+          f"  SSL_CERT_FILE={cert}  REQUESTS_CA_BUNDLE={cert}  NODE_EXTRA_CA_CERTS={cert}")
+
+
+def _mitm(args: argparse.Namespace) -> None:
+    from mitmproxy.tools.main import mitmdump
+
+    ensure_ca(Path(args.confdir))
+    mitmdump(["-s", str(ADDON_SCRIPT), "--listen-host", args.listen_host, "--listen-port", str(args.listen_port),
+              "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys
+              "--set", f"gtp_frontend_port={args.port}", "--set", f"gtp_upstream={args.upstream}",
+              *args.mitmdump_args])
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "ca":
+        return _ca(args)
+    if args.command == "mitm":
+        return _mitm(args)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args) if args.command == "serve" else _mock(args))
 

@@ -7,6 +7,7 @@ from cachetools import TTLCache
 
 from proxy.store.base import StoredResponse
 from proxy.translate.calls import CallRecord
+from proxy.translate.tool_context import ToolContext, ToolRound
 
 # Defaults sized for a developer machine: a session is one client conversation or tool loop.
 DEFAULT_MAX_SESSIONS = 1024
@@ -19,6 +20,8 @@ class _Session:
         self.responses: TTLCache[str, StoredResponse] = TTLCache(max_entries, ttl)
         self.calls: TTLCache[str, CallRecord] = TTLCache(max_entries * 4, ttl)
         self.conversations: TTLCache[str, list[dict[str, Any]]] = TTLCache(max_entries, ttl)
+        self.tools: ToolContext | None = None
+        self.max_rounds = max_entries
 
 
 class MemoryStore:
@@ -56,3 +59,34 @@ class MemoryStore:
 
     async def put_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
         self._session(session).conversations[conversation] = copy.deepcopy(contents)
+
+    async def get_tool_context(self, session: str) -> ToolContext | None:
+        ctx = self._session(session).tools
+        return copy.deepcopy(ctx) if ctx else None
+
+    async def set_tools(self, session: str, declarations: list[dict[str, Any]], tool_config: dict[str, Any] | None,
+                        client_names: dict[str, str]) -> None:
+        s = self._session(session)
+        rounds = s.tools.rounds if s.tools else []
+        s.tools = ToolContext(copy.deepcopy(declarations), copy.deepcopy(tool_config), dict(client_names), rounds)
+
+    async def add_round(self, session: str, rnd: ToolRound) -> None:
+        s = self._session(session)
+        if s.tools is None:
+            s.tools = ToolContext()
+        s.tools.rounds.append(copy.deepcopy(rnd))
+        del s.tools.rounds[:-s.max_rounds]
+
+    async def add_results(self, session: str, results: dict[str, dict[str, Any]]) -> list[str]:
+        ctx = self._session(session).tools
+        unknown = [cid for cid in results if ctx is None or ctx.find_call(cid) is None]
+        if unknown or ctx is None:
+            return unknown
+        for cid, response in results.items():
+            found = ctx.find_call(cid)
+            assert found is not None
+            found[0].results[cid] = copy.deepcopy(response)
+        return []
+
+    async def drop_tool_context(self, session: str) -> None:
+        self._session(session).tools = None

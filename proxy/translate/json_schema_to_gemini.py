@@ -73,7 +73,7 @@ class _Converter:
         refs = node.pop("\x00refs", refs)
         hints: list[str] = []
         out: dict[str, Any] = {}
-        nullable = False
+        nullable = node.get("nullable") is True  # already Gemini-shaped (repairing an app's own schema)
 
         branches = node.get("anyOf") or node.get("oneOf")
         types = self._types(node)

@@ -26,3 +26,16 @@ def sign_unsigned_turns(contents: list[dict[str, Any]], model: str) -> None:
         calls = [p for p in content.get("parts", []) if "functionCall" in p]
         if calls and not any(p.get("thoughtSignature") for p in calls):
             calls[0]["thoughtSignature"] = SENTINEL
+
+
+def sign_current_turn(contents: list[dict[str, Any]], model: str) -> None:
+    """Foreign history repair: the sentinel on the first call of each model turn of the current turn only.
+
+    The current turn starts at the last user content that holds text rather than function responses
+    (the scope Gemini validates, reference/protocols.md §B7).
+    """
+    start = 0
+    for i, c in enumerate(contents):
+        if c.get("role") == "user" and any("text" in p for p in c.get("parts") or [] if isinstance(p, dict)):
+            start = i
+    sign_unsigned_turns(contents[start:], model)

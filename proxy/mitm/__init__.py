@@ -1,0 +1,1 @@
+"""The mitmproxy side: the addon that rewrites intercepted Gemini traffic and hosts the front-end."""

@@ -1,0 +1,83 @@
+"""`/v1/sessions/{session}`: give a session tools for intercepted traffic, read its captured calls, answer them.
+
+    PUT    /v1/sessions/{s}/tools         {"tools": [OpenAI tools], "tool_choice": ...}
+    GET    /v1/sessions/{s}               declarations, toolConfig and the captured rounds
+    POST   /v1/sessions/{s}/tool_outputs  {"outputs": [{"call_id": ..., "output": ...}]}
+    DELETE /v1/sessions/{s}
+"""
+
+import json
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from proxy.errors import ProxyError
+from proxy.server.context import CONTEXT, Context
+from proxy.server.errors import read_json, validate
+from proxy.translate.prepare_tools import prepare_tools, tool_choice_to_config
+
+
+class SessionTools(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    tools: list[dict[str, Any]]
+    tool_choice: str | dict[str, Any] | None = None
+
+
+class ToolOutput(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    call_id: str
+    output: str | dict[str, Any] | list[Any]
+
+
+class ToolOutputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    outputs: list[ToolOutput] = Field(min_length=1)
+
+
+async def put_tools(request: web.Request) -> web.Response:
+    ctx: Context = request.app[CONTEXT]
+    session = request.match_info["session"]
+    req = validate(SessionTools, await read_json(request))
+    prepared = prepare_tools(req.tools)
+    config = tool_choice_to_config(req.tool_choice, prepared)
+    await ctx.store.set_tools(session, prepared.declarations, config, prepared.names.to_client)
+    return web.json_response({"session": session, "functionDeclarations": prepared.declarations,
+                              "toolConfig": config})
+
+
+async def get_session(request: web.Request) -> web.Response:
+    ctx: Context = request.app[CONTEXT]
+    session = request.match_info["session"]
+    tc = await ctx.store.get_tool_context(session)
+    if tc is None:
+        raise ProxyError(f"Session '{session}' has no tools or captured calls.", status=404, param="session")
+    rounds = [{"calls": [{"call_id": c.call_id, "name": tc.client_names.get(c.name, c.name),
+                          "arguments": json.dumps(c.args, ensure_ascii=False)} for c in r.calls],
+               "outputs": r.results} for r in tc.rounds]
+    return web.json_response({"session": session, "functionDeclarations": tc.declarations,
+                              "toolConfig": tc.tool_config, "rounds": rounds})
+
+
+async def post_outputs(request: web.Request) -> web.Response:
+    ctx: Context = request.app[CONTEXT]
+    session = request.match_info["session"]
+    req = validate(ToolOutputs, await read_json(request))
+    results = {o.call_id: o.output if isinstance(o.output, dict) else {"output": o.output} for o in req.outputs}
+    unknown = await ctx.store.add_results(session, results)
+    if unknown:
+        raise ProxyError(f"No tool call found for function call output with call_id {unknown[0]}.", param="outputs")
+    return web.json_response({"session": session, "recorded": list(results)})
+
+
+async def delete_session(request: web.Request) -> web.Response:
+    ctx: Context = request.app[CONTEXT]
+    await ctx.store.drop_tool_context(request.match_info["session"])
+    return web.json_response({"deleted": True})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_put("/v1/sessions/{session}/tools", put_tools)
+    app.router.add_get("/v1/sessions/{session}", get_session)
+    app.router.add_post("/v1/sessions/{session}/tool_outputs", post_outputs)
+    app.router.add_delete("/v1/sessions/{session}", delete_session)

@@ -1,0 +1,38 @@
+"""Which requests are Gemini generate calls, and in which dialect (reference/protocols.md §B1, §B9, §B10)."""
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["generativelanguage", "cloudcode", "vertex"]
+
+# generativelanguage: /v1beta/models/gemini-2.5-flash:streamGenerateContent (also v1, v1alpha, tunedModels)
+_GL = re.compile(r"^/(v1|v1beta|v1alpha)/(?:models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$")
+# Cloud Code Assist (Gemini CLI's Code Assist path, Antigravity): /v1internal:streamGenerateContent
+_CC = re.compile(r"^/v1internal:(generateContent|streamGenerateContent)$")
+# Vertex AI: /v1/projects/P/locations/L/publishers/google/models/M:generateContent
+_VX = re.compile(r"^/(v1|v1beta1)/projects/[^/]+/locations/[^/]+/publishers/google/models/([^/:]+):"
+                 r"(generateContent|streamGenerateContent)$")
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: Kind
+    model: str | None  # None for Cloud Code: the model is in the body
+    method: str
+
+    @property
+    def stream(self) -> bool:
+        return self.method == "streamGenerateContent"
+
+
+def classify(path: str) -> Target | None:
+    """The generate call a request path names, or None for every other path (passed through untouched)."""
+    path = path.split("?", 1)[0]
+    if m := _GL.match(path):
+        return Target("generativelanguage", m.group(2), m.group(3))
+    if m := _CC.match(path):
+        return Target("cloudcode", None, m.group(1))
+    if m := _VX.match(path):
+        return Target("vertex", m.group(2), m.group(3))
+    return None
