@@ -73,8 +73,8 @@ class GeminiTools:
                           "Model text that stands for an earlier captured call in an app's history; such turns "
                           "are rewritten into the real functionCall and functionResponse turns.")
         loader.add_option("gtp_route", str | None, None,
-                          "host:port to connect to instead of the intercepted Google hosts (a local Gemini, "
-                          "for testing; use with connection_strategy=lazy).")
+                          "host:port every upstream connection goes to instead (a local Gemini, for testing; "
+                          "use with connection_strategy=lazy). TLS still names the original host.")
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -128,7 +128,7 @@ class GeminiTools:
 
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
         route = ctx.options.gtp_route
-        if not route or data.server.address is None or not self._intercepted(data.server.address[0]):
+        if not route or data.server.address is None:
             return
         host, _, port = route.rpartition(":")
         data.server.sni = data.server.sni or data.server.address[0]

@@ -20,6 +20,7 @@ from proxy.translate.json_schema_to_gemini import json_schema_to_gemini
 from proxy.translate.signatures import sign_current_turn
 
 DEFAULT_PLACEHOLDER = "Tool call completed"
+DUMMY_TEXTS = frozenset({"", "."})  # AGCC and zerogravity send "." as the relay app's prompt
 NO_HISTORY = ("Tool results were provided, but no captured functionCall history was available for replay. "
               "Refusing to forward a malformed tool-result turn.")
 
@@ -145,9 +146,19 @@ def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
             rnd = aligned[i]
             out.append({"role": "model", "parts": [c.part() for c in rnd.calls]})
             out.append(_results_turn(rnd))
+        elif i - 1 in aligned and _is_dummy(content):
+            continue  # the app's "go on" after the placeholder: the function responses say it now
         else:
             out.append(content)
     return out
+
+
+def _is_dummy(content: dict[str, Any]) -> bool:
+    """A user turn holding only the relay prompt's dummy text ("." once its marker is gone)."""
+    parts = content.get("parts") or []
+    texts = [p.get("text") for p in parts if isinstance(p, dict)]
+    return (content.get("role") == "user" and bool(parts) and all(isinstance(t, str) for t in texts)
+            and "".join(texts).strip() in DUMMY_TEXTS)
 
 
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
