@@ -1,0 +1,96 @@
+"""Our CA (what Python 3.13 clients demand), and the mitmdump process's life cycle."""
+
+import asyncio
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+from cryptography import x509
+
+from proxy.ca import CA_CERT, CA_KEY_AND_CERT, generate_ca
+from tests.mitm_harness import MITMDUMP, ROOT, MitmStack
+
+
+@pytest.mark.parametrize("key_type", ["rsa", "ec"])
+def test_ca_has_the_extensions_strict_clients_require(tmp_path: Path, key_type: str) -> None:
+    generate_ca(tmp_path, key_type=key_type)
+    key_file = tmp_path / CA_KEY_AND_CERT
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert b"PRIVATE KEY" in key_file.read_bytes() and b"PRIVATE KEY" not in (tmp_path / CA_CERT).read_bytes()
+    cert = x509.load_pem_x509_certificate((tmp_path / CA_CERT).read_bytes())
+    bc = cert.extensions.get_extension_for_class(x509.BasicConstraints)
+    ku = cert.extensions.get_extension_for_class(x509.KeyUsage)
+    assert bc.critical and bc.value.ca and ku.critical and ku.value.key_cert_sign and ku.value.crl_sign
+    cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier)
+    with pytest.raises(FileExistsError):
+        generate_ca(tmp_path)
+
+
+def test_ca_command(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "proxy", "ca", "--dir", str(tmp_path / "c"), "--key-type", "ec"],
+                         capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert "NODE_EXTRA_CA_CERTS=" in out and (tmp_path / "c" / CA_CERT).exists()
+
+
+def test_busy_frontend_port_fails_fast(tmp_path: Path) -> None:
+    generate_ca(tmp_path / "ca")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        start = time.monotonic()
+        proc = subprocess.run([str(MITMDUMP), "-s", str(ROOT / "addons" / "gemini_tools.py"), "--listen-host",
+                               "127.0.0.1", "--listen-port", "0", "--set", f"confdir={tmp_path / 'ca'}",
+                               "--set", f"gtp_frontend_port={port}"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and time.monotonic() - start < 30
+    assert f"front-end cannot listen on 127.0.0.1:{port}" in proc.stdout + proc.stderr
+
+
+def test_shutdown_is_prompt_with_an_open_sse_client(tmp_path: Path) -> None:
+    m = MitmStack(tmp_path)
+
+    async def hold_stream(ready: asyncio.Event) -> None:
+        async with aiohttp.ClientSession() as s, s.post(
+                f"{m.frontend_url}/v1/responses", json={"model": "gemini-2.5-flash", "stream": True,
+                                                        "input": "[[mock:slow 5]] " + "word " * 30}) as r:
+            await r.content.readline()
+            ready.set()
+            async for _ in r.content:
+                pass
+
+    async def scenario() -> float:
+        ready = asyncio.Event()
+        task = asyncio.create_task(hold_stream(ready))
+        await asyncio.wait_for(ready.wait(), 20)
+        took = await asyncio.to_thread(m.close)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return took
+
+    took = asyncio.run(scenario())
+    assert took < 10, f"mitmdump took {took:.1f} s to stop"
+    assert m.proc.returncode is not None
+
+
+def test_keys_are_not_logged(tmp_path: Path) -> None:
+    m = MitmStack(tmp_path)
+    try:
+        async def call() -> None:
+            async with aiohttp.ClientSession() as s, s.post(
+                    "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent",
+                    json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+                    headers={"x-goog-api-key": "SECRET-KEY-123", "authorization": "Bearer SECRET-TOKEN-456"},
+                    proxy=m.proxy_url, ssl=m.client_ssl()) as r:
+                assert r.status == 200
+        asyncio.run(call())
+    finally:
+        m.close()
+    logs = m.logs() if not m.log.closed else (tmp_path / "mitmdump.log").read_text()
+    assert "SECRET-KEY-123" not in logs and "SECRET-TOKEN-456" not in logs
+    assert os.path.getsize(tmp_path / "mitmdump.log") > 0
