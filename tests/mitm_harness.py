@@ -59,18 +59,20 @@ def upstream_tls(tmp: Path) -> tuple[ssl.SSLContext, Path]:
 class MitmStack:
     """mock (TLS) <- mitmdump + addon (+ front-end) <- test clients."""
 
-    def __init__(self, tmp: Path, *extra: str, frontend_upstream: str = "mock") -> None:
+    def __init__(self, tmp: Path, *extra: str, frontend_upstream: str = "mock", listen_port: int = 0) -> None:
         self.tmp = tmp
         self.lt = LoopThread()
         server_ctx, upstream_ca = upstream_tls(tmp)
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock(ssl_context=server_ctx))
         mock_port = int(self.mock_url.rsplit(":", 1)[1])
         self.confdir = tmp / "proxy-ca"
-        self.ca_cert = generate_ca(self.confdir)
+        self.ca_cert = self.confdir / "mitmproxy-ca-cert.pem"
+        if not self.ca_cert.exists():
+            generate_ca(self.confdir)
         self.frontend_port = free_port()
         self.log = open(tmp / "mitmdump.log", "w+")  # noqa: SIM115 - closed in close()
         cmd = [str(MITMDUMP), "-s", str(ROOT / "addons" / "gemini_tools.py"), "--listen-host", "127.0.0.1",
-               "--listen-port", "0", "--set", f"confdir={self.confdir}", "--set", "connection_strategy=lazy",
+               "--listen-port", str(listen_port), "--set", f"confdir={self.confdir}", "--set", "connection_strategy=lazy",
                "--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}", "--set", f"gtp_route=127.0.0.1:{mock_port}",
                "--set", f"gtp_frontend_port={self.frontend_port}", "--set", f"gtp_upstream={frontend_upstream}",
                "--set", "flow_detail=0", *extra]

@@ -18,11 +18,13 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import server_hooks
 
 from proxy.errors import ProxyError
+from proxy.mitm.relay import DEFAULT_TIMEOUT, RelayBroker, RelayTurn, RelayUpstream, fake_stop
 from proxy.mock.server import start_mock
 from proxy.server import make_app
+from proxy.sse import SSEDecoder
 from proxy.store import MemoryStore
 from proxy.store.base import SessionStore
-from proxy.translate.capture_calls import CallCapture, SSETap
+from proxy.translate.capture_calls import CallCapture, SSETap, unwrap
 from proxy.translate.gemini_targets import Target, classify
 from proxy.translate.session_marker import take_marker
 from proxy.translate.tool_context import DEFAULT_PLACEHOLDER, ToolRound, apply_tool_context
@@ -44,11 +46,13 @@ class FlowState:
     model: str
     session: str | None
     capture: CallCapture
+    relay: RelayTurn | None = None
 
 
 class GeminiTools:
     def __init__(self, store: SessionStore | None = None) -> None:
         self.store: SessionStore = store or MemoryStore()
+        self.relay = RelayBroker()
         self._runners: list[web.AppRunner] = []
         self.frontend_url: str | None = None
 
@@ -59,7 +63,14 @@ class GeminiTools:
                           "Port of the OpenAI Responses / Gemini-native front-end run in this process; -1 disables it.")
         loader.add_option("gtp_frontend_host", str, "127.0.0.1", "Address the front-end binds (loopback by default).")
         loader.add_option("gtp_upstream", str, DEFAULT_BASE_URL,
-                          "Where the front-end sends Gemini requests: a base URL, or 'mock' for the built-in mock.")
+                          "Where the front-end sends Gemini requests: a base URL, 'mock' for the built-in mock, "
+                          "or 'relay' to have a relay app's intercepted request carry them (see gtp_relay).")
+        loader.add_option("gtp_relay", str | None, None,
+                          "Relay client for gtp_upstream=relay: an http(s) URL that is POSTed {prompt, marker}, or "
+                          "a command line in which {prompt} (and {marker}) are replaced; the app must send a Gemini "
+                          "request with that prompt through this proxy.")
+        loader.add_option("gtp_relay_timeout", int, int(DEFAULT_TIMEOUT),
+                          "Seconds the front-end waits for the relay app's request and between its chunks.")
         loader.add_option("gtp_intercept_hosts", Sequence[str], list(DEFAULT_HOSTS),
                           "Host names (shell patterns) whose generateContent/streamGenerateContent calls are "
                           "rewritten; all other traffic passes through byte for byte.")
@@ -86,9 +97,12 @@ class GeminiTools:
             host, _, port = opts.gtp_route.rpartition(":")
             if not host or not port.isdigit():
                 raise exceptions.OptionsError(f"gtp_route must be host:port, not {opts.gtp_route!r}")
-        if "gtp_upstream" in updated and not (opts.gtp_upstream == "mock" or opts.gtp_upstream.startswith(
+        if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(
                 ("http://", "https://"))):
-            raise exceptions.OptionsError(f"gtp_upstream must be an http(s) URL or 'mock', not {opts.gtp_upstream!r}")
+            raise exceptions.OptionsError(f"gtp_upstream must be an http(s) URL, 'mock' or 'relay', "
+                                          f"not {opts.gtp_upstream!r}")
+        if opts.gtp_upstream == "relay" and not opts.gtp_relay:
+            raise exceptions.OptionsError("gtp_upstream=relay needs gtp_relay (a URL or a command line)")
 
     # -- lifecycle: the front-end shares this process, its loop and the session store ------------
 
@@ -99,7 +113,12 @@ class GeminiTools:
         if base == "mock":
             runner, base, _ = await start_mock()
             self._runners.append(runner)
-        app = make_app(self.store, GeminiUpstream(base))
+        upstream: GeminiUpstream | RelayUpstream
+        if base == "relay":
+            upstream = RelayUpstream(self.relay, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)
+        else:
+            upstream = GeminiUpstream(base)
+        app = make_app(self.store, upstream)  # type: ignore[arg-type]
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)
@@ -160,6 +179,10 @@ class GeminiTools:
         marked, contents = take_marker(inner.get("contents") or [])
         inner = {**inner, "contents": contents} if marked or contents != inner.get("contents") else inner
         session = session or marked or ctx.options.gtp_default_session
+        turn = self.relay.get(session)
+        if turn is not None:
+            self._relay_request(flow, target, body, inner, turn)
+            return
         tool_ctx = await self.store.get_tool_context(session) if session else None
         try:
             rewritten = apply_tool_context(inner, tool_ctx, model, merge=ctx.options.gtp_tools == "merge",
@@ -176,18 +199,73 @@ class GeminiTools:
             flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
         flow.metadata[META] = FlowState(target, model, session, CallCapture())
 
+    # -- relay ---------------------------------------------------------------------------------
+
+    def _relay_request(self, flow: http.HTTPFlow, target: Target, body: dict[str, Any], inner: dict[str, Any],
+                       turn: RelayTurn) -> None:
+        """Swap the relay app's request for the turn's real one, or fake-STOP a follow-up."""
+        sse = flow.request.query.get("alt") == "sse"
+        if turn.state != "waiting":
+            flow.response = http.Response.make(
+                200, fake_stop(ctx.options.gtp_placeholder, sse, target.kind == "cloudcode", target.stream and not sse),
+                {"content-type": "text/event-stream" if sse else "application/json"})
+            return
+        turn.state = "forwarded"
+        # Keep what only the app can know (Cloud Code's session id, safety settings); the rest is the turn's.
+        kept = {k: v for k, v in inner.items() if k in ("sessionId", "session_id", "safetySettings", "labels")}
+        real = {**kept, **turn.body}
+        if target.kind == "cloudcode":
+            body = {**body, "model": turn.model, "request": real}
+        else:
+            body = real
+            if target.model and target.model != turn.model:
+                flow.request.path = flow.request.path.replace(f"/{target.model}:", f"/{turn.model}:", 1)
+        flow.request.set_content(json.dumps(body, ensure_ascii=False).encode())
+        flow.request.headers["accept-encoding"] = "identity"
+        flow.metadata[META] = FlowState(target, turn.model, turn.marker, CallCapture(), relay=turn)
+
+    def _relay_tap(self, state: FlowState, sse: bool) -> Any:
+        """Stream callable: real chunks go to the waiting front-end request, the app gets a fake STOP."""
+        turn, decoder, wrapped = state.relay, SSEDecoder(), state.target.kind == "cloudcode"
+        assert turn is not None
+
+        def tap(data: bytes) -> bytes | list[bytes]:
+            try:
+                for payload in (decoder.feed(data) if data else decoder.close()):
+                    turn.push("chunk", unwrap(json.loads(payload)))
+            except Exception:  # never raise inside mitmproxy's stream machinery
+                log.exception("relay tap")
+            if data:
+                return []  # nothing for the app yet (b"" would be an empty chunk: end of body in HTTP/1)
+            turn.push("end")
+            turn.state = "done"
+            return fake_stop(ctx.options.gtp_placeholder, sse, wrapped)
+
+        return tap
+
     # -- responses ---------------------------------------------------------------------------
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         state: FlowState | None = flow.metadata.get(META)
         if state is None or flow.response is None or flow.response.status_code != 200:
             return
-        if "text/event-stream" in flow.response.headers.get("content-type", ""):
+        sse = "text/event-stream" in flow.response.headers.get("content-type", "")
+        if state.relay is not None:
+            if sse:
+                flow.response.headers.pop("content-length", None)
+                flow.response.stream = self._relay_tap(state, sse)
+            return
+        if sse:
             flow.response.stream = SSETap(state.capture)
 
     async def response(self, flow: http.HTTPFlow) -> None:
         state: FlowState | None = flow.metadata.pop(META, None)
-        if state is None or flow.response is None or flow.response.status_code != 200:
+        if state is None or flow.response is None:
+            return
+        if state.relay is not None:
+            self._relay_response(flow, state, state.relay)
+            return
+        if flow.response.status_code != 200:
             return
         if not flow.response.stream:
             try:
@@ -198,5 +276,36 @@ class GeminiTools:
             await self.store.add_round(state.session, ToolRound(state.capture.calls))
             log.info("captured %d function call(s) for session %s", len(state.capture.calls), state.session)
 
+    def _relay_response(self, flow: http.HTTPFlow, state: FlowState, turn: RelayTurn) -> None:
+        assert flow.response is not None
+        if flow.response.stream:  # an SSE answer: the tap already handed everything over
+            return
+        sse = flow.request.query.get("alt") == "sse"
+        content = flow.response.get_content(strict=False) or b""
+        if flow.response.status_code != 200:
+            try:
+                err = json.loads(content).get("error") or {}
+            except (json.JSONDecodeError, AttributeError):
+                err = {}
+            err = err if isinstance(err, dict) and err else {"code": flow.response.status_code,
+                                                              "message": content[:500].decode(errors="replace")}
+            turn.push("error", (flow.response.status_code, err))
+        else:
+            try:
+                data = json.loads(content)
+                for chunk in data if isinstance(data, list) else [data]:
+                    turn.push("chunk", unwrap(chunk))
+            except json.JSONDecodeError:
+                turn.push("error", (502, {"code": 502, "message": "unreadable answer from Gemini"}))
+            turn.push("end")
+        turn.state = "done"
+        wrapped, stream_json = state.target.kind == "cloudcode", state.target.stream and not sse
+        flow.response = http.Response.make(200, fake_stop(ctx.options.gtp_placeholder, sse, wrapped, stream_json),
+                                           {"content-type": "text/event-stream" if sse else "application/json"})
+
     def error(self, flow: http.HTTPFlow) -> None:
-        flow.metadata.pop(META, None)
+        state: FlowState | None = flow.metadata.pop(META, None)
+        if state is not None and state.relay is not None and state.relay.state != "done":
+            state.relay.push("error", (502, {"code": 502, "status": "UNAVAILABLE",
+                                             "message": f"the relayed request failed: {flow.error}"}))
+            state.relay.state = "done"
