@@ -72,8 +72,10 @@ class MitmStack:
         self.frontend_port = free_port()
         self.log = open(tmp / "mitmdump.log", "w+")  # noqa: SIM115 - closed in close()
         cmd = [str(MITMDUMP), "-s", str(ROOT / "addons" / "gemini_tools.py"), "--listen-host", "127.0.0.1",
-               "--listen-port", str(listen_port), "--set", f"confdir={self.confdir}", "--set", "connection_strategy=lazy",
-               "--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}", "--set", f"gtp_route=127.0.0.1:{mock_port}",
+               "--listen-port", str(listen_port), "--set", f"confdir={self.confdir}",
+               "--set", "connection_strategy=lazy",
+               "--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}",
+               "--set", f"gtp_route=127.0.0.1:{mock_port}",
                "--set", f"gtp_frontend_port={self.frontend_port}", "--set", f"gtp_upstream={frontend_upstream}",
                "--set", "flow_detail=0", *extra]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
