@@ -139,9 +139,11 @@ def test_cloud_code_wrapper(mitm: MitmStack) -> None:
     assert [d["name"] for d in sent["body"]["tools"][0]["functionDeclarations"]] == ["get_clock"]
     assert sent["body"]["session_id"] == "s-9"
     assert run(session_state(mitm, "cc"))["rounds"][-1]["calls"][0]["name"] == "get_clock"
-    # Account set-up calls pass through untouched.
-    status, data, _ = run(gemini(mitm, f"{CC}/v1internal:loadCodeAssist", {"metadata": {"x": 1}}))
-    assert status == 200 and json.loads(data) == {"method": "loadCodeAssist", "echo": {"metadata": {"x": 1}}}
+    # Account set-up calls pass through untouched, byte for byte.
+    raw = b'{"metadata": {"ideType": "IDE_UNSPECIFIED", "note": "<session:cc>"}}'
+    status, data, _ = run(gemini(mitm, f"{CC}/v1internal:loadCodeAssist", {}, raw=raw))
+    assert status == 200 and json.loads(data)["cloudaicompanionProject"] == "mock-project"
+    assert mitm.received[-1]["raw"] == raw
 
 
 def test_vertex_path_is_intercepted(mitm: MitmStack) -> None:

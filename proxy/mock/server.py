@@ -25,6 +25,22 @@ NO_KEY = ("Method doesn't allow unregistered callers (callers without establishe
 MODELS = ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview", "gemma-3-27b-it"]
 
 
+ACCOUNT_ANSWERS: dict[str, dict[str, Any]] = {
+    "loadCodeAssist": {"currentTier": {"id": "standard-tier", "name": "Gemini Code Assist",
+                                       "userDefinedCloudaicompanionProject": False},
+                       "allowedTiers": [{"id": "standard-tier", "isDefault": True}],
+                       "cloudaicompanionProject": "mock-project"},
+    "onboardUser": {"done": True, "response": {"cloudaicompanionProject": {"id": "mock-project"}}},
+    "retrieveUserQuota": {"buckets": []},
+    "listExperiments": {"experimentIds": [], "flags": []},
+}
+
+
+async def userinfo(request: web.Request) -> web.Response:
+    """Google's OAuth userinfo, which Gemini CLI asks before its Code Assist calls."""
+    return web.json_response({"id": "1", "email": "user@example.com", "verified_email": True})
+
+
 def _error(e: GeminiRejection) -> web.Response:
     return web.json_response(e.body(), status=e.status)
 
@@ -45,9 +61,12 @@ async def cloudcode(request: web.Request) -> web.StreamResponse:
     """Cloud Code Assist `/v1internal:{method}`: `{model, project, request: {...}}` in, `{response, traceId}` out."""
     method = request.match_info["method"]
     if method not in ("generateContent", "streamGenerateContent"):
-        # Account set-up calls (loadCodeAssist, retrieveUserQuota, listExperiments, ...): a fixed answer.
-        body = await request.read()
-        return web.json_response({"method": method, "echo": json.loads(body or b"{}")})
+        # Account set-up calls (loadCodeAssist, retrieveUserQuota, listExperiments, ...): fixed answers
+        # shaped like Code Assist's, and the raw request kept so tests can check it arrived untouched.
+        raw = await request.read()
+        request.app[RECEIVED].append({"model": None, "method": method, "raw": raw, "path": request.path_qs,
+                                      "headers": dict(request.headers), "body": None, "key": None})
+        return web.json_response(ACCOUNT_ANSWERS.get(method, {}))
     return await _answer(request, None, method, "v1internal", cloudcode=True)
 
 
@@ -126,6 +145,7 @@ def make_mock_app() -> web.Application:
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
     app.router.add_post("/v1internal:{method}", cloudcode)
+    app.router.add_get("/oauth2/v2/userinfo", userinfo)
     app.router.add_post(
         "/{version:v1|v1beta1}/projects/{project}/locations/{location}/publishers/google/models/{target}", generate)
     # Anything else (the test stand-in for unrelated traffic): echo what arrived, byte for byte.
