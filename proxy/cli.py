@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     mitm.add_argument("--listen-port", type=int, default=DEFAULT_MITM_PORT,
                       help=f"proxy port clients use as HTTPS_PROXY (default {DEFAULT_MITM_PORT})")
     mitm.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"front-end port (default {DEFAULT_PORT})")
-    mitm.add_argument("--upstream", default=DEFAULT_BASE_URL, help="front-end's Gemini base URL, or 'mock'")
+    mitm.add_argument("--upstream", default=DEFAULT_BASE_URL,
+                      help="front-end's Gemini base URL, 'mock', or 'relay' (with -- --set gtp_relay=...)")
     mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
     mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
 

@@ -94,3 +94,27 @@ def test_keys_are_not_logged(tmp_path: Path) -> None:
     logs = m.logs() if not m.log.closed else (tmp_path / "mitmdump.log").read_text()
     assert "SECRET-KEY-123" not in logs and "SECRET-TOKEN-456" not in logs
     assert os.path.getsize(tmp_path / "mitmdump.log") > 0
+
+
+@pytest.mark.parametrize("relay", [False, True])
+def test_mitm_command_runs_the_proxy_and_front_end(tmp_path: Path, relay: bool) -> None:
+    from tests.mitm_harness import free_port
+
+    proxy_port, front_port = free_port(), free_port()
+    extra = ["--upstream", "relay", "--", "--set", "gtp_relay=true {prompt}"] if relay else ["--upstream", "mock"]
+    proc = subprocess.Popen([sys.executable, "-m", "proxy", "mitm", "--listen-port", str(proxy_port), "--port",
+                             str(front_port), "--confdir", str(tmp_path / "certs"), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        deadline, seen = time.monotonic() + 30, ""
+        while time.monotonic() < deadline and "front-end listening" not in seen:
+            seen += proc.stdout.readline()
+        assert f"HTTP(S) proxy listening at 127.0.0.1:{proxy_port}" in seen, seen
+        assert "front-end listening" in seen, seen
+        assert (tmp_path / "certs" / CA_CERT).exists(), "the CA is made on first run"
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{front_port}/healthz") as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(15)
