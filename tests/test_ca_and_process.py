@@ -52,6 +52,19 @@ def test_busy_frontend_port_fails_fast(tmp_path: Path) -> None:
     assert f"front-end cannot listen on 127.0.0.1:{port}" in proc.stdout + proc.stderr
 
 
+def test_busy_proxy_port_fails_fast(tmp_path: Path) -> None:
+    generate_ca(tmp_path / "ca")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = subprocess.run([str(MITMDUMP), "-s", str(ROOT / "addons" / "gemini_tools.py"), "--listen-host",
+                               "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={tmp_path / 'ca'}",
+                               "--set", "gtp_frontend_port=-1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "address already in use" in (proc.stdout + proc.stderr).lower()
+
+
 def test_shutdown_is_prompt_with_an_open_sse_client(tmp_path: Path) -> None:
     m = MitmStack(tmp_path)
 

@@ -243,3 +243,15 @@ def test_two_sessions_at_once_do_not_leak(mitm: MitmStack) -> None:
 
 def test_unknown_call_id_for_outputs_is_rejected(mitm: MitmStack) -> None:
     assert run(post_outputs(mitm, "inject", [{"call_id": "nope", "output": "x"}])) == 400
+
+
+def test_outputs_without_call_ids_pair_by_position(mitm: MitmStack) -> None:
+    run(set_tools(mitm, "pos", [WEATHER, CLOCK]))
+    status, _, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:generateContent",
+                              {"contents": [user("<session:pos> get_clock get_weather zone=UTC city=Rome")]}))
+    assert status == 200
+    assert run(post_outputs(mitm, "pos", [{"output": "noon"}, {"output": "warm"}])) == 200
+    outputs = run(session_state(mitm, "pos"))["rounds"][-1]["outputs"]
+    calls = run(session_state(mitm, "pos"))["rounds"][-1]["calls"]
+    assert [outputs[c["call_id"]]["output"] for c in calls] == ["noon", "warm"]
+    assert run(post_outputs(mitm, "pos", [{"output": "one too many"}])) == 400

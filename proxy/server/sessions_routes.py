@@ -16,6 +16,7 @@ from proxy.errors import ProxyError
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import read_json, validate
 from proxy.translate.prepare_tools import prepare_tools, tool_choice_to_config
+from proxy.translate.tool_context import pair_outputs
 
 
 class SessionTools(BaseModel):
@@ -26,7 +27,7 @@ class SessionTools(BaseModel):
 
 class ToolOutput(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
-    call_id: str
+    call_id: str | None = None  # without one, outputs pair with the latest round's open calls in order
     output: str | dict[str, Any] | list[Any]
 
 
@@ -63,7 +64,8 @@ async def post_outputs(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     session = request.match_info["session"]
     req = validate(ToolOutputs, await read_json(request))
-    results = {o.call_id: o.output if isinstance(o.output, dict) else {"output": o.output} for o in req.outputs}
+    outputs = [(o.call_id, o.output if isinstance(o.output, dict) else {"output": o.output}) for o in req.outputs]
+    results = pair_outputs(await ctx.store.get_tool_context(session), outputs)
     unknown = await ctx.store.add_results(session, results)
     if unknown:
         raise ProxyError(f"No tool call found for function call output with call_id {unknown[0]}.", param="outputs")

@@ -1,0 +1,106 @@
+"""The pure core behind interception: targets, markers, output pairing, history rewrite."""
+
+import pytest
+
+from proxy.errors import ProxyError
+from proxy.translate.gemini_targets import Target, classify
+from proxy.translate.session_marker import take_marker
+from proxy.translate.tool_context import (
+    NO_HISTORY,
+    CapturedCall,
+    ToolContext,
+    ToolRound,
+    apply_tool_context,
+    pair_outputs,
+    rewrite_history,
+)
+
+
+@pytest.mark.parametrize(("path", "target"), [
+    ("/v1beta/models/gemini-2.5-flash:generateContent", Target("generativelanguage", "gemini-2.5-flash",
+                                                              "generateContent")),
+    ("/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse", Target("generativelanguage", "gemini-2.5-pro",
+                                                                      "streamGenerateContent")),
+    ("/v1internal:streamGenerateContent?alt=sse", Target("cloudcode", None, "streamGenerateContent")),
+    ("/v1beta1/projects/p/locations/global/publishers/google/models/gemini-3-pro-preview:generateContent",
+     Target("vertex", "gemini-3-pro-preview", "generateContent")),
+    ("/v1beta/models/gemini-2.5-flash:countTokens", None),
+    ("/v1internal:loadCodeAssist", None),
+    ("/v1beta/models", None),
+])
+def test_classify(path: str, target: Target | None) -> None:
+    assert classify(path) == target
+
+
+def test_markers_are_found_and_removed_everywhere() -> None:
+    contents = [{"role": "user", "parts": [{"text": "<session:a1> hello"}]},
+                {"role": "model", "parts": [{"text": "<session:not-in-model-turns>"}]},
+                {"role": "user", "parts": [{"text": "<session:b2>"}, {"inlineData": {"data": "x"}}]}]
+    session, out = take_marker(contents)
+    assert session == "b2"
+    assert out == [{"role": "user", "parts": [{"text": "hello"}]}, contents[1],
+                   {"role": "user", "parts": [{"inlineData": {"data": "x"}}]}]
+    assert contents[0]["parts"][0]["text"] == "<session:a1> hello", "the input is not modified"
+
+
+def ctx_with(*rounds: ToolRound) -> ToolContext:
+    return ToolContext(rounds=list(rounds))
+
+
+def call(cid: str, name: str = "f") -> CapturedCall:
+    return CapturedCall(cid, name, {"n": cid}, gemini_id=cid, signature=f"sig-{cid}")
+
+
+def test_outputs_pair_by_id_then_by_position() -> None:
+    ctx = ctx_with(ToolRound([call("a"), call("b"), call("c")]))
+    paired = pair_outputs(ctx, [(None, {"output": 1}), ("c", {"output": 3}), (None, {"output": 2})])
+    assert paired == {"c": {"output": 3}, "a": {"output": 1}, "b": {"output": 2}}
+    with pytest.raises(ProxyError, match="call_id zzz"):
+        pair_outputs(ctx, [("zzz", {})])
+    with pytest.raises(ProxyError, match="without call_id"):
+        pair_outputs(ctx, [(None, {})] * 4)
+
+
+PLACEHOLDER = {"role": "model", "parts": [{"text": "Tool call completed"}]}
+
+
+def test_rewrite_replays_rounds_in_order_with_signatures() -> None:
+    r1 = ToolRound([call("a"), call("b", "g")], {"b": {"output": "B"}, "a": {"output": "A"}})
+    r2 = ToolRound([call("c")], {"c": {"output": "C"}})
+    contents = [{"role": "user", "parts": [{"text": "go"}]}, PLACEHOLDER, {"role": "user", "parts": [{"text": "."}]},
+                PLACEHOLDER, {"role": "user", "parts": [{"text": "and now?"}]}]
+    out = rewrite_history(contents, [r1, r2])
+    assert [c["role"] for c in out] == ["user", "model", "user", "model", "user", "user"]
+    assert out[1]["parts"] == [
+        {"functionCall": {"name": "f", "args": {"n": "a"}, "id": "a"}, "thoughtSignature": "sig-a"},
+        {"functionCall": {"name": "g", "args": {"n": "b"}, "id": "b"}, "thoughtSignature": "sig-b"}]
+    assert [p["functionResponse"]["response"]["output"] for p in out[2]["parts"]] == ["A", "B"]
+    assert out[5] == {"role": "user", "parts": [{"text": "and now?"}]}, "real user text is kept"
+
+
+def test_rewrite_refuses_what_it_cannot_replay() -> None:
+    with pytest.raises(ProxyError) as info:
+        rewrite_history([PLACEHOLDER], [])
+    assert info.value.message == NO_HISTORY
+    with pytest.raises(ProxyError, match="No tool output found for function call a"):
+        rewrite_history([PLACEHOLDER], [ToolRound([call("a")])])
+    with pytest.raises(ProxyError):  # an empty round is no replay (zerogravity#73)
+        rewrite_history([PLACEHOLDER], [ToolRound([])])
+
+
+def test_apply_keeps_other_fields_and_never_touches_arguments() -> None:
+    body = {"contents": [{"role": "user", "parts": [{"text": "x"}]},
+                         {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {
+                             "type": ["string", "null"], "$ref": "#/x", "additionalProperties": False}}}]},
+                         {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"title": 1}}}]}],
+            "generationConfig": {"temperature": 0.2}, "tool_config": {"function_calling_config": {"mode": "AUTO"}},
+            "tools": [{"function_declarations": [{"name": "f", "parameters": {"type": "object", "properties": {
+                "a": {"type": "integer", "exclusiveMinimum": 0}}}}]}]}
+    out = apply_tool_context(body, None, "gemini-2.5-flash")
+    assert out["contents"][1]["parts"][0]["functionCall"]["args"] == {
+        "type": ["string", "null"], "$ref": "#/x", "additionalProperties": False}
+    assert out["generationConfig"] == {"temperature": 0.2}
+    assert out["toolConfig"] == {"function_calling_config": {"mode": "AUTO"}} and "tool_config" not in out
+    assert out["tools"] == [{"functionDeclarations": [{"name": "f", "parameters": {
+        "type": "OBJECT", "properties": {"a": {"type": "INTEGER", "description": "(exclusiveMinimum: 0)"}}}}]}]
+    assert "thoughtSignature" not in out["contents"][1]["parts"][0], "2.5 gets no sentinel"
