@@ -38,30 +38,31 @@ def test_ca_command(tmp_path: Path) -> None:
     assert "NODE_EXTRA_CA_CERTS=" in out and (tmp_path / "c" / CA_CERT).exists()
 
 
-def test_busy_frontend_port_fails_fast(tmp_path: Path) -> None:
+def mitmdump_with_a_busy_port(tmp_path: Path, which: str) -> tuple[int, subprocess.CompletedProcess, float]:
+    """Run mitmdump + addon with either the proxy port or the front-end port already taken."""
     generate_ca(tmp_path / "ca")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
+        ports = ["--listen-port", str(port), "--set", "gtp_frontend_port=-1"] if which == "proxy" else [
+            "--listen-port", "0", "--set", f"gtp_frontend_port={port}"]
         start = time.monotonic()
         proc = subprocess.run([str(MITMDUMP), "-s", str(ROOT / "addons" / "gemini_tools.py"), "--listen-host",
-                               "127.0.0.1", "--listen-port", "0", "--set", f"confdir={tmp_path / 'ca'}",
-                               "--set", f"gtp_frontend_port={port}"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0 and time.monotonic() - start < 30
+                               "127.0.0.1", "--set", f"confdir={tmp_path / 'ca'}", *ports],
+                              capture_output=True, text=True, timeout=60)
+    return port, proc, time.monotonic() - start
+
+
+def test_busy_frontend_port_fails_fast(tmp_path: Path) -> None:
+    port, proc, took = mitmdump_with_a_busy_port(tmp_path, "frontend")
+    assert proc.returncode != 0 and took < 30
     assert f"front-end cannot listen on 127.0.0.1:{port}" in proc.stdout + proc.stderr
 
 
 def test_busy_proxy_port_fails_fast(tmp_path: Path) -> None:
-    generate_ca(tmp_path / "ca")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
-        proc = subprocess.run([str(MITMDUMP), "-s", str(ROOT / "addons" / "gemini_tools.py"), "--listen-host",
-                               "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={tmp_path / 'ca'}",
-                               "--set", "gtp_frontend_port=-1"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0
+    _, proc, took = mitmdump_with_a_busy_port(tmp_path, "proxy")
+    assert proc.returncode != 0 and took < 30
     assert "address already in use" in (proc.stdout + proc.stderr).lower()
 
 
