@@ -128,3 +128,12 @@ async def test_server_connect_routes_when_configured(addon: GeminiTools) -> None
         addon.server_connect(data)
         assert data.server.address == ("127.0.0.1", 4443)
         assert data.server.sni == "generativelanguage.googleapis.com"
+
+
+async def test_nothing_to_change_keeps_the_apps_bytes(addon: GeminiTools) -> None:
+    with taddons.context(addon):
+        flow = gemini_flow("/v1beta/models/gemini-2.5-flash:generateContent", {})
+        flow.request.content = b'{"contents":  [{"role": "user", "parts": [{"text": "plain"}]}]}'
+        await addon.request(flow)
+    assert flow.request.content == b'{"contents":  [{"role": "user", "parts": [{"text": "plain"}]}]}'
+    assert "gemini_tool_proxy" in flow.metadata, "its answer is still tapped"

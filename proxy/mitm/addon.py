@@ -193,8 +193,9 @@ class GeminiTools:
                 "code": e.status, "message": e.message, "status": "FAILED_PRECONDITION"}}),
                 {"content-type": "application/json"})
             return
-        body = {**body, "request": rewritten} if target.kind == "cloudcode" else rewritten
-        flow.request.set_content(json.dumps(body, ensure_ascii=False).encode())
+        if rewritten != inner or marked:  # otherwise the app's bytes go out exactly as sent
+            body = {**body, "request": rewritten} if target.kind == "cloudcode" else rewritten
+            flow.request.set_content(json.dumps(body, ensure_ascii=False).encode())
         if target.stream:
             flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
         flow.metadata[META] = FlowState(target, model, session, CallCapture())
