@@ -4,7 +4,7 @@ from aiohttp import web
 
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware
-from proxy.server.gemini_routes import native_generate
+from proxy.server.gemini_routes import native_generate, rest_generate
 from proxy.server.responses_routes import create_response, get_response, list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.store.base import SessionStore
@@ -27,6 +27,7 @@ def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_
     app.router.add_post("/v1/responses", create_response)
     app.router.add_get("/v1/responses/{response_id}", get_response)
     app.router.add_post("/v1/gemini", native_generate)
+    app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", rest_generate)
     add_session_routes(app)
 
     async def close_upstream(_: web.Application) -> None:

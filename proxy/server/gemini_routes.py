@@ -1,14 +1,17 @@
 """`POST /v1/gemini`: Gemini's own request and response shapes, with the conversation kept here."""
 
+import json
 from typing import Any
 
 from aiohttp import web
 
+from proxy.errors import ProxyError
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.sse_response import open_sse, write_events
 from proxy.translate.model_turn import add_part, parts_of
 from proxy.translate.signatures import sign_unsigned_turns
+from proxy.translate.tool_context import apply_tool_context
 from proxy.wire.gemini import NativeRequest
 
 CONVERSATION_HEADER = "x-gtp-conversation"
@@ -73,3 +76,43 @@ async def _save(ctx: Context, session: str, req: NativeRequest, contents: list[d
     if req.conversation:
         await ctx.store.put_conversation(session, req.conversation,
                                          contents + ([{"role": "model", "parts": turn}] if turn else []))
+
+
+async def rest_generate(request: web.Request) -> web.StreamResponse:
+    """Gemini's own REST paths (`/v1beta/models/{model}:generateContent` and `:streamGenerateContent`),
+    so Gemini SDKs can use the proxy as their base URL. The body goes upstream with the repairs every
+    intercepted request gets (schemas sanitized, signatures, function-response order)."""
+    ctx: Context = request.app[CONTEXT]
+    model, _, method = request.match_info["target"].rpartition(":")
+    if method not in ("generateContent", "streamGenerateContent") or not model:
+        raise ProxyError(f"Method {method} not found.", status=404)
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise ProxyError("Invalid JSON payload received. Expected an object.")
+    body = apply_tool_context(body, None, model)
+    key = api_key_of(request)
+    if method == "generateContent":
+        return web.json_response(await ctx.upstream.generate(model, body, key))
+    chunks = await ctx.upstream.stream(model, body, key)
+    sse = request.query.get("alt") == "sse"
+    resp = await open_sse(request) if sse else await _open_json_array(request)
+    first = True
+    try:
+        async for chunk in chunks:
+            if sse:
+                await write_events(resp, [chunk], named=False)
+            else:  # without alt=sse Gemini streams one JSON array
+                await resp.write((("[" if first else ",\r\n") + json.dumps(chunk, ensure_ascii=False)).encode())
+            first = False
+    finally:
+        await chunks.aclose()
+    if not sse:
+        await resp.write(b"[]" if first else b"]")
+    await resp.write_eof()
+    return resp
+
+
+async def _open_json_array(request: web.Request) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={"content-type": "application/json; charset=utf-8"})
+    await resp.prepare(request)
+    return resp

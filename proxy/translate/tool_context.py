@@ -186,6 +186,33 @@ def _is_dummy(content: dict[str, Any]) -> bool:
             and "".join(texts).strip() in DUMMY_TEXTS)
 
 
+def order_function_responses(contents: list[dict[str, Any]]) -> None:
+    """Put each call turn's function responses in call order, matching by id, then by name.
+
+    Gemini CLI answers parallel calls in completion order (reference/clients.md); Gemini pairs by
+    position. Responses that match no call keep their place after the matched ones.
+    """
+    for i in range(len(contents) - 1):
+        calls = [p["functionCall"] for p in contents[i].get("parts") or []
+                 if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)]
+        nxt = contents[i + 1]
+        parts = nxt.get("parts") or []
+        if contents[i].get("role") != "model" or len(calls) < 2 or nxt.get("role") != "user":
+            continue
+        answers = [p for p in parts if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+        if len(answers) != len(parts):
+            continue
+        remaining, ordered = list(answers), []
+        for call in calls:
+            match = next((a for a in remaining if call.get("id") and a["functionResponse"].get("id") == call["id"]),
+                         None) or next((a for a in remaining if not (call.get("id") and a["functionResponse"].get("id"))
+                                        and a["functionResponse"].get("name") == call.get("name")), None)
+            if match is not None:
+                remaining.remove(match)
+                ordered.append(match)
+        contents[i + 1] = {**nxt, "parts": ordered + remaining}
+
+
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
                        placeholder: str = DEFAULT_PLACEHOLDER) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
@@ -212,6 +239,7 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
     contents = _pop(out, "contents", "contents") or []
     contents = rewrite_history(contents, ctx.rounds if ctx else [], placeholder)
     contents = copy.deepcopy(contents)
+    order_function_responses(contents)
     sign_current_turn(contents, model)
     out["contents"] = contents
     return out
