@@ -26,3 +26,11 @@ class UpstreamError(ProxyError):
     """Gemini answered with an error; `gemini_error` is its `error` object, kept as sent."""
 
     gemini_error: dict | None = None
+
+
+@dataclass
+class PairingError(ProxyError):
+    """A function call without its output, or an output without its call (each API words it its own way)."""
+
+    call_id: str = ""
+    missing_output: bool = False

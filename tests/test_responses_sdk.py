@@ -266,3 +266,14 @@ def test_health_and_models(client, stack) -> None:
         assert json.load(r) == {"status": "ok"}
     ids = [m.id for m in client.models.list()]
     assert "gemini-2.5-flash" in ids and "gemini-3-pro-preview" in ids
+
+
+def test_parallel_tool_calls_false_keeps_the_first_call(client: openai.OpenAI) -> None:
+    r1 = client.responses.create(model="gemini-2.5-flash", input="get_weather get_time city=X", tools=[WEATHER, TIME],
+                                 parallel_tool_calls=False)
+    assert [o.name for o in r1.output] == ["get_weather"] and r1.parallel_tool_calls is False
+    # The dropped call is gone from history too, so one output completes the turn.
+    r2 = client.responses.create(model="gemini-2.5-flash", previous_response_id=r1.id, tools=[WEATHER, TIME],
+                                 input=[{"type": "function_call_output", "call_id": r1.output[0].call_id,
+                                         "output": "ok"}])
+    assert r2.output_text == 'Tool results: get_weather returned {"output": "ok"}'

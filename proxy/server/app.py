@@ -2,6 +2,7 @@
 
 from aiohttp import web
 
+from proxy.server.chat_routes import chat_completions
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware
 from proxy.server.gemini_routes import native_generate, rest_generate
@@ -25,6 +26,7 @@ def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)
+    app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/responses/{response_id}", get_response)
     app.router.add_post("/v1/gemini", native_generate)
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", rest_generate)

@@ -38,7 +38,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     calls = await ctx.store.get_calls(session, call_ids)
     conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=req.model)
     body = build_gemini_request(req, conv, tools)
-    translator = ResponsesTranslator(response_skeleton(req, tools), tools.names.client)
+    translator = ResponsesTranslator(response_skeleton(req, tools), tools.names.client,
+                                     keep_first_call_only=req.parallel_tool_calls is False)
     key = api_key_of(request)
 
     if req.stream:

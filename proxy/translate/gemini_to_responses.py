@@ -22,10 +22,14 @@ Event = dict[str, Any]
 
 
 class ResponsesTranslator:
-    def __init__(self, response: dict[str, Any], to_client_name: Callable[[str], str] = lambda n: n) -> None:
+    def __init__(self, response: dict[str, Any], to_client_name: Callable[[str], str] = lambda n: n,
+                 keep_first_call_only: bool = False) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
         self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
         self._client_name = to_client_name
+        # parallel_tool_calls=false: Gemini has no such switch, so later calls of a turn are dropped
+        # from the output and from the history kept for the next turn (translators.md §3).
+        self._first_call_only = keep_first_call_only
         self._seq = 0
         self._open: dict[str, Any] | None = None  # the item currently streaming (message/reasoning)
         self.calls: list[CallRecord] = []
@@ -98,6 +102,8 @@ class ResponsesTranslator:
     # -- parts --------------------------------------------------------------------------------
 
     def _part(self, part: dict[str, Any]) -> list[Event]:
+        if "functionCall" in part and self._first_call_only and self.calls:
+            return []
         add_part(self.model_parts, part)
         if "functionCall" in part:
             return self._function_call(part)

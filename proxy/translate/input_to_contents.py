@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proxy.errors import ProxyError
+from proxy.errors import PairingError, ProxyError
 from proxy.translate.calls import CallRecord
 from proxy.translate.signatures import sign_unsigned_turns
 from proxy.translate.tool_names import ToolNames
@@ -98,7 +98,8 @@ class _Builder:
             return
         missing = [cid for cid, _, _ in self.pending if cid not in self.outputs]
         if missing:
-            raise ProxyError(f"No tool output found for function call {missing[0]}.", param="input")
+            raise PairingError(f"No tool output found for function call {missing[0]}.", param="input",
+                               call_id=missing[0], missing_output=True)
         self.contents.append({"role": "user", "parts": [self.outputs[cid] for cid, _, _ in self.pending]})
         self.pending, self.outputs = [], {}
 
@@ -143,8 +144,8 @@ class _Builder:
         self.model_open = False
         match = next((p for p in self.pending if p[0] == item.call_id), None)
         if match is None:
-            raise ProxyError(f"No tool call found for function call output with call_id {item.call_id}.",
-                             param="input")
+            raise PairingError(f"No tool call found for function call output with call_id {item.call_id}.",
+                               param="input", call_id=item.call_id)
         _, gname, gid = match
         response: dict[str, Any] = {"name": gname, "response": {"output": _output_value(item.output)}}
         if gid:
@@ -155,7 +156,8 @@ class _Builder:
         if self.pending and self.outputs:
             self._close_outputs()
         elif self.pending:
-            raise ProxyError(f"No tool output found for function call {self.pending[0][0]}.", param="input")
+            raise PairingError(f"No tool output found for function call {self.pending[0][0]}.", param="input",
+                               call_id=self.pending[0][0], missing_output=True)
         return Conversation(self.contents, self.system, [])
 
 

@@ -11,23 +11,25 @@ from proxy.wire.responses import ResponsesRequest
 
 
 def build_gemini_request(req: ResponsesRequest, conv: Conversation, tools: PreparedTools) -> dict[str, Any]:
-    body: dict[str, Any] = {"contents": conv.contents}
     # `instructions` are not carried over from previous_response_id; system messages in input are.
-    system = ([{"text": req.instructions}] if req.instructions else []) + conv.system
+    return assemble_request(conv, tools, req.tool_choice, instructions=req.instructions,
+                            generation={"temperature": req.temperature, "topP": req.top_p,
+                                        "maxOutputTokens": req.max_output_tokens})
+
+
+def assemble_request(conv: Conversation, tools: PreparedTools, tool_choice: str | dict[str, Any] | None, *,
+                     instructions: str | None = None, generation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Gemini body for a conversation, tools and generation settings (None values are left out)."""
+    body: dict[str, Any] = {"contents": conv.contents}
+    system = ([{"text": instructions}] if instructions else []) + conv.system
     if system:
         body["systemInstruction"] = {"parts": system}
     if tools.declarations:
         body["tools"] = tools.gemini_tools()
-    config = tool_choice_to_config(req.tool_choice, tools)
+    config = tool_choice_to_config(tool_choice, tools)
     if config:
         body["toolConfig"] = config
-    gen: dict[str, Any] = {}
-    if req.temperature is not None:
-        gen["temperature"] = req.temperature
-    if req.top_p is not None:
-        gen["topP"] = req.top_p
-    if req.max_output_tokens is not None:
-        gen["maxOutputTokens"] = req.max_output_tokens
+    gen = {k: v for k, v in (generation or {}).items() if v is not None}
     if gen:
         body["generationConfig"] = gen
     return body

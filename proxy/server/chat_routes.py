@@ -1,0 +1,76 @@
+"""`POST /v1/chat/completions`: OpenAI Chat Completions over Gemini, sync and streaming."""
+
+import json
+
+from aiohttp import web
+
+from proxy.errors import PairingError, ProxyError
+from proxy.server.context import CONTEXT, Context, api_key_of, session_of
+from proxy.server.errors import read_json, validate
+from proxy.server.sse_response import open_sse
+from proxy.translate.chat_to_items import chat_messages_to_items
+from proxy.translate.gemini_to_chat import ChatTranslator
+from proxy.translate.input_to_contents import input_to_contents, parse_input
+from proxy.translate.prepare_tools import prepare_tools
+from proxy.translate.responses_to_gemini import assemble_request
+from proxy.wire.chat import ChatRequest
+from proxy.wire.responses import FunctionCallItem, FunctionCallOutputItem
+
+# OpenAI's own wording for the two pairing errors of the Chat API (typo included).
+UNKNOWN_TOOL_MESSAGE = ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        "with 'tool_calls'.")
+MISSING_TOOL_MESSAGE = ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                        "'tool_call_id'. The following tool_call_ids did not have response messages: {}")
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    ctx: Context = request.app[CONTEXT]
+    req = validate(ChatRequest, await read_json(request))
+    if req.n not in (None, 1):
+        raise ProxyError("Only n=1 is supported: Gemini is asked for one candidate.", param="n",
+                         code="invalid_value")
+    session = session_of(request)
+    items = parse_input(chat_messages_to_items(req.messages))
+    tools = prepare_tools(req.tools)
+    call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | FunctionCallOutputItem)]
+    calls = await ctx.store.get_calls(session, call_ids)
+    try:
+        conv = input_to_contents(items, calls=calls, names=tools.names, model=req.model)
+    except PairingError as e:
+        message = MISSING_TOOL_MESSAGE.format(e.call_id) if e.missing_output else UNKNOWN_TOOL_MESSAGE
+        raise ProxyError(message, param="messages", code=None) from None
+    stop = [req.stop] if isinstance(req.stop, str) else req.stop
+    body = assemble_request(conv, tools, req.tool_choice, generation={
+        "temperature": req.temperature, "topP": req.top_p, "stopSequences": stop,
+        "maxOutputTokens": req.max_completion_tokens or req.max_tokens})
+    translator = ChatTranslator(req.model, tools.names.client, keep_first_call_only=req.parallel_tool_calls is False)
+    key = api_key_of(request)
+
+    if req.stream:
+        include_usage = bool((req.stream_options or {}).get("include_usage"))
+        chunks = await ctx.upstream.stream(req.model, body, key)
+        resp = await open_sse(request)
+        try:
+            async for chunk in chunks:
+                await _write(resp, translator.feed(chunk))
+                if translator.error:
+                    break
+            await _write(resp, translator.finish(include_usage))
+            await resp.write(b"data: [DONE]\n\n")
+        finally:
+            await chunks.aclose()
+            await ctx.store.put_calls(session, translator.calls)
+        await resp.write_eof()
+        return resp
+
+    translator.feed(await ctx.upstream.generate(req.model, body, key))
+    await ctx.store.put_calls(session, translator.calls)
+    _, failure = translator.outcome()
+    if failure:  # never an empty success: an unusable finish is an error in Chat's own shape
+        raise ProxyError(failure, status=502, type="server_error", code="upstream_error")
+    return web.json_response(translator.completion())
+
+
+async def _write(resp: web.StreamResponse, chunks: list[dict]) -> None:
+    if chunks:
+        await resp.write("".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks).encode())

@@ -1,0 +1,126 @@
+"""Gemini chunks -> Chat Completions chunks (stream) or one chat.completion object.
+
+Sans-I/O like gemini_to_responses: `feed(chunk)` returns the chunks to send, `finish()` the last
+ones. Tool calls carry an `index` that keeps counting across chunks (LiteLLM#21331 emitted every
+parallel call as index 0); a turn with calls ends with finish_reason "tool_calls".
+"""
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from proxy import ids
+from proxy.translate.calls import CallRecord
+from proxy.translate.finish_reason import map_finish_reason
+from proxy.translate.model_turn import add_part
+from proxy.translate.usage import map_usage
+
+
+class ChatTranslator:
+    def __init__(self, model: str, to_client_name: Callable[[str], str] = lambda n: n,
+                 keep_first_call_only: bool = False) -> None:
+        self.id = "chatcmpl-" + ids.response_id()[5:29]
+        self.model, self.created = model, int(time.time())
+        self._client_name = to_client_name
+        self._first_only = keep_first_call_only
+        self.text, self.reasoning = "", ""
+        self.tool_calls: list[dict[str, Any]] = []
+        self.calls: list[CallRecord] = []
+        self.model_parts: list[dict[str, Any]] = []
+        self._finish: str | None = None
+        self._block: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self._started = False
+        self.error: dict[str, Any] | None = None
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        if isinstance(chunk.get("error"), dict):
+            err = chunk["error"]
+            self.error = {"message": f"Gemini error {err.get('code', '')} {err.get('status', '')}: "
+                                     f"{err.get('message', '')}", "type": "server_error", "param": None,
+                          "code": "upstream_error"}
+            return []
+        out: list[dict[str, Any]] = []
+        if not self._started:
+            self._started = True
+            out.append(self._chunk({"role": "assistant", "content": ""}))
+        if chunk.get("usageMetadata"):
+            self._usage = chunk["usageMetadata"]
+        if (chunk.get("promptFeedback") or {}).get("blockReason"):
+            self._block = chunk["promptFeedback"]["blockReason"]
+        for cand in (chunk.get("candidates") or [])[:1]:
+            for part in (cand.get("content") or {}).get("parts") or []:
+                out += self._part(part)
+            self._finish = cand.get("finishReason") or self._finish
+        return out
+
+    def _part(self, part: dict[str, Any]) -> list[dict[str, Any]]:
+        fc = part.get("functionCall")
+        if isinstance(fc, dict):
+            if self._first_only and self.tool_calls:
+                return []  # parallel_tool_calls=false: the first call only (and it alone in history)
+            add_part(self.model_parts, part)
+            call_id = fc.get("id") or ids.call_id()
+            name = self._client_name(fc.get("name", ""))
+            args = json.dumps(fc.get("args") or {}, ensure_ascii=False)
+            call = {"index": len(self.tool_calls), "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": args}}
+            self.tool_calls.append(call)
+            self.calls.append(CallRecord(call_id, name, fc.get("name", ""), fc.get("id"), part.get("thoughtSignature")))
+            return [self._chunk({"tool_calls": [call]})]
+        add_part(self.model_parts, part)
+        text = part.get("text")
+        if not isinstance(text, str) or not text:
+            return []
+        if part.get("thought"):
+            self.reasoning += text
+            return [self._chunk({"reasoning_content": text})]
+        self.text += text
+        return [self._chunk({"content": text})]
+
+    def outcome(self) -> tuple[str, str | None]:
+        """(finish_reason, failure message or None)."""
+        status, detail = map_finish_reason(self._finish, self._block)
+        if self.error:
+            return "stop", self.error["message"]
+        if status == "failed":
+            return "stop", detail
+        if status == "incomplete":
+            return ("length" if detail == "max_output_tokens" else "content_filter"), None
+        return ("tool_calls" if self.tool_calls else "stop"), None
+
+    def usage(self) -> dict[str, Any]:
+        u = map_usage(self._usage)
+        return {"prompt_tokens": u["input_tokens"], "completion_tokens": u["output_tokens"],
+                "total_tokens": u["total_tokens"],
+                "prompt_tokens_details": {"cached_tokens": u["input_tokens_details"]["cached_tokens"]},
+                "completion_tokens_details": {"reasoning_tokens": u["output_tokens_details"]["reasoning_tokens"]}}
+
+    def finish(self, include_usage: bool) -> list[dict[str, Any]]:
+        finish, failure = self.outcome()
+        if failure:
+            return [{"error": {"message": failure, "type": "server_error", "param": None, "code": "upstream_error"}}]
+        out = [] if self._started else [self._chunk({"role": "assistant", "content": ""})]
+        out.append(self._chunk({}, finish))
+        if include_usage:
+            out.append({**self._chunk({}), "choices": [], "usage": self.usage()})
+        return out
+
+    def completion(self) -> dict[str, Any]:
+        finish, _ = self.outcome()
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None, "refusal": None}
+        if self.tool_calls:
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in self.tool_calls]
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": self.usage()}
+
+    def model_content(self) -> dict[str, Any] | None:
+        return {"role": "model", "parts": self.model_parts} if self.model_parts else None
