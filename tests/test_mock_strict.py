@@ -119,6 +119,16 @@ def test_request_errors(stack, body, message) -> None:
     assert status == 400 and out["error"]["message"] == message
 
 
+@pytest.mark.parametrize(("model", "thinking", "message"), [
+    ("gemini-2.5-flash", {"thinkingBudget": 52428}, "The thinking budget (52428) is invalid."),
+    ("gemini-2.5-pro", {"thinkingBudget": 0}, "The thinking budget (0) is invalid."),
+    ("gemini-2.5-flash", {"thinkingLevel": "HIGH"}, "Thinking level is not supported for this model."),
+])
+def test_thinking_rules(stack, model, thinking, message) -> None:
+    status, out = call(stack, {"contents": [USER], "generationConfig": {"thinkingConfig": thinking}}, model=model)
+    assert status == 400 and out["error"]["message"] == message
+
+
 def test_auth_model_and_json_errors(stack) -> None:
     status, body = call(stack, {"contents": [USER]}, key=None)
     assert status == 403 and body["error"]["status"] == "PERMISSION_DENIED"

@@ -151,7 +151,8 @@ def test_nested_chat_style_tools_and_tool_choice(client: openai.OpenAI, stack) -
     ({"type": "function", "name": "get_time"}, {"mode": "ANY", "allowedFunctionNames": ["get_time"]}),
 ])
 def test_tool_choice_mapping(client: openai.OpenAI, stack, choice, config) -> None:
-    r = client.responses.create(model="gemini-2.5-flash", input="hello", tools=[WEATHER, TIME], tool_choice=choice)
+    r = client.responses.create(model="gemini-2.5-flash", input="hello", tools=[{**WEATHER, "strict": False}, TIME],
+                                tool_choice=choice)
     assert stack.last_body()["toolConfig"] == {"functionCallingConfig": config}
     if config["mode"] == "ANY":
         assert r.output[0].type == "function_call"
@@ -277,3 +278,20 @@ def test_parallel_tool_calls_false_keeps_the_first_call(client: openai.OpenAI) -
                                  input=[{"type": "function_call_output", "call_id": r1.output[0].call_id,
                                          "output": "ok"}])
     assert r2.output_text == 'Tool results: get_weather returned {"output": "ok"}'
+
+
+def test_strict_tools_use_validated_mode(client: openai.OpenAI, stack) -> None:
+    client.responses.create(model="gemini-2.5-flash", input="hello", tools=[WEATHER])  # WEATHER is strict
+    assert stack.last_body()["toolConfig"] == {"functionCallingConfig": {"mode": "VALIDATED"}}
+    client.responses.create(model="gemini-2.5-flash", input="hello", tools=[WEATHER], tool_choice="required")
+    assert stack.last_body()["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+
+
+@pytest.mark.parametrize(("mode", "config"), [("required", {"mode": "ANY", "allowedFunctionNames": ["get_time"]}),
+                                              ("auto", {"mode": "VALIDATED", "allowedFunctionNames": ["get_time"]})])
+def test_allowed_tools(client: openai.OpenAI, stack, mode: str, config: dict) -> None:
+    r = client.responses.create(model="gemini-2.5-flash", input="get_weather get_time city=A", tools=[WEATHER, TIME],
+                                tool_choice={"type": "allowed_tools", "mode": mode,
+                                             "tools": [{"type": "function", "name": "get_time"}]})
+    assert stack.last_body()["toolConfig"] == {"functionCallingConfig": config}
+    assert [o.name for o in r.output] == ["get_time"]

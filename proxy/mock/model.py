@@ -179,6 +179,10 @@ def respond(body: dict[str, Any], model: str) -> Reply:
                 if n == 0:  # parallel calls: only the first is signed
                     part["thoughtSignature"] = sign(model, call["name"], call["args"])
             parts.append(part)
+    elif isinstance(get(get(body, "generationConfig") or {}, "responseJsonSchema"), dict):
+        schema = get(get(body, "generationConfig"), "responseJsonSchema")
+        hints = dict(re.findall(r"(\w+)=([^\s,;\]]+)", text))
+        parts.append({"text": json.dumps(ArgumentMaker(schema, hints).make(schema))})
     else:
         answer = f"Mock Gemini ({model}) heard: {DIRECTIVE.sub('', text).strip() or '(nothing)'}"
         parts.append({"text": answer})

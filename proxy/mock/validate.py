@@ -263,8 +263,14 @@ class _Checker:
         thinking = get(gen, "thinkingConfig")
         if thinking is not None:
             thinking = self.fields(thinking, THINKING, "generation_config.thinking_config")
-            if get(thinking, "thinkingBudget") is not None and get(thinking, "thinkingLevel") is not None:
+            budget, level = get(thinking, "thinkingBudget"), get(thinking, "thinkingLevel")
+            if budget is not None and level is not None:
                 raise GeminiRejection(400, "You can only set only one of thinking budget and thinking level.")
+            if level is not None and not is_gemini3(self.model):
+                raise GeminiRejection(400, "Thinking level is not supported for this model.")  # [inferred]
+            lo, hi = (128, 32768) if "pro" in self.model else (0, 24576)
+            if isinstance(budget, int) and budget != -1 and not lo <= budget <= hi and not is_gemini3(self.model):
+                raise GeminiRejection(400, f"The thinking budget ({budget}) is invalid.")
 
     def content(self, c: Any, path: str, system: bool = False) -> None:
         c = self.fields(c, CONTENT, path)

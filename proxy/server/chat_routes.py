@@ -12,6 +12,7 @@ from proxy.translate.chat_to_items import chat_messages_to_items
 from proxy.translate.gemini_to_chat import ChatTranslator
 from proxy.translate.input_to_contents import input_to_contents, parse_input
 from proxy.translate.prepare_tools import prepare_tools
+from proxy.translate.reasoning import structured_output, thinking_config
 from proxy.translate.responses_to_gemini import assemble_request
 from proxy.wire.chat import ChatRequest
 from proxy.wire.responses import FunctionCallItem, FunctionCallOutputItem
@@ -42,7 +43,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     stop = [req.stop] if isinstance(req.stop, str) else req.stop
     body = assemble_request(conv, tools, req.tool_choice, generation={
         "temperature": req.temperature, "topP": req.top_p, "stopSequences": stop,
-        "maxOutputTokens": req.max_completion_tokens or req.max_tokens})
+        "maxOutputTokens": req.max_completion_tokens or req.max_tokens,
+        "thinkingConfig": thinking_config(req.model, req.reasoning_effort, None),
+        **structured_output(req.response_format)})
     translator = ChatTranslator(req.model, tools.names.client, keep_first_call_only=req.parallel_tool_calls is False)
     key = api_key_of(request)
 

@@ -21,6 +21,7 @@ class PreparedTools:
     names: ToolNames = field(default_factory=ToolNames)
     # Function tools in the flat Responses shape, echoed on the response object.
     echo: list[dict[str, Any]] = field(default_factory=list)
+    strict: bool = False  # a tool asked for strict arguments: Gemini's VALIDATED mode constrains them
 
     def gemini_tools(self) -> list[dict[str, Any]]:
         return [{"functionDeclarations": self.declarations}] if self.declarations else []
@@ -63,6 +64,7 @@ def prepare_tools(tools: list[dict[str, Any]] | None) -> PreparedTools:
             decl["parameters"] = schema
         prepared.declarations.append(decl)
         prepared.echo.append({"type": "function", **fn})
+        prepared.strict = prepared.strict or fn["strict"] is True
     return prepared
 
 
@@ -71,8 +73,13 @@ _MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 
 def tool_choice_to_config(choice: str | dict[str, Any] | None, tools: PreparedTools) -> dict[str, Any] | None:
     """Map tool_choice to `toolConfig`; None when Gemini needs no config (or would reject one)."""
-    if choice is None or not tools.declarations:
+    if not tools.declarations:
         # Gemini 400s on "Function calling config is set without function_declarations."
+        return None
+    if choice in (None, "auto") and tools.strict:
+        # strict: true asks for schema-exact arguments: VALIDATED is Gemini's constrained decoding (call or text).
+        return {"functionCallingConfig": {"mode": "VALIDATED"}}
+    if choice is None:
         return None
     if isinstance(choice, str):
         if choice not in _MODES:

@@ -7,14 +7,19 @@ from typing import Any
 from proxy import ids
 from proxy.translate.input_to_contents import Conversation
 from proxy.translate.prepare_tools import PreparedTools, tool_choice_to_config
+from proxy.translate.reasoning import structured_output, thinking_config
 from proxy.wire.responses import ResponsesRequest
 
 
 def build_gemini_request(req: ResponsesRequest, conv: Conversation, tools: PreparedTools) -> dict[str, Any]:
     # `instructions` are not carried over from previous_response_id; system messages in input are.
+    reasoning = req.reasoning or {}
     return assemble_request(conv, tools, req.tool_choice, instructions=req.instructions,
                             generation={"temperature": req.temperature, "topP": req.top_p,
-                                        "maxOutputTokens": req.max_output_tokens})
+                                        "maxOutputTokens": req.max_output_tokens,
+                                        "thinkingConfig": thinking_config(req.model, reasoning.get("effort"),
+                                                                          reasoning.get("summary")),
+                                        **structured_output((req.text or {}).get("format"))})
 
 
 def assemble_request(conv: Conversation, tools: PreparedTools, tool_choice: str | dict[str, Any] | None, *,
@@ -57,10 +62,10 @@ def response_skeleton(req: ResponsesRequest, tools: PreparedTools) -> dict[str, 
         "max_output_tokens": req.max_output_tokens,
         "parallel_tool_calls": True if req.parallel_tool_calls is None else req.parallel_tool_calls,
         "previous_response_id": req.previous_response_id,
-        "reasoning": {"effort": None, "summary": None},
+        "reasoning": {"effort": (req.reasoning or {}).get("effort"), "summary": (req.reasoning or {}).get("summary")},
         "store": True if req.store is None else req.store,
         "temperature": req.temperature,
-        "text": {"format": {"type": "text"}},
+        "text": {"format": (req.text or {}).get("format") or {"type": "text"}},
         "tool_choice": _echo_tool_choice(req.tool_choice),
         "tools": tools.echo,
         "top_p": req.top_p,
