@@ -13,6 +13,7 @@ from aiohttp import web
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.mock.server import start_mock
 from proxy.server import make_app
+from proxy.server.context import parse_aliases
 from proxy.store import MemoryStore
 from proxy.upstream import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, GeminiUpstream
 
@@ -35,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     serve.add_argument("--upstream", default=DEFAULT_BASE_URL,
                        help="Gemini base URL, or 'mock' for the built-in mock Gemini (default: Google's API)")
+    serve.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
+                       help="serve a client's model name with a Gemini model (repeatable), e.g. gpt-5.5=gemini-2.5-pro")
     serve.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
                        help="seconds to connect upstream")
     serve.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
@@ -53,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     mitm.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"front-end port (default {DEFAULT_PORT})")
     mitm.add_argument("--upstream", default=DEFAULT_BASE_URL,
                       help="front-end's Gemini base URL, 'mock', or 'relay' (with -- --set gtp_relay=...)")
+    mitm.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
+                      help="serve a client's model name with a Gemini model (repeatable)")
     mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
     mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
 
@@ -89,8 +94,12 @@ async def _serve(args: argparse.Namespace) -> None:
         mock_runner, base, _ = await start_mock()
         runners.append(mock_runner)
         log.info("built-in mock Gemini at %s", base)
+    try:
+        aliases = parse_aliases(args.model_alias)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
     upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout)
-    runner = await _start_site(make_app(MemoryStore(), upstream), args.host, args.port)
+    runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases), args.host, args.port)
     runners.append(runner)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s)", args.host, args.port, base)
     print(f"gemini-tool-proxy ready on http://{args.host}:{args.port}", flush=True)
@@ -126,6 +135,7 @@ def _mitm(args: argparse.Namespace) -> None:
     mitmdump(["-s", str(ADDON_SCRIPT), "--listen-host", args.listen_host, "--listen-port", str(args.listen_port),
               "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys
               "--set", f"gtp_frontend_port={args.port}", "--set", f"gtp_upstream={args.upstream}",
+              *[a for alias in args.model_alias for a in ("--set", f"gtp_model_aliases={alias}")],
               *args.mitmdump_args])
 
 

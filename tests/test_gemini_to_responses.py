@@ -4,6 +4,7 @@ import pydantic
 from openai.types.responses import Response, ResponseStreamEvent
 
 from proxy.translate.gemini_to_responses import ResponsesTranslator
+from proxy.translate.tool_names import ToolNames
 
 EVENT = pydantic.TypeAdapter(ResponseStreamEvent)
 
@@ -14,7 +15,9 @@ def skeleton() -> dict:
 
 
 def run(chunks: list[dict]) -> tuple[list[dict], ResponsesTranslator]:
-    t = ResponsesTranslator(skeleton(), lambda n: {"srv_tool": "srv/tool"}.get(n, n))
+    names = ToolNames()
+    names.add("srv/tool")
+    t = ResponsesTranslator(skeleton(), names)
     events = t.start()
     for c in chunks:
         events += t.feed(c)

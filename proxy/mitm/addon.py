@@ -21,6 +21,7 @@ from proxy.errors import ProxyError
 from proxy.mitm.relay import DEFAULT_TIMEOUT, RelayBroker, RelayTurn, RelayUpstream, fake_stop
 from proxy.mock.server import start_mock
 from proxy.server import make_app
+from proxy.server.context import parse_aliases
 from proxy.sse import SSEDecoder
 from proxy.store import MemoryStore
 from proxy.store.base import SessionStore
@@ -71,6 +72,9 @@ class GeminiTools:
                           "request with that prompt through this proxy.")
         loader.add_option("gtp_relay_timeout", int, int(DEFAULT_TIMEOUT),
                           "Seconds the front-end waits for the relay app's request and between its chunks.")
+        loader.add_option("gtp_model_aliases", Sequence[str], [],
+                          "NAME=GEMINI_MODEL pairs: the front-end serves a client's model name (e.g. gpt-5.5 for "
+                          "Codex's full tool set) with a Gemini model.")
         loader.add_option("gtp_intercept_hosts", Sequence[str], list(DEFAULT_HOSTS),
                           "Host names (shell patterns) whose generateContent/streamGenerateContent calls are "
                           "rewritten; all other traffic passes through byte for byte.")
@@ -97,6 +101,11 @@ class GeminiTools:
             host, _, port = opts.gtp_route.rpartition(":")
             if not host or not port.isdigit():
                 raise exceptions.OptionsError(f"gtp_route must be host:port, not {opts.gtp_route!r}")
+        if "gtp_model_aliases" in updated:
+            try:
+                parse_aliases(opts.gtp_model_aliases)
+            except ValueError as e:
+                raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(
                 ("http://", "https://"))):
             raise exceptions.OptionsError(f"gtp_upstream must be an http(s) URL, 'mock' or 'relay', "
@@ -118,7 +127,7 @@ class GeminiTools:
             upstream = RelayUpstream(self.relay, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)
         else:
             upstream = GeminiUpstream(base)
-        app = make_app(self.store, upstream)  # type: ignore[arg-type]
+        app = make_app(self.store, upstream, aliases=parse_aliases(ctx.options.gtp_model_aliases))  # type: ignore[arg-type]
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)

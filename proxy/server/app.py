@@ -20,9 +20,10 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_BODY_BYTES) -> web.Application:
+def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_BODY_BYTES,
+             aliases: dict[str, str] | None = None) -> web.Application:
     app = web.Application(middlewares=[error_middleware], client_max_size=max_body)
-    app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body)
+    app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)

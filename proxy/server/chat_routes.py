@@ -35,8 +35,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     tools = prepare_tools(req.tools)
     call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | FunctionCallOutputItem)]
     calls = await ctx.store.get_calls(session, call_ids)
+    model = ctx.gemini_model(req.model)
     try:
-        conv = input_to_contents(items, calls=calls, names=tools.names, model=req.model)
+        conv = input_to_contents(items, calls=calls, names=tools.names, model=model)
     except PairingError as e:
         message = MISSING_TOOL_MESSAGE.format(e.call_id) if e.missing_output else UNKNOWN_TOOL_MESSAGE
         raise ProxyError(message, param="messages", code=None) from None
@@ -44,14 +45,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     body = assemble_request(conv, tools, req.tool_choice, generation={
         "temperature": req.temperature, "topP": req.top_p, "stopSequences": stop,
         "maxOutputTokens": req.max_completion_tokens or req.max_tokens,
-        "thinkingConfig": thinking_config(req.model, req.reasoning_effort, None),
+        "thinkingConfig": thinking_config(model, req.reasoning_effort, None),
         **structured_output(req.response_format)})
     translator = ChatTranslator(req.model, tools.names.client, keep_first_call_only=req.parallel_tool_calls is False)
     key = api_key_of(request)
 
     if req.stream:
         include_usage = bool((req.stream_options or {}).get("include_usage"))
-        chunks = await ctx.upstream.stream(req.model, body, key)
+        chunks = await ctx.upstream.stream(model, body, key)
         resp = await open_sse(request)
         try:
             async for chunk in chunks:
@@ -66,7 +67,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         await resp.write_eof()
         return resp
 
-    translator.feed(await ctx.upstream.generate(req.model, body, key))
+    translator.feed(await ctx.upstream.generate(model, body, key))
     await ctx.store.put_calls(session, translator.calls)
     _, failure = translator.outcome()
     if failure:  # never an empty success: an unusable finish is an error in Chat's own shape

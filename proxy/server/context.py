@@ -18,6 +18,22 @@ class Context:
     upstream: GeminiUpstream
     max_body: int
     models: tuple[str, ...] = field(default=DEFAULT_MODELS)
+    # Client model name -> Gemini model (Codex unlocks its full tool set only for names it knows).
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    def gemini_model(self, name: str) -> str:
+        return self.aliases.get(name, name)
+
+
+def parse_aliases(specs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """`["gpt-5.5=gemini-2.5-pro", ...]` -> a dict; a malformed entry is a ValueError naming it."""
+    out = {}
+    for spec in specs:
+        name, sep, target = spec.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise ValueError(f"model alias must look like NAME=GEMINI_MODEL, not {spec!r}")
+        out[name.strip()] = target.strip()
+    return out
 
 
 CONTEXT = web.AppKey("context", Context)

@@ -43,14 +43,15 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     session = session_of(request)
     history = await ctx.store.get_conversation(session, req.conversation) if req.conversation else []
     contents = history + _new_contents(req)
-    sign_unsigned_turns(contents, req.model)
+    model = ctx.gemini_model(req.model)
+    sign_unsigned_turns(contents, model)
     body = _gemini_body(req, contents)
     key = api_key_of(request)
     headers = {CONVERSATION_HEADER: req.conversation} if req.conversation else {}
     turn: list[dict[str, Any]] = []
 
     if req.stream:
-        chunks = await ctx.upstream.stream(req.model, body, key)
+        chunks = await ctx.upstream.stream(model, body, key)
         resp = await open_sse(request)
         resp.headers.update(headers)
         try:
@@ -64,7 +65,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
         await resp.write_eof()
         return resp
 
-    data = await ctx.upstream.generate(req.model, body, key)
+    data = await ctx.upstream.generate(model, body, key)
     for part in parts_of(data):
         add_part(turn, part)
     await _save(ctx, session, req, contents, turn)

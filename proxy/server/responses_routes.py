@@ -14,7 +14,8 @@ from proxy.translate.gemini_to_responses import ResponsesTranslator
 from proxy.translate.input_to_contents import Conversation, input_to_contents, parse_input
 from proxy.translate.prepare_tools import prepare_tools
 from proxy.translate.responses_to_gemini import build_gemini_request, response_skeleton
-from proxy.wire.responses import FunctionCallItem, FunctionCallOutputItem, ResponsesRequest
+from proxy.translate.signature_carrier import decode_carriers
+from proxy.wire.responses import CustomToolCallItem, FunctionCallItem, FunctionCallOutputItem, ResponsesRequest
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +35,20 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         prior = Conversation(stored.contents, stored.system, stored.pending)
 
     tools = prepare_tools(req.tools)
-    call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | FunctionCallOutputItem)]
-    calls = await ctx.store.get_calls(session, call_ids)
-    conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=req.model)
-    body = build_gemini_request(req, conv, tools)
-    translator = ResponsesTranslator(response_skeleton(req, tools), tools.names.client,
-                                     keep_first_call_only=req.parallel_tool_calls is False)
+    call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
+                                                           | FunctionCallOutputItem)]
+    # What this process remembers wins; carriers replayed by stateless clients fill the gaps.
+    calls = {**decode_carriers(items), **await ctx.store.get_calls(session, call_ids)}
+    model = ctx.gemini_model(req.model)
+    conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model)
+    body = build_gemini_request(req, conv, tools, model)
+    translator = ResponsesTranslator(response_skeleton(req, tools), tools.names,
+                                     keep_first_call_only=req.parallel_tool_calls is False,
+                                     carry_signatures="reasoning.encrypted_content" in (req.include or []))
     key = api_key_of(request)
 
     if req.stream:
-        chunks = await ctx.upstream.stream(req.model, body, key)  # upstream errors surface as plain 4xx/5xx
+        chunks = await ctx.upstream.stream(model, body, key)  # upstream errors surface as plain 4xx/5xx
         resp = await open_sse(request)
         try:
             await write_events(resp, translator.start())
@@ -56,7 +61,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         await resp.write_eof()
         return resp
 
-    data = await ctx.upstream.generate(req.model, body, key)
+    data = await ctx.upstream.generate(model, body, key)
     translator.start()
     translator.feed(data)
     translator.finish()
@@ -90,5 +95,5 @@ async def get_response(request: web.Request) -> web.Response:
 async def list_models(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     data: list[dict[str, Any]] = [{"id": m, "object": "model", "created": 0, "owned_by": "google"}
-                                  for m in ctx.models]
+                                  for m in (*ctx.models, *ctx.aliases)]
     return web.json_response({"object": "list", "data": data})

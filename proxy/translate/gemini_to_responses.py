@@ -9,27 +9,29 @@ stream accumulator enforces (one open item at a time; text deltas inside a conte
 
 import copy
 import json
-from collections.abc import Callable
 from typing import Any
 
 from proxy import ids
 from proxy.translate.calls import CallRecord
 from proxy.translate.finish_reason import map_finish_reason
 from proxy.translate.model_turn import add_part
+from proxy.translate.signature_carrier import encode_carrier
+from proxy.translate.tool_names import ToolNames, ToolRef
 from proxy.translate.usage import map_usage
 
 Event = dict[str, Any]
 
 
 class ResponsesTranslator:
-    def __init__(self, response: dict[str, Any], to_client_name: Callable[[str], str] = lambda n: n,
-                 keep_first_call_only: bool = False) -> None:
+    def __init__(self, response: dict[str, Any], names: ToolNames | None = None,
+                 keep_first_call_only: bool = False, carry_signatures: bool = False) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
         self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
-        self._client_name = to_client_name
+        self._names = names or ToolNames()
         # parallel_tool_calls=false: Gemini has no such switch, so later calls of a turn are dropped
         # from the output and from the history kept for the next turn (translators.md §3).
         self._first_call_only = keep_first_call_only
+        self._carry = carry_signatures  # include=["reasoning.encrypted_content"]: see signature_carrier.py
         self._seq = 0
         self._open: dict[str, Any] | None = None  # the item currently streaming (message/reasoning)
         self.calls: list[CallRecord] = []
@@ -70,6 +72,10 @@ class ResponsesTranslator:
         if self.done:
             return []
         events = self._close_open()
+        if self._carry and self.calls:
+            item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
+                    "encrypted_content": encode_carrier(self.calls)}
+            events += self._add_item(item) + self._done_item(item)
         status, detail = map_finish_reason(self._finish, self._block)
         self.response["usage"] = map_usage(self._usage)
         if status == "failed":
@@ -149,20 +155,38 @@ class ResponsesTranslator:
         fc = part["functionCall"]
         gname = fc.get("name", "")
         call_id = fc.get("id") or ids.call_id()
-        args = json.dumps(fc.get("args") or {}, ensure_ascii=False)
-        name = self._client_name(gname)
-        item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
-                "call_id": call_id, "name": name, "arguments": ""}
-        events += self._add_item(item)
-        # Gemini sends a call whole (no argument deltas on the Developer API): one delta carries it.
-        events.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
-                               output_index=self._index, delta=args))
-        events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
-                               output_index=self._index, arguments=args))
-        done = {**item, "status": "completed", "arguments": args}
-        events += self._done_item(done)
-        self.calls.append(CallRecord(call_id, name, gname, fc.get("id"), part.get("thoughtSignature")))
+        ref = self._names.ref(gname)
+        args_obj = fc.get("args") or {}
+        if ref.kind == "custom":
+            events += self._custom_call(call_id, ref, args_obj)
+        else:
+            args = json.dumps(args_obj, ensure_ascii=False)
+            item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
+                    "call_id": call_id, "name": ref.name, "arguments": ""}
+            if ref.namespace:
+                item["namespace"] = ref.namespace
+            events += self._add_item(item)
+            # Gemini sends a call whole (no argument deltas on the Developer API): one delta carries it.
+            events.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
+                                   output_index=self._index, delta=args))
+            events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
+                                   output_index=self._index, arguments=args))
+            events += self._done_item({**item, "status": "completed", "arguments": args})
+        self.calls.append(CallRecord(call_id, ref.name, gname, fc.get("id"), part.get("thoughtSignature")))
         return events
+
+    def _custom_call(self, call_id: str, ref: ToolRef, args: dict[str, Any]) -> list[Event]:
+        """A custom tool's call: its free-form input goes back as text, not JSON."""
+        text = args.get("input")
+        text = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False)
+        item = {"id": "ctc_" + ids.function_item_id()[3:], "type": "custom_tool_call", "call_id": call_id,
+                "name": ref.name, "input": ""}
+        events = self._add_item(item)
+        events.append(self._ev("response.custom_tool_call_input.delta", item_id=item["id"],
+                               output_index=self._index, delta=text))
+        events.append(self._ev("response.custom_tool_call_input.done", item_id=item["id"],
+                               output_index=self._index, input=text))
+        return events + self._done_item({**item, "input": text})
 
     # -- items --------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from proxy.translate.signatures import sign_unsigned_turns
 from proxy.translate.tool_names import ToolNames
 from proxy.wire.responses import (
     ITEM_MODELS,
+    CustomToolCallItem,
     FunctionCallItem,
     FunctionCallOutputItem,
     InputItem,
@@ -117,18 +118,21 @@ class _Builder:
         self._close_outputs()
         self.contents.append({"role": "user", "parts": [{"text": t} for t in texts] or [{"text": ""}]})
 
-    def function_call(self, item: FunctionCallItem, index: int) -> None:
-        try:
-            args = json.loads(item.arguments) if item.arguments.strip() else {}
-        except json.JSONDecodeError:
-            args = None
+    def function_call(self, item: FunctionCallItem | CustomToolCallItem, index: int) -> None:
+        if isinstance(item, CustomToolCallItem):
+            args: Any = {"input": item.input}  # a custom tool is offered to Gemini as f(input: string)
+        else:
+            try:
+                args = json.loads(item.arguments) if item.arguments.strip() else {}
+            except json.JSONDecodeError:
+                args = None
         if not isinstance(args, dict):
             raise ProxyError(f"Invalid 'input[{index}].arguments': expected a JSON object encoded as a string.",
                              param=f"input[{index}].arguments", code="invalid_value")
         if self.pending and not self.model_open:
             self._close_outputs()
         rec = self.calls.get(item.call_id)
-        gname = rec.gemini_name if rec else self.names.to_gemini(item.name)
+        gname = rec.gemini_name if rec else self.names.to_gemini(item.name, item.namespace)
         gid = rec.gemini_id if rec else item.call_id
         call: dict[str, Any] = {"name": gname, "args": args}
         if gid:
@@ -178,7 +182,7 @@ def input_to_contents(
     for i, item in enumerate(items):
         if isinstance(item, MessageItem):
             b.message(item)
-        elif isinstance(item, FunctionCallItem):
+        elif isinstance(item, FunctionCallItem | CustomToolCallItem):
             b.function_call(item, i)
         elif isinstance(item, FunctionCallOutputItem):
             b.function_output(item)

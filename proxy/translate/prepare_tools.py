@@ -10,7 +10,7 @@ from typing import Any
 
 from proxy.errors import ProxyError
 from proxy.translate.json_schema_to_gemini import json_schema_to_gemini
-from proxy.translate.tool_names import ToolNames
+from proxy.translate.tool_names import ToolNames, qualified
 
 log = logging.getLogger(__name__)
 
@@ -44,27 +44,67 @@ def _function_fields(tool: dict[str, Any], index: int) -> dict[str, Any] | None:
             "strict": fn.get("strict") if isinstance(fn.get("strict"), bool) else None}
 
 
+# A `custom` tool takes free-form text (Codex's apply_patch: a Lark grammar). Gemini gets a function
+# with one string argument; the call goes back to the client as a custom_tool_call with that text.
+CUSTOM_INPUT = {"type": "OBJECT", "required": ["input"], "properties": {"input": {
+    "type": "STRING", "description": "The tool's whole raw input as free-form text, exactly as its format requires "
+                                     "(not JSON-encoded)."}}}
+
+
+def _custom_declaration(tool: dict[str, Any], index: int, prepared: PreparedTools) -> dict[str, Any]:
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProxyError(f"Missing required parameter: 'tools[{index}].name'.", param=f"tools[{index}].name",
+                         code="missing_required_parameter")
+    desc = tool.get("description") if isinstance(tool.get("description"), str) else ""
+    fmt = tool.get("format") if isinstance(tool.get("format"), dict) else {}
+    if fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
+        desc += f"\n\nThe input must follow this {fmt.get('syntax', '')} grammar:\n{fmt['definition']}"
+    decl: dict[str, Any] = {"name": prepared.names.add(name, kind="custom"), "parameters": CUSTOM_INPUT}
+    if desc:
+        decl["description"] = desc.strip()
+    return decl
+
+
+def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, namespace: str | None = None) -> None:
+    if qualified(fn["name"], namespace) in prepared.names.to_gemini_map:
+        raise ProxyError(f"Duplicate tool name '{fn['name']}' in 'tools'.", param=f"tools[{index}].name")
+    decl: dict[str, Any] = {"name": prepared.names.add(fn["name"], namespace)}
+    if fn["description"]:
+        decl["description"] = fn["description"]
+    schema = json_schema_to_gemini(fn["parameters"])
+    if schema is not None:
+        decl["parameters"] = schema
+    prepared.declarations.append(decl)
+    prepared.strict = prepared.strict or fn["strict"] is True
+
+
 def prepare_tools(tools: list[dict[str, Any]] | None) -> PreparedTools:
     prepared = PreparedTools()
     for i, tool in enumerate(tools or []):
         if not isinstance(tool, dict):
             raise ProxyError(f"Invalid type for 'tools[{i}]': expected an object.", param=f"tools[{i}]",
                              code="invalid_type")
-        fn = _function_fields(tool, i)
-        if fn is None:
-            log.info("dropping tool of type %r: Gemini function calling cannot serve it", tool.get("type"))
-            continue
-        if fn["name"] in prepared.names.to_gemini_map:
-            raise ProxyError(f"Duplicate tool name '{fn['name']}' in 'tools'.", param=f"tools[{i}].name")
-        decl: dict[str, Any] = {"name": prepared.names.add(fn["name"])}
-        if fn["description"]:
-            decl["description"] = fn["description"]
-        schema = json_schema_to_gemini(fn["parameters"])
-        if schema is not None:
-            decl["parameters"] = schema
-        prepared.declarations.append(decl)
-        prepared.echo.append({"type": "function", **fn})
-        prepared.strict = prepared.strict or fn["strict"] is True
+        kind = tool.get("type", "function")
+        if kind == "custom":
+            prepared.declarations.append(_custom_declaration(tool, i, prepared))
+            prepared.echo.append(tool)
+        elif kind == "namespace":
+            for member in tool.get("tools") or []:
+                fn = _function_fields(member, i) if isinstance(member, dict) else None
+                if fn is not None:
+                    _add_function(fn, prepared, i, namespace=str(tool.get("name") or ""))
+            prepared.echo.append(tool)
+        elif kind == "function":
+            fn = _function_fields(tool, i)
+            assert fn is not None
+            _add_function(fn, prepared, i)
+            prepared.echo.append({"type": "function", **fn})
+        else:
+            # Hosted tools (web_search, tool_search, local_shell, file_search, ...) run on OpenAI's side;
+            # Gemini cannot serve them next to function declarations.
+            log.info("dropping tool of type %r: Gemini function calling cannot serve it", kind)
+            prepared.echo.append(tool)
     return prepared
 
 

@@ -11,13 +11,15 @@ from proxy.translate.reasoning import structured_output, thinking_config
 from proxy.wire.responses import ResponsesRequest
 
 
-def build_gemini_request(req: ResponsesRequest, conv: Conversation, tools: PreparedTools) -> dict[str, Any]:
+def build_gemini_request(req: ResponsesRequest, conv: Conversation, tools: PreparedTools,
+                         model: str | None = None) -> dict[str, Any]:
+    """`model` is the Gemini model when the client's name is an alias."""
     # `instructions` are not carried over from previous_response_id; system messages in input are.
     reasoning = req.reasoning or {}
     return assemble_request(conv, tools, req.tool_choice, instructions=req.instructions,
                             generation={"temperature": req.temperature, "topP": req.top_p,
                                         "maxOutputTokens": req.max_output_tokens,
-                                        "thinkingConfig": thinking_config(req.model, reasoning.get("effort"),
+                                        "thinkingConfig": thinking_config(model or req.model, reasoning.get("effort"),
                                                                           reasoning.get("summary")),
                                         **structured_output((req.text or {}).get("format"))})
 

@@ -6,6 +6,8 @@ Gemini: start with a letter or underscore, then letters, digits, `_ . : -`, at m
 
 import hashlib
 import re
+from dataclasses import dataclass
+from typing import Literal
 
 GEMINI_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")
 MAX_NAME_LEN = 64
@@ -19,14 +21,39 @@ def _sanitize(name: str) -> str:
     return clean[:MAX_NAME_LEN]
 
 
+@dataclass(frozen=True)
+class ToolRef:
+    """What a Gemini function name stands for on the client's side."""
+
+    name: str
+    namespace: str | None = None
+    kind: Literal["function", "custom"] = "function"
+
+
+def qualified(name: str, namespace: str | None) -> str:
+    """The flat name of a namespace member (`ns__name`, CLIProxyAPI's convention)."""
+    return f"{namespace}__{name}" if namespace else name
+
+
 class ToolNames:
     """Bidirectional map built once per request from the client's tool names."""
 
     def __init__(self) -> None:
         self.to_client: dict[str, str] = {}
         self.to_gemini_map: dict[str, str] = {}
+        self.refs: dict[str, ToolRef] = {}  # Gemini name -> the client's tool
 
-    def add(self, client_name: str) -> str:
+    def ref(self, gemini_name: str) -> ToolRef:
+        return self.refs.get(gemini_name) or ToolRef(self.client(gemini_name))
+
+    def add(self, client_name: str, namespace: str | None = None,
+            kind: Literal["function", "custom"] = "function") -> str:
+        flat = qualified(client_name, namespace)
+        gname = self._add(flat)
+        self.refs[gname] = ToolRef(client_name, namespace, kind)
+        return gname
+
+    def _add(self, client_name: str) -> str:
         if client_name in self.to_gemini_map:
             return self.to_gemini_map[client_name]
         gname = client_name if GEMINI_NAME.match(client_name) else _sanitize(client_name)
@@ -38,10 +65,10 @@ class ToolNames:
         self.to_gemini_map[client_name] = gname
         return gname
 
-    def to_gemini(self, client_name: str) -> str:
+    def to_gemini(self, client_name: str, namespace: str | None = None) -> str:
         """The Gemini name for a client name (sanitized even when the tool was not declared)."""
-        return self.to_gemini_map.get(client_name) or (
-            client_name if GEMINI_NAME.match(client_name) else _sanitize(client_name))
+        flat = qualified(client_name, namespace)
+        return self.to_gemini_map.get(flat) or (flat if GEMINI_NAME.match(flat) else _sanitize(flat))
 
     def client(self, gemini_name: str) -> str:
         return self.to_client.get(gemini_name, gemini_name)

@@ -33,10 +33,20 @@ class FunctionCallItem(_Lenient):
     arguments: str
     id: str | None = None
     status: str | None = None
+    namespace: str | None = None
+
+
+class CustomToolCallItem(_Lenient):
+    type: Literal["custom_tool_call"]
+    call_id: str
+    name: str
+    input: str
+    id: str | None = None
+    namespace: str | None = None
 
 
 class FunctionCallOutputItem(_Lenient):
-    type: Literal["function_call_output"]
+    type: Literal["function_call_output", "custom_tool_call_output"]
     call_id: str
     output: str | list[dict[str, Any]]
     id: str | None = None
@@ -54,12 +64,14 @@ class ItemReference(_Lenient):
     id: str
 
 
-InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | ItemReference
+InputItem = MessageItem | FunctionCallItem | CustomToolCallItem | FunctionCallOutputItem | ReasoningItem | ItemReference
 
 ITEM_MODELS: dict[str, type[BaseModel]] = {
     "message": MessageItem,
     "function_call": FunctionCallItem,
+    "custom_tool_call": CustomToolCallItem,
     "function_call_output": FunctionCallOutputItem,
+    "custom_tool_call_output": FunctionCallOutputItem,
     "reasoning": ReasoningItem,
     "item_reference": ItemReference,
 }

@@ -1,0 +1,69 @@
+"""A Codex-style client: store=false, the whole input resent every turn, encrypted reasoning replayed,
+developer messages, custom (apply_patch), namespace and hosted tools, an aliased model name."""
+
+import json
+from pathlib import Path
+
+import openai
+
+from proxy.mock.validate import SENTINELS, sign
+
+CODEX = json.loads((Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tool-schemas" /
+                    "openai-codex.nonfunction-tools.json").read_text())
+APPLY_PATCH = next(e["tool"] for e in CODEX if e["name"] == "apply_patch")
+NAMESPACE = next(e["tool"] for e in CODEX if e["name"] == "multi_agent_v1")
+EXEC = {"type": "function", "name": "exec_command", "description": "Run a command", "strict": False,
+        "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"],
+                       "additionalProperties": False}}
+TOOLS = [EXEC, APPLY_PATCH, NAMESPACE, {"type": "web_search"}, {"type": "tool_search", "execution": "client"}]
+
+
+def test_five_stateless_rounds_on_gemini3(stack) -> None:
+    prompt = "[[mock:rounds 5]] exec_command apply_patch multi_agent_v1__close_agent cmd=ls input=PATCH"
+    items: list = [{"role": "developer", "content": "You are Codex."},
+                   {"role": "developer", "content": "Sandbox: none."},
+                   {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}]
+    for n in range(5):
+        client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True,
+                               max_retries=0, default_headers={"x-gtp-session": f"codex-round-{n}"})
+        with client.responses.stream(model="gpt-5.5", input=items, tools=TOOLS, store=False,
+                                     include=["reasoning.encrypted_content"], parallel_tool_calls=True,
+                                     tool_choice="auto", reasoning={"effort": "medium"},
+                                     extra_body={"prompt_cache_key": "abc", "client_metadata": {}}) as s:
+            kinds = [e.type for e in s]
+            final = s.get_final_response()
+        assert final.model == "gpt-5.5" and stack.received[-1]["model"] == "gemini-3-flash-preview"
+        body = stack.last_body()
+        assert body["systemInstruction"] == {"parts": [{"text": "You are Codex."}, {"text": "Sandbox: none."}]}
+        # Hosted tools (web_search, tool_search) are dropped; namespace members are flattened.
+        assert [d["name"] for d in body["tools"][0]["functionDeclarations"]] == [
+            "exec_command", "apply_patch", *[f"multi_agent_v1__{t['name']}" for t in NAMESPACE["tools"]]]
+        assert body["tools"][0]["functionDeclarations"][1]["parameters"]["properties"]["input"]["type"] == "STRING"
+        assert body["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "MEDIUM"}
+        # Every replayed call turn carries Gemini's own signature on its first call, never the sentinel.
+        for content in body["contents"]:
+            calls = [p for p in content["parts"] if "functionCall" in p]
+            if calls:
+                first = calls[0]
+                assert first["thoughtSignature"] not in SENTINELS
+                assert first["thoughtSignature"] == sign("gemini-3-flash-preview", first["functionCall"]["name"],
+                                                         first["functionCall"]["args"])
+        by_type = {o.type: o for o in final.output}
+        assert set(by_type) == {"function_call", "custom_tool_call", "reasoning"}
+        assert "response.custom_tool_call_input.done" in kinds
+        custom = by_type["custom_tool_call"]
+        assert custom.name == "apply_patch" and custom.input == "PATCH"
+        ns_call = next(o for o in final.output if o.type == "function_call" and o.namespace)
+        assert (ns_call.namespace, ns_call.name) == ("multi_agent_v1", "close_agent")
+        assert final.output[-1].type == "reasoning" and final.output[-1].encrypted_content.startswith("gtp.v1.")
+        # Codex replays every output item, then its outputs.
+        items += [o.model_dump(exclude_none=True) for o in final.output]
+        for o in final.output:
+            if o.type == "function_call":
+                items.append({"type": "function_call_output", "call_id": o.call_id, "output": f"ok {n}"})
+            elif o.type == "custom_tool_call":
+                items.append({"type": "custom_tool_call_output", "call_id": o.call_id, "output": "Done!"})
+    last = client.responses.create(model="gpt-5.5", input=items, tools=TOOLS, store=False,
+                                   include=["reasoning.encrypted_content"])
+    assert last.output_text.startswith("Tool results: exec_command returned")
+    assert len([c for c in stack.last_body()["contents"] if c["role"] == "model"]) == 5
