@@ -168,7 +168,7 @@ def respond(body: dict[str, Any], model: str) -> Reply:
                 f"{get(r, 'name')} returned {json.dumps(get(r, 'response'), sort_keys=True)}" for r in responses)})
     elif calls:
         seed = hashlib.sha256(json.dumps(contents, sort_keys=True).encode()).hexdigest()
-        hints = dict(re.findall(r"(\w+)=([^\s,;\]]+)", text))
+        hints = _hints(text)
         for n, decl in enumerate(calls):
             schema = get(decl, "parametersJsonSchema") or get(decl, "parameters") or {}
             args = ArgumentMaker(schema, hints).make(schema) if schema else {}
@@ -181,8 +181,7 @@ def respond(body: dict[str, Any], model: str) -> Reply:
             parts.append(part)
     elif isinstance(get(get(body, "generationConfig") or {}, "responseJsonSchema"), dict):
         schema = get(get(body, "generationConfig"), "responseJsonSchema")
-        hints = dict(re.findall(r"(\w+)=([^\s,;\]]+)", text))
-        parts.append({"text": json.dumps(ArgumentMaker(schema, hints).make(schema))})
+        parts.append({"text": json.dumps(ArgumentMaker(schema, _hints(text)).make(schema))})
     else:
         answer = f"Mock Gemini ({model}) heard: {DIRECTIVE.sub('', text).strip() or '(nothing)'}"
         parts.append({"text": answer})
@@ -195,6 +194,11 @@ def respond(body: dict[str, Any], model: str) -> Reply:
     if "stream_error" in directives:
         reply.stream_error_after = 1
     return reply
+
+
+def _hints(text: str) -> dict[str, str]:
+    """`key=value` or `key="a value with spaces"` pairs in the prompt fill matching argument fields."""
+    return {k: quoted or bare for k, quoted, bare in re.findall(r'(\w+)=(?:"([^"]*)"|([^\s,;\]]+))', text)}
 
 
 def _choose_calls(body: dict[str, Any], text: str) -> list[dict[str, Any]]:

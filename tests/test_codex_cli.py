@@ -1,0 +1,81 @@
+"""The real Codex CLI (npm @openai/codex) through the front-end against the mock: it runs a shell
+command for a function call and the command's output reaches the final answer.
+
+Installs Codex from the npm registry into .cache/ on first use (the package ships a static binary).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.mitm_harness import ROOT
+
+pytestmark = pytest.mark.slow
+CODEX_VERSION = "0.169.0"  # the version reference/clients.md was observed with
+PREFIX = ROOT / ".cache" / f"codex-{CODEX_VERSION}"
+
+
+@pytest.fixture(scope="module")
+def codex_bin() -> Path:
+    binary = PREFIX / "node_modules" / ".bin" / "codex"
+    if not binary.exists():
+        npm = shutil.which("npm")
+        assert npm and shutil.which("node"), "Node.js and npm are needed to run the Codex CLI test"
+        subprocess.run([npm, "install", "--prefix", str(PREFIX), f"@openai/codex@{CODEX_VERSION}", "--no-audit",
+                        "--no-fund", "--loglevel=error"], check=True, timeout=600)
+    return binary
+
+
+def config(url: str, model: str) -> str:
+    # Top-level keys must come before any [table] (reference/clients.md).
+    return f"""model = "{model}"
+model_provider = "gtp"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+[analytics]
+enabled = false
+[features]
+plugins = false
+unbounded_connection_retries = false
+[model_providers.gtp]
+name = "gemini-tool-proxy"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "GTP_API_KEY"
+"""
+
+
+@pytest.mark.parametrize(("model", "gemini"), [("gemini-2.5-flash", "gemini-2.5-flash"),
+                                                ("gpt-5.5", "gemini-3-flash-preview")])
+def test_codex_runs_a_shell_command_through_the_proxy(codex_bin: Path, stack, tmp_path: Path, model, gemini) -> None:
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "config.toml").write_text(config(stack.url, model))
+    before = len(stack.received)
+    marker = f"gtp-marker-{model}"
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(home), "GTP_API_KEY": "codex-key"}
+    done = subprocess.run([str(codex_bin), "exec", "--json", "--skip-git-repo-check",
+                           f'Run exec_command cmd="echo {marker}" and report what it printed'],
+                          env=env, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    commands = [e["item"] for e in events if e.get("type") == "item.completed"
+                and e["item"].get("type") == "command_execution"]
+    assert commands and commands[0]["aggregated_output"].strip() == marker and commands[0]["exit_code"] == 0
+    answer = [e["item"]["text"] for e in events if e.get("type") == "item.completed"
+              and e["item"].get("type") == "agent_message"][-1]
+    assert answer.startswith("Tool results: exec_command returned") and marker in answer
+    sent = stack.received[before:]
+    assert {r["model"] for r in sent} == {gemini}
+    assert all(r["key"] == "codex-key" for r in sent)
+    names = [d["name"] for d in sent[0]["body"]["tools"][0]["functionDeclarations"]]
+    assert "exec_command" in names
+    if model == "gpt-5.5":  # a known model name unlocks Codex's custom apply_patch tool
+        assert "apply_patch" in names
+    assert sent[-1]["body"]["contents"][-1]["parts"][0]["functionResponse"]["name"] == "exec_command"
