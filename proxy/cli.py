@@ -15,6 +15,7 @@ from proxy.mock.server import start_mock
 from proxy.server import make_app
 from proxy.server.context import parse_aliases
 from proxy.store import MemoryStore
+from proxy.translate.prepare_tools import parse_schema_modes
 from proxy.upstream import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, GeminiUpstream
 
 DEFAULT_PORT = 8741
@@ -38,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="Gemini base URL, or 'mock' for the built-in mock Gemini (default: Google's API)")
     serve.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
                        help="serve a client's model name with a Gemini model (repeatable), e.g. gpt-5.5=gemini-2.5-pro")
+    serve.add_argument("--schema-mode", action="append", default=[], metavar="[PATTERN=]json|parameters",
+                       help="declare tool schemas as parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' "
+                            "(default) for models matching PATTERN (repeatable, first match wins)")
     serve.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
                        help="seconds to connect upstream")
     serve.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
@@ -95,11 +99,12 @@ async def _serve(args: argparse.Namespace) -> None:
         runners.append(mock_runner)
         log.info("built-in mock Gemini at %s", base)
     try:
-        aliases = parse_aliases(args.model_alias)
+        aliases, modes = parse_aliases(args.model_alias), parse_schema_modes(args.schema_mode)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout)
-    runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases), args.host, args.port)
+    runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes),
+                               args.host, args.port)
     runners.append(runner)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s)", args.host, args.port, base)
     print(f"gemini-tool-proxy ready on http://{args.host}:{args.port}", flush=True)

@@ -40,7 +40,9 @@ class Stack:
         self.store = MemoryStore()
         self.upstream = GeminiUpstream(self.mock_url, api_key="test-key")
         kwargs = {"max_body": max_body} if max_body else {}
-        self.app = make_app(self.store, self.upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"}, **kwargs)
+        # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
+        self.app = make_app(self.store, self.upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"},
+                            schema_modes=[("gemini-3-pro*", "json")], **kwargs)
         self.runner, self.url = self.lt.run(self._start(self.app))
 
     @staticmethod

@@ -20,12 +20,13 @@ def test_corpus_is_present() -> None:
     assert len(TOOLS) >= 300, f"tool-schema corpus missing or short at {fixture_dir()}"
 
 
+@pytest.mark.parametrize("json_mode", [False, True], ids=["parameters", "parametersJsonSchema"])
 @pytest.mark.parametrize(("label", "entry"), TOOLS, ids=[t[0] for t in TOOLS])
-def test_converted_schema_is_accepted(label: str, entry: dict) -> None:
+def test_converted_schema_is_accepted(label: str, entry: dict, json_mode: bool) -> None:
     tool = {"type": "function", "name": entry["name"], "description": entry.get("description"),
             "parameters": entry.get("parameters")}
     before = json.dumps(tool, sort_keys=True)
-    prepared = prepare_tools([tool])
+    prepared = prepare_tools([tool], json_schema_mode=json_mode)
     assert json.dumps(tool, sort_keys=True) == before, "the client's tool must not be modified"
     validate_request(_request(prepared.gemini_tools()), "gemini-2.5-flash")
     validate_request(_request(prepared.gemini_tools()), "gemini-3-pro-preview")
@@ -34,6 +35,19 @@ def test_converted_schema_is_accepted(label: str, entry: dict) -> None:
 
 
 REJECTED = [e for e in json.loads((fixture_dir() / "gemini-rejections-from-issues.json").read_text())]
+
+
+def test_cyclic_schema_is_refused_raw_and_accepted_converted() -> None:
+    entry = next(e for e in REJECTED if e["name"] == "cyclic_parent_ref")
+    raw = {"functionDeclarations": [{"name": "t", "parametersJsonSchema": entry["parameters"]}]}
+    with pytest.raises(GeminiRejection) as info:
+        validate_request(_request([raw]), "gemini-3-pro-preview")
+    assert info.value.message == "Request contains an invalid argument."
+    prepared = prepare_tools([{"type": "function", "name": "t", "parameters": entry["parameters"]}],
+                             json_schema_mode=True)
+    validate_request(_request(prepared.gemini_tools()), "gemini-3-pro-preview")
+    converted = json.dumps(prepared.declarations[0]["parametersJsonSchema"])
+    assert "$ref" not in converted and "(recursive structure: data)" in converted
 
 
 @pytest.mark.parametrize("entry", REJECTED, ids=[e["name"] for e in REJECTED])

@@ -27,6 +27,7 @@ from proxy.store import MemoryStore
 from proxy.store.base import SessionStore
 from proxy.translate.capture_calls import CallCapture, SSETap, unwrap
 from proxy.translate.gemini_targets import Target, classify
+from proxy.translate.prepare_tools import parse_schema_modes
 from proxy.translate.session_marker import take_marker
 from proxy.translate.tool_context import DEFAULT_PLACEHOLDER, ToolRound, apply_tool_context
 from proxy.upstream import DEFAULT_BASE_URL, GeminiUpstream
@@ -75,6 +76,9 @@ class GeminiTools:
         loader.add_option("gtp_model_aliases", Sequence[str], [],
                           "NAME=GEMINI_MODEL pairs: the front-end serves a client's model name (e.g. gpt-5.5 for "
                           "Codex's full tool set) with a Gemini model.")
+        loader.add_option("gtp_schema_mode", Sequence[str], [],
+                          "[PATTERN=]json|parameters rules: the front-end declares tool schemas as "
+                          "parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' (the default).")
         loader.add_option("gtp_intercept_hosts", Sequence[str], list(DEFAULT_HOSTS),
                           "Host names (shell patterns) whose generateContent/streamGenerateContent calls are "
                           "rewritten; all other traffic passes through byte for byte.")
@@ -101,9 +105,10 @@ class GeminiTools:
             host, _, port = opts.gtp_route.rpartition(":")
             if not host or not port.isdigit():
                 raise exceptions.OptionsError(f"gtp_route must be host:port, not {opts.gtp_route!r}")
-        if "gtp_model_aliases" in updated:
+        if "gtp_model_aliases" in updated or "gtp_schema_mode" in updated:
             try:
                 parse_aliases(opts.gtp_model_aliases)
+                parse_schema_modes(opts.gtp_schema_mode)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(
@@ -127,7 +132,8 @@ class GeminiTools:
             upstream = RelayUpstream(self.relay, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)
         else:
             upstream = GeminiUpstream(base)
-        app = make_app(self.store, upstream, aliases=parse_aliases(ctx.options.gtp_model_aliases))  # type: ignore[arg-type]
+        app = make_app(self.store, upstream, aliases=parse_aliases(ctx.options.gtp_model_aliases),  # type: ignore[arg-type]
+                       schema_modes=parse_schema_modes(ctx.options.gtp_schema_mode))
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
+
 MOCK_SIGNING_KEY = b"gemini-tool-proxy mock signatures"
 SENTINELS = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})
 NAME_RULE = ("Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), "
@@ -163,6 +165,15 @@ class _Checker:
             self.parse.append((path, f"Invalid value at '{path}' (type.googleapis.com/google.protobuf.Value), "
                                      f"{json.dumps(s)}"))
             return
+
+        try:
+            jsonschema.Draft202012Validator.check_schema(s)
+        except jsonschema.SchemaError as e:
+            self.semantic.append(f"GenerateContentRequest.{path}: invalid JSON schema: {e.message}")  # [inferred]
+            return
+        if _recursive(s):
+            # gemini-cli#14945: cyclic schemas fail with this bare message.
+            raise GeminiRejection(400, "Request contains an invalid argument.")
 
         def walk(node: Any, pointer: str) -> None:
             if isinstance(node, dict):
@@ -335,6 +346,24 @@ class _Checker:
             if get(contents[i], "role") == "model" and first is not None and not get(first, "thoughtSignature"):
                 name = get(get(first, "functionCall"), "name")
                 raise GeminiRejection(400, MISSING_SIGNATURE.format(name=name, position=i + 1))
+
+
+def _recursive(root: Any) -> bool:
+    """True when following local $refs from the root can come back to a ref already on the path."""
+    def visit(node: Any, path: tuple[str, ...]) -> bool:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                if ref in path:
+                    return True
+                target = _resolve(root, ref)
+                if target is not None and visit(target, (*path, ref)):
+                    return True
+            return any(visit(v, path) for k, v in node.items() if k not in ("$defs", "definitions", "enum", "const"))
+        if isinstance(node, list):
+            return any(visit(v, path) for v in node)
+        return False
+    return visit(root, ())
 
 
 def _b64(value: str) -> bytes | None:

@@ -32,10 +32,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                          code="invalid_value")
     session = session_of(request)
     items = parse_input(chat_messages_to_items(req.messages))
-    tools = prepare_tools(req.tools)
+    model = ctx.gemini_model(req.model)
+    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model))
     call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | FunctionCallOutputItem)]
     calls = await ctx.store.get_calls(session, call_ids)
-    model = ctx.gemini_model(req.model)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model)
     except PairingError as e:

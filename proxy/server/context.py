@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from proxy.store.base import SessionStore
+from proxy.translate.prepare_tools import schema_mode_for
 from proxy.upstream import GeminiUpstream
 
 SESSION_HEADER = "x-gtp-session"
@@ -20,9 +21,14 @@ class Context:
     models: tuple[str, ...] = field(default=DEFAULT_MODELS)
     # Client model name -> Gemini model (Codex unlocks its full tool set only for names it knows).
     aliases: dict[str, str] = field(default_factory=dict)
+    # (model pattern, "json" | "parameters") rules; see translate/prepare_tools.schema_mode_for.
+    schema_modes: list[tuple[str, str]] = field(default_factory=list)
 
     def gemini_model(self, name: str) -> str:
         return self.aliases.get(name, name)
+
+    def json_schema_mode(self, gemini_model: str) -> bool:
+        return schema_mode_for(gemini_model, self.schema_modes)
 
 
 def parse_aliases(specs: list[str] | tuple[str, ...]) -> dict[str, str]:

@@ -34,12 +34,12 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                              param="previous_response_id", code="previous_response_not_found")
         prior = Conversation(stored.contents, stored.system, stored.pending)
 
-    tools = prepare_tools(req.tools)
+    model = ctx.gemini_model(req.model)
+    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model))
     call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
                                                            | FunctionCallOutputItem)]
     # What this process remembers wins; carriers replayed by stateless clients fill the gaps.
     calls = {**decode_carriers(items), **await ctx.store.get_calls(session, call_ids)}
-    model = ctx.gemini_model(req.model)
     conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model)
     body = build_gemini_request(req, conv, tools, model)
     translator = ResponsesTranslator(response_skeleton(req, tools), tools.names,

@@ -92,7 +92,7 @@ class _Converter:
                         merged[k] = v
                 inner = self.convert(merged, depth + 1, refs)
                 if nullable:
-                    inner["nullable"] = True
+                    _make_nullable(inner)
                 return inner
             if real:
                 return _alone([self.convert(b, depth + 1, refs) for b in real], node, nullable)
@@ -147,7 +147,7 @@ class _Converter:
             self._array(node, out, depth, refs)
 
         if nullable:
-            out["nullable"] = True
+            _make_nullable(out)
         if hints:
             text = "; ".join(hints)
             out["description"] = f"{out['description']} ({text})" if out.get("description") else f"({text})"
@@ -265,14 +265,27 @@ class _Converter:
 
 def _alone(branches: list[dict[str, Any]], node: dict[str, Any], nullable: bool) -> dict[str, Any]:
     """`anyOf` must be the only field of its node ("When using any_of, it must be the only field set."),
-    so the parent's description and nullability move into every branch."""
+    so the parent's description and nullability move into every branch; a branch that is itself a
+    bare anyOf is spliced in (a union of unions is one union)."""
+    flat: list[dict[str, Any]] = []
     for b in branches:
+        flat.extend(b["anyOf"] if set(b) == {"anyOf"} else [b])
+    for b in flat:
         for k in ("title", "description"):
             if isinstance(node.get(k), str) and k not in b:
                 b[k] = node[k]
         if nullable:
             b["nullable"] = True
-    return {"anyOf": branches}
+    return {"anyOf": flat}
+
+
+def _make_nullable(node: dict[str, Any]) -> None:
+    """`nullable` on the node, or on each branch of a bare anyOf node (which must stand alone)."""
+    for target in node.get("anyOf", [node]):
+        if "anyOf" in target:
+            _make_nullable(target)
+        else:
+            target["nullable"] = True
 
 
 class _Cycle:

@@ -4,11 +4,13 @@ Accepts the flat Responses function tool and the nested Chat-style `{type, funct
 (real clients send both; reference/protocols.md §A4, §A8). Tool choice mapping: §C.
 """
 
+import fnmatch
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.errors import ProxyError
+from proxy.translate.json_schema_for_gemini import json_schema_for_gemini
 from proxy.translate.json_schema_to_gemini import json_schema_to_gemini
 from proxy.translate.tool_names import ToolNames, qualified
 
@@ -22,6 +24,7 @@ class PreparedTools:
     # Function tools in the flat Responses shape, echoed on the response object.
     echo: list[dict[str, Any]] = field(default_factory=list)
     strict: bool = False  # a tool asked for strict arguments: Gemini's VALIDATED mode constrains them
+    json_schema_mode: bool = False  # declare parametersJsonSchema instead of the OpenAPI-subset parameters
 
     def gemini_tools(self) -> list[dict[str, Any]]:
         return [{"functionDeclarations": self.declarations}] if self.declarations else []
@@ -51,6 +54,29 @@ CUSTOM_INPUT = {"type": "OBJECT", "required": ["input"], "properties": {"input":
                                      "(not JSON-encoded)."}}}
 
 
+def schema_mode_for(model: str, rules: list[tuple[str, str]]) -> bool:
+    """True when `model` should get parametersJsonSchema: the first matching `pattern=mode` rule wins.
+
+    The default (no rule) is `parameters`, the OpenAPI-subset Schema every Gemini model and API
+    accepts (the Live API and older models refuse parametersJsonSchema, livekit/agents#3135).
+    """
+    for pattern, mode in rules:
+        if fnmatch.fnmatch(model, pattern):
+            return mode == "json"
+    return False
+
+
+def parse_schema_modes(specs: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """`["gemini-3*=json", "*=parameters"]` -> rules; a bare mode applies to every model."""
+    rules = []
+    for spec in specs:
+        pattern, sep, mode = spec.rpartition("=") if "=" in spec else ("*", "=", spec)
+        if mode not in ("json", "parameters") or not pattern:
+            raise ValueError(f"schema mode must be 'json' or 'parameters' (optionally PATTERN=MODE), not {spec!r}")
+        rules.append((pattern, mode))
+    return rules
+
+
 def _custom_declaration(tool: dict[str, Any], index: int, prepared: PreparedTools) -> dict[str, Any]:
     name = tool.get("name")
     if not isinstance(name, str) or not name:
@@ -60,7 +86,12 @@ def _custom_declaration(tool: dict[str, Any], index: int, prepared: PreparedTool
     fmt = tool.get("format") if isinstance(tool.get("format"), dict) else {}
     if fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
         desc += f"\n\nThe input must follow this {fmt.get('syntax', '')} grammar:\n{fmt['definition']}"
-    decl: dict[str, Any] = {"name": prepared.names.add(name, kind="custom"), "parameters": CUSTOM_INPUT}
+    decl: dict[str, Any] = {"name": prepared.names.add(name, kind="custom")}
+    if prepared.json_schema_mode:
+        decl["parametersJsonSchema"] = {"type": "object", "required": ["input"], "properties": {"input": {
+            "type": "string", "description": CUSTOM_INPUT["properties"]["input"]["description"]}}}
+    else:
+        decl["parameters"] = CUSTOM_INPUT
     if desc:
         decl["description"] = desc.strip()
     return decl
@@ -72,15 +103,21 @@ def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, names
     decl: dict[str, Any] = {"name": prepared.names.add(fn["name"], namespace)}
     if fn["description"]:
         decl["description"] = fn["description"]
-    schema = json_schema_to_gemini(fn["parameters"])
-    if schema is not None:
-        decl["parameters"] = schema
+    if prepared.json_schema_mode:
+        js = json_schema_for_gemini(fn["parameters"])
+        if js is not None:
+            decl["parametersJsonSchema"] = js
+    else:
+        schema = json_schema_to_gemini(fn["parameters"])
+        if schema is not None:
+            decl["parameters"] = schema
     prepared.declarations.append(decl)
     prepared.strict = prepared.strict or fn["strict"] is True
 
 
-def prepare_tools(tools: list[dict[str, Any]] | None) -> PreparedTools:
-    prepared = PreparedTools()
+def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = False) -> PreparedTools:
+    """`json_schema_mode` picks `parametersJsonSchema` over `parameters` (see schema_mode_for)."""
+    prepared = PreparedTools(json_schema_mode=json_schema_mode)
     for i, tool in enumerate(tools or []):
         if not isinstance(tool, dict):
             raise ProxyError(f"Invalid type for 'tools[{i}]': expected an object.", param=f"tools[{i}]",
