@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--schema-mode", action="append", default=[], metavar="[PATTERN=]json|parameters",
                        help="declare tool schemas as parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' "
                             "(default) for models matching PATTERN (repeatable, first match wins)")
+    serve.add_argument("--fill-missing-required", action="store_true",
+                       help="give a call's missing required arguments a null placeholder "
+                            "(default: report them, never invent)")
     serve.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
                        help="seconds to connect upstream")
     serve.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
@@ -103,8 +106,8 @@ async def _serve(args: argparse.Namespace) -> None:
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout)
-    runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes),
-                               args.host, args.port)
+    runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes,
+                                        fill_missing=args.fill_missing_required), args.host, args.port)
     runners.append(runner)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s)", args.host, args.port, base)
     print(f"gemini-tool-proxy ready on http://{args.host}:{args.port}", flush=True)

@@ -4,7 +4,7 @@ import pydantic
 from openai.types.responses import Response, ResponseStreamEvent
 
 from proxy.translate.gemini_to_responses import ResponsesTranslator
-from proxy.translate.tool_names import ToolNames
+from proxy.translate.prepare_tools import prepare_tools
 
 EVENT = pydantic.TypeAdapter(ResponseStreamEvent)
 
@@ -15,9 +15,8 @@ def skeleton() -> dict:
 
 
 def run(chunks: list[dict]) -> tuple[list[dict], ResponsesTranslator]:
-    names = ToolNames()
-    names.add("srv/tool")
-    t = ResponsesTranslator(skeleton(), names)
+    t = ResponsesTranslator(skeleton(), prepare_tools([{"type": "function", "name": "srv/tool", "parameters": None},
+                                                       {"type": "function", "name": "other"}]))
     events = t.start()
     for c in chunks:
         events += t.feed(c)

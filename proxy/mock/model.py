@@ -8,7 +8,8 @@ Behaviour, driven by the latest user text of the request:
 - otherwise: a text answer echoing the prompt, streamed in several chunks.
 Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for N rounds),
 `max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE`, `stream_error`,
-`slow SECONDS` (pause between stream chunks).
+`slow SECONDS` (pause between stream chunks), `stringly` (every call argument sent as a string,
+as models sometimes do).
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
 """
 
@@ -172,7 +173,10 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         for n, decl in enumerate(calls):
             schema = get(decl, "parametersJsonSchema") or get(decl, "parameters") or {}
             args = ArgumentMaker(schema, hints).make(schema) if schema else {}
-            call: dict[str, Any] = {"name": decl["name"], "args": args if isinstance(args, dict) else {}}
+            args = args if isinstance(args, dict) else {}
+            if "stringly" in directives:
+                args = {k: v if isinstance(v, str) else json.dumps(v) for k, v in args.items()}
+            call: dict[str, Any] = {"name": decl["name"], "args": args}
             part: dict[str, Any] = {"functionCall": call}
             if is_gemini3(model):
                 call["id"] = seed[n * 8:(n + 1) * 8]

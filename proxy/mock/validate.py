@@ -15,6 +15,8 @@ from typing import Any
 
 import jsonschema
 
+from proxy.translate.json_pointer import resolve_ref
+
 MOCK_SIGNING_KEY = b"gemini-tool-proxy mock signatures"
 SENTINELS = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})
 NAME_RULE = ("Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), "
@@ -185,7 +187,7 @@ class _Checker:
                             f"GenerateContentRequest.{path}: $ref '{ref}' was set alongside unsupported fields. "
                             "If a schema node has $ref set, then only description and default can be set "
                             "alongside it")
-                    if _resolve(s, ref) is None:
+                    if resolve_ref(s, ref) is None:
                         self.semantic.append(f"GenerateContentRequest.{path}: reference to undefined schema at "
                                              f"{pointer.lstrip('.') or '<root>'}")
                 for k, v in node.items():
@@ -356,7 +358,7 @@ def _recursive(root: Any) -> bool:
             if isinstance(ref, str):
                 if ref in path:
                     return True
-                target = _resolve(root, ref)
+                target = resolve_ref(root, ref)
                 if target is not None and visit(target, (*path, ref)):
                     return True
             return any(visit(v, path) for k, v in node.items() if k not in ("$defs", "definitions", "enum", "const"))
@@ -372,20 +374,6 @@ def _b64(value: str) -> bytes | None:
         return base64.b64decode(value.replace("-", "+").replace("_", "/") + "==")
     except (ValueError, TypeError):
         return None
-
-
-def _resolve(root: Any, ref: str) -> Any:
-    if ref == "#":
-        return root
-    if not ref.startswith("#/"):
-        return None
-    node = root
-    for raw in ref[2:].split("/"):
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
 
 
 def validate_request(body: Any, model: str, allow: frozenset[str] = frozenset()) -> None:

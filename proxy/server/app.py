@@ -21,11 +21,11 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_BODY_BYTES,
-             aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None
-             ) -> web.Application:
+             aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
+             fill_missing: bool = False) -> web.Application:
     app = web.Application(middlewares=[error_middleware], client_max_size=max_body)
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
-                           schema_modes=list(schema_modes or []))
+                           schema_modes=list(schema_modes or []), fill_missing=fill_missing)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)

@@ -33,7 +33,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     session = session_of(request)
     items = parse_input(chat_messages_to_items(req.messages))
     model = ctx.gemini_model(req.model)
-    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model))
+    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model), fill_missing=ctx.fill_missing)
     call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | FunctionCallOutputItem)]
     calls = await ctx.store.get_calls(session, call_ids)
     try:
@@ -47,7 +47,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         "maxOutputTokens": req.max_completion_tokens or req.max_tokens,
         "thinkingConfig": thinking_config(model, req.reasoning_effort, None),
         **structured_output(req.response_format)})
-    translator = ChatTranslator(req.model, tools.names.client, keep_first_call_only=req.parallel_tool_calls is False)
+    translator = ChatTranslator(req.model, tools, keep_first_call_only=req.parallel_tool_calls is False)
     key = api_key_of(request)
 
     if req.stream:

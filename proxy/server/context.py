@@ -23,6 +23,7 @@ class Context:
     aliases: dict[str, str] = field(default_factory=dict)
     # (model pattern, "json" | "parameters") rules; see translate/prepare_tools.schema_mode_for.
     schema_modes: list[tuple[str, str]] = field(default_factory=list)
+    fill_missing: bool = False  # opt-in null placeholders for missing required call arguments
 
     def gemini_model(self, name: str) -> str:
         return self.aliases.get(name, name)

@@ -35,14 +35,14 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         prior = Conversation(stored.contents, stored.system, stored.pending)
 
     model = ctx.gemini_model(req.model)
-    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model))
+    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model), fill_missing=ctx.fill_missing)
     call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
                                                            | FunctionCallOutputItem)]
     # What this process remembers wins; carriers replayed by stateless clients fill the gaps.
     calls = {**decode_carriers(items), **await ctx.store.get_calls(session, call_ids)}
     conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model)
     body = build_gemini_request(req, conv, tools, model)
-    translator = ResponsesTranslator(response_skeleton(req, tools), tools.names,
+    translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
                                      carry_signatures="reasoning.encrypted_content" in (req.include or []))
     key = api_key_of(request)

@@ -7,22 +7,21 @@ parallel call as index 0); a turn with calls ends with finish_reason "tool_calls
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 from proxy import ids
 from proxy.translate.calls import CallRecord
 from proxy.translate.finish_reason import map_finish_reason
 from proxy.translate.model_turn import add_part
+from proxy.translate.prepare_tools import PreparedTools
 from proxy.translate.usage import map_usage
 
 
 class ChatTranslator:
-    def __init__(self, model: str, to_client_name: Callable[[str], str] = lambda n: n,
-                 keep_first_call_only: bool = False) -> None:
+    def __init__(self, model: str, tools: PreparedTools | None = None, keep_first_call_only: bool = False) -> None:
         self.id = "chatcmpl-" + ids.response_id()[5:29]
         self.model, self.created = model, int(time.time())
-        self._client_name = to_client_name
+        self._tools = tools or PreparedTools()
         self._first_only = keep_first_call_only
         self.text, self.reasoning = "", ""
         self.tool_calls: list[dict[str, Any]] = []
@@ -66,12 +65,16 @@ class ChatTranslator:
                 return []  # parallel_tool_calls=false: the first call only (and it alone in history)
             add_part(self.model_parts, part)
             call_id = fc.get("id") or ids.call_id()
-            name = self._client_name(fc.get("name", ""))
-            args = json.dumps(fc.get("args") or {}, ensure_ascii=False)
+            declared = self._tools.match_name(fc.get("name", ""))
+            name = self._tools.names.client(declared)
+            original = fc.get("args") if isinstance(fc.get("args"), dict) else {}
+            fixed = self._tools.normalize(declared, original)
+            args = json.dumps(fixed, ensure_ascii=False)
             call = {"index": len(self.tool_calls), "id": call_id, "type": "function",
                     "function": {"name": name, "arguments": args}}
             self.tool_calls.append(call)
-            self.calls.append(CallRecord(call_id, name, fc.get("name", ""), fc.get("id"), part.get("thoughtSignature")))
+            self.calls.append(CallRecord(call_id, name, fc.get("name", ""), fc.get("id"), part.get("thoughtSignature"),
+                                         original if fixed != original else None))
             return [self._chunk({"tool_calls": [call]})]
         add_part(self.model_parts, part)
         text = part.get("text")

@@ -15,19 +15,20 @@ from proxy import ids
 from proxy.translate.calls import CallRecord
 from proxy.translate.finish_reason import map_finish_reason
 from proxy.translate.model_turn import add_part
+from proxy.translate.prepare_tools import PreparedTools
 from proxy.translate.signature_carrier import encode_carrier
-from proxy.translate.tool_names import ToolNames, ToolRef
+from proxy.translate.tool_names import ToolRef
 from proxy.translate.usage import map_usage
 
 Event = dict[str, Any]
 
 
 class ResponsesTranslator:
-    def __init__(self, response: dict[str, Any], names: ToolNames | None = None,
+    def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
                  keep_first_call_only: bool = False, carry_signatures: bool = False) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
         self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
-        self._names = names or ToolNames()
+        self._tools = tools or PreparedTools()
         # parallel_tool_calls=false: Gemini has no such switch, so later calls of a turn are dropped
         # from the output and from the history kept for the next turn (translators.md §3).
         self._first_call_only = keep_first_call_only
@@ -155,8 +156,10 @@ class ResponsesTranslator:
         fc = part["functionCall"]
         gname = fc.get("name", "")
         call_id = fc.get("id") or ids.call_id()
-        ref = self._names.ref(gname)
-        args_obj = fc.get("args") or {}
+        declared = self._tools.match_name(gname)
+        ref = self._tools.names.ref(declared)
+        original = fc.get("args") if isinstance(fc.get("args"), dict) else {}
+        args_obj = self._tools.normalize(declared, original)
         if ref.kind == "custom":
             events += self._custom_call(call_id, ref, args_obj)
         else:
@@ -172,7 +175,8 @@ class ResponsesTranslator:
             events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
                                    output_index=self._index, arguments=args))
             events += self._done_item({**item, "status": "completed", "arguments": args})
-        self.calls.append(CallRecord(call_id, ref.name, gname, fc.get("id"), part.get("thoughtSignature")))
+        self.calls.append(CallRecord(call_id, ref.name, gname, fc.get("id"), part.get("thoughtSignature"),
+                                     original if args_obj != original else None))
         return events
 
     def _custom_call(self, call_id: str, ref: ToolRef, args: dict[str, Any]) -> list[Event]:

@@ -132,6 +132,8 @@ class _Builder:
         if self.pending and not self.model_open:
             self._close_outputs()
         rec = self.calls.get(item.call_id)
+        if rec is not None and rec.original_args is not None:
+            args = rec.original_args
         gname = rec.gemini_name if rec else self.names.to_gemini(item.name, item.namespace)
         gid = rec.gemini_id if rec else item.call_id
         call: dict[str, Any] = {"name": gname, "args": args}

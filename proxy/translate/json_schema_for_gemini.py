@@ -11,6 +11,7 @@ arguments or other data in history.
 import copy
 from typing import Any
 
+from proxy.translate.json_pointer import resolve_ref
 from proxy.translate.json_schema_to_gemini import MAX_DEPTH
 
 # Keywords whose value is one schema / a map of schemas / a list of schemas (JSON Schema 2020-12).
@@ -37,17 +38,7 @@ class _Inliner:
         self.root = root
 
     def resolve(self, ref: str) -> Any:
-        if ref == "#":
-            return self.root
-        if not ref.startswith("#/"):
-            return None
-        node: Any = self.root
-        for raw in ref[2:].split("/"):
-            key = raw.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or key not in node:
-                return None
-            node = node[key]
-        return node
+        return resolve_ref(self.root, ref)
 
     def node(self, s: Any, depth: int, refs: tuple[str, ...]) -> Any:
         if not isinstance(s, dict):

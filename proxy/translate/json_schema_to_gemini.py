@@ -13,6 +13,8 @@ constraints they carried survive as description hints.
 import json
 from typing import Any
 
+from proxy.translate.json_pointer import resolve_ref
+
 # Fields of Gemini's Schema message (GEM-DOC caching#Schema); anything else is a 400 "Unknown name".
 GEMINI_SCHEMA_FIELDS = frozenset({
     "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
@@ -50,17 +52,7 @@ class _Converter:
         self.root = root
 
     def resolve(self, ref: str) -> Any:
-        if ref == "#":
-            return self.root
-        if not ref.startswith("#/"):
-            return None  # remote refs cannot be fetched from inside a proxy
-        node: Any = self.root
-        for raw in ref[2:].split("/"):
-            key = raw.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or key not in node:
-                return None
-            node = node[key]
-        return node
+        return resolve_ref(self.root, ref)
 
     def convert(self, node: Any, depth: int, refs: tuple[str, ...]) -> dict[str, Any]:
         if node is True or not isinstance(node, dict):

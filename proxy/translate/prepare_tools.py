@@ -12,6 +12,7 @@ from typing import Any
 from proxy.errors import ProxyError
 from proxy.translate.json_schema_for_gemini import json_schema_for_gemini
 from proxy.translate.json_schema_to_gemini import json_schema_to_gemini
+from proxy.translate.normalize_arguments import normalize_arguments
 from proxy.translate.tool_names import ToolNames, qualified
 
 log = logging.getLogger(__name__)
@@ -25,9 +26,31 @@ class PreparedTools:
     echo: list[dict[str, Any]] = field(default_factory=list)
     strict: bool = False  # a tool asked for strict arguments: Gemini's VALIDATED mode constrains them
     json_schema_mode: bool = False  # declare parametersJsonSchema instead of the OpenAPI-subset parameters
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)  # Gemini name -> the client's JSON Schema
+    fill_missing: bool = False  # opt-in: a null placeholder for a missing required argument
 
     def gemini_tools(self) -> list[dict[str, Any]]:
         return [{"functionDeclarations": self.declarations}] if self.declarations else []
+
+    def match_name(self, gemini_name: str) -> str:
+        """A declared name for what Gemini called: exact, else ignoring case and `-`/`_`/`.` (never invented)."""
+        if gemini_name in self.names.refs or not self.names.refs:
+            return gemini_name
+        key = _loose(gemini_name)
+        found = [n for n in self.names.refs if _loose(n) == key]
+        return found[0] if len(found) == 1 else gemini_name
+
+    def normalize(self, gemini_name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Arguments fixed against the client's schema (see normalize_arguments); violations are logged."""
+        fixed, errors = normalize_arguments(args, self.schemas.get(gemini_name), fill_missing=self.fill_missing)
+        if errors:
+            log.warning("arguments of %s do not match its schema: %s", self.names.ref(gemini_name).name,
+                        "; ".join(errors[:5]))
+        return fixed
+
+
+def _loose(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "").replace(".", "")
 
 
 def _function_fields(tool: dict[str, Any], index: int) -> dict[str, Any] | None:
@@ -103,6 +126,8 @@ def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, names
     decl: dict[str, Any] = {"name": prepared.names.add(fn["name"], namespace)}
     if fn["description"]:
         decl["description"] = fn["description"]
+    if isinstance(fn["parameters"], dict):
+        prepared.schemas[decl["name"]] = fn["parameters"]
     if prepared.json_schema_mode:
         js = json_schema_for_gemini(fn["parameters"])
         if js is not None:
@@ -115,9 +140,10 @@ def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, names
     prepared.strict = prepared.strict or fn["strict"] is True
 
 
-def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = False) -> PreparedTools:
+def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = False,
+                  fill_missing: bool = False) -> PreparedTools:
     """`json_schema_mode` picks `parametersJsonSchema` over `parameters` (see schema_mode_for)."""
-    prepared = PreparedTools(json_schema_mode=json_schema_mode)
+    prepared = PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
     for i, tool in enumerate(tools or []):
         if not isinstance(tool, dict):
             raise ProxyError(f"Invalid type for 'tools[{i}]': expected an object.", param=f"tools[{i}]",
