@@ -2,6 +2,7 @@
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import openai
@@ -55,6 +56,9 @@ def test_a_complete_tool_loop_through_the_relay(relay) -> None:
     assert history[1]["parts"][0]["thoughtSignature"], "the signature was replayed on the call part"
     assert len(m.received) - before == 2, "one real Gemini call per turn; follow-ups never reach Google"
 
+    deadline = time.monotonic() + 20  # the app logs after its follow-up, which may end after our answer
+    while len(relay_log(log)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     runs = relay_log(log)
     assert len(runs) == 2
     for run in runs:

@@ -318,6 +318,16 @@ class _Checker:
     # -- history rules ---------------------------------------------------------------------------
 
     def history(self, contents: list[dict[str, Any]]) -> None:
+        if contents and get(contents[-1], "role") == "model" and _prefill_rejected(self.model):
+            raise GeminiRejection(400, "Requests ending with a model turn are not supported.")  # [inferred wording]
+        if is_gemini3(self.model):
+            for c in contents:
+                for p in get(c, "parts") or []:
+                    fr = get(p, "functionResponse")
+                    ref = _first_ref(get(fr, "response")) if isinstance(fr, dict) else None
+                    if ref is not None:
+                        raise GeminiRejection(400, f"The referenced name '{ref}' in function_response.response does "
+                                                   "not match to a display_name in the function_response.parts")
         for i, c in enumerate(contents):
             calls = [get(p, "functionCall") for p in get(c, "parts") or [] if get(p, "functionCall") is not None]
             if get(c, "role") != "model" or not calls or i + 1 >= len(contents):
@@ -348,6 +358,20 @@ class _Checker:
             if get(contents[i], "role") == "model" and first is not None and not get(first, "thoughtSignature"):
                 name = get(get(first, "functionCall"), "name")
                 raise GeminiRejection(400, MISSING_SIGNATURE.format(name=name, position=i + 1))
+
+
+def _prefill_rejected(model: str) -> bool:
+    return re.match(r"^gemini-(3\.[5-9]|[4-9])", model) is not None
+
+
+def _first_ref(value: Any) -> str | None:
+    if isinstance(value, dict):
+        if isinstance(value.get("$ref"), str):
+            return value["$ref"]
+        return next((r for v in value.values() if (r := _first_ref(v)) is not None), None)
+    if isinstance(value, list):
+        return next((r for v in value if (r := _first_ref(v)) is not None), None)
+    return None
 
 
 def _recursive(root: Any) -> bool:

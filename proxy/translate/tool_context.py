@@ -12,6 +12,8 @@ One function serves the addon and the front-end (ARCHITECTURE.md "Rules of thumb
 """
 
 import copy
+import fnmatch
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -213,6 +215,41 @@ def order_function_responses(contents: list[dict[str, Any]]) -> None:
         contents[i + 1] = {**nxt, "parts": ordered + remaining}
 
 
+# "Requests ending with a model turn are not supported" on Gemini 3.5 Flash-Lite, 3.6 Flash and later
+# (Google's latest-model page via translators.md §4); CLIProxyAPI drops the trailing prefill turn.
+PREFILL_REJECTED = ("gemini-3.5*", "gemini-3.6*", "gemini-3.7*", "gemini-3.8*", "gemini-3.9*", "gemini-4*")
+
+
+def rejects_prefill(model: str) -> bool:
+    return any(fnmatch.fnmatch(model, p) for p in PREFILL_REJECTED)
+
+
+def drop_trailing_prefill(contents: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
+    """Remove a trailing text-only model turn for models that refuse one (never a call turn)."""
+    if contents and rejects_prefill(model) and contents[-1].get("role") == "model" and all(
+            isinstance(p, dict) and "functionCall" not in p for p in contents[-1].get("parts") or []):
+        return contents[:-1]
+    return contents
+
+
+def _has_ref_key(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "$ref" in value or any(_has_ref_key(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_ref_key(v) for v in value)
+    return False
+
+
+def escape_response_refs(contents: list[dict[str, Any]]) -> None:
+    """Gemini 3 reads a `$ref` key inside functionResponse.response as a reference to one of the
+    response's parts and 400s (LiteLLM#38223); such output goes as an opaque JSON string instead."""
+    for content in contents:
+        for part in content.get("parts") or []:
+            fr = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(fr, dict) and _has_ref_key(fr.get("response")):
+                fr["response"] = {"output": json.dumps(fr["response"], ensure_ascii=False)}
+
+
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
                        placeholder: str = DEFAULT_PLACEHOLDER) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
@@ -238,8 +275,9 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
         out["toolConfig"] = config
     contents = _pop(out, "contents", "contents") or []
     contents = rewrite_history(contents, ctx.rounds if ctx else [], placeholder)
-    contents = copy.deepcopy(contents)
+    contents = copy.deepcopy(drop_trailing_prefill(contents, model))
     order_function_responses(contents)
+    escape_response_refs(contents)
     sign_current_turn(contents, model)
     out["contents"] = contents
     return out
