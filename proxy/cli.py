@@ -11,6 +11,7 @@ from pathlib import Path
 from aiohttp import web
 
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
+from proxy.forced_choice_upstream import POLICIES
 from proxy.mock.server import start_mock
 from proxy.server import make_app
 from proxy.server.context import parse_aliases
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--fill-missing-required", action="store_true",
                        help="give a call's missing required arguments a null placeholder "
                             "(default: report them, never invent)")
+    serve.add_argument("--forced-choice", choices=POLICIES, default="retry",
+                       help="when Gemini ignores a forced tool_choice: retry once with a directive, then fail "
+                            "(retry, default), fail at once (error), or pass its answer on (allow)")
     serve.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
                        help="seconds to connect upstream")
     serve.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
@@ -107,7 +111,8 @@ async def _serve(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {e}") from None
     upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout)
     runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes,
-                                        fill_missing=args.fill_missing_required), args.host, args.port)
+                                        fill_missing=args.fill_missing_required, forced_choice=args.forced_choice),
+                               args.host, args.port)
     runners.append(runner)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s)", args.host, args.port, base)
     print(f"gemini-tool-proxy ready on http://{args.host}:{args.port}", flush=True)

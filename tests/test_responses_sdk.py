@@ -295,3 +295,33 @@ def test_allowed_tools(client: openai.OpenAI, stack, mode: str, config: dict) ->
                                              "tools": [{"type": "function", "name": "get_time"}]})
     assert stack.last_body()["toolConfig"] == {"functionCallingConfig": config}
     assert [o.name for o in r.output] == ["get_time"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_ignored_forced_choice_is_retried_once_with_a_directive(client: openai.OpenAI, stack, stream) -> None:
+    before = len(stack.received)
+    kwargs = {"model": "gemini-2.5-flash", "input": "[[mock:ignore_choice]] hello", "tools": [WEATHER],
+              "tool_choice": "required"}
+    if stream:
+        with client.responses.stream(**kwargs) as s:
+            final = s.get_final_response()
+    else:
+        final = client.responses.create(**kwargs)
+    assert [o.type for o in final.output] == ["function_call"]
+    first, retry = stack.received[before:]
+    assert "systemInstruction" not in first["body"]
+    assert "You must answer this turn by calling one of the available functions" in json.dumps(
+        retry["body"]["systemInstruction"])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_forced_choice_ignored_twice_is_a_clear_error(client: openai.OpenAI, stream) -> None:
+    with pytest.raises(openai.InternalServerError) as info:
+        client.responses.create(model="gemini-2.5-flash", input="[[mock:ignore_choice always]] hi", tools=[WEATHER],
+                                tool_choice={"type": "function", "name": "get_weather"}, stream=stream)
+    assert info.value.status_code == 502 and info.value.body["code"] == "tool_choice_ignored"
+    assert "also after a retry" in info.value.message
+    with pytest.raises(openai.InternalServerError):  # Chat too
+        client.chat.completions.create(model="gemini-2.5-flash", tool_choice="required", messages=[
+            {"role": "user", "content": "[[mock:ignore_choice always]] hi"}],
+            tools=[{"type": "function", "function": {k: v for k, v in WEATHER.items() if k != "type"}}])

@@ -18,6 +18,7 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import server_hooks
 
 from proxy.errors import ProxyError
+from proxy.forced_choice_upstream import POLICIES
 from proxy.mitm.relay import DEFAULT_TIMEOUT, RelayBroker, RelayTurn, RelayUpstream, fake_stop
 from proxy.mock.server import start_mock
 from proxy.server import make_app
@@ -79,6 +80,11 @@ class GeminiTools:
         loader.add_option("gtp_schema_mode", Sequence[str], [],
                           "[PATTERN=]json|parameters rules: the front-end declares tool schemas as "
                           "parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' (the default).")
+        loader.add_option("gtp_forced_choice", str, "retry",
+                          "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
+                          "'error' at once, or 'allow' its answer through.")
+        loader.add_option("gtp_fill_missing", bool, False,
+                          "Give a call's missing required arguments a null placeholder (default: never invent).")
         loader.add_option("gtp_intercept_hosts", Sequence[str], list(DEFAULT_HOSTS),
                           "Host names (shell patterns) whose generateContent/streamGenerateContent calls are "
                           "rewritten; all other traffic passes through byte for byte.")
@@ -97,6 +103,8 @@ class GeminiTools:
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
+        if "gtp_forced_choice" in updated and opts.gtp_forced_choice not in POLICIES:
+            raise exceptions.OptionsError(f"gtp_forced_choice must be one of {', '.join(POLICIES)}")
         if "gtp_tools" in updated and opts.gtp_tools not in ("replace", "merge"):
             raise exceptions.OptionsError(f"gtp_tools must be 'replace' or 'merge', not {opts.gtp_tools!r}")
         if "gtp_frontend_port" in updated and not -1 <= opts.gtp_frontend_port < 65536:
@@ -133,7 +141,8 @@ class GeminiTools:
         else:
             upstream = GeminiUpstream(base)
         app = make_app(self.store, upstream, aliases=parse_aliases(ctx.options.gtp_model_aliases),  # type: ignore[arg-type]
-                       schema_modes=parse_schema_modes(ctx.options.gtp_schema_mode))
+                       schema_modes=parse_schema_modes(ctx.options.gtp_schema_mode),
+                       fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)

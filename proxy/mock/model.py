@@ -8,8 +8,9 @@ Behaviour, driven by the latest user text of the request:
 - otherwise: a text answer echoing the prompt, streamed in several chunks.
 Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for N rounds),
 `max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE`, `stream_error`,
-`slow SECONDS` (pause between stream chunks), `stringly` (every call argument sent as a string,
-as models sometimes do).
+`slow SECONDS` (pause between stream chunks), `stringly` (every call argument sent as a string, as
+models sometimes do), `ignore_choice` (answer in text despite mode ANY unless the proxy's retry
+directive is in the system instruction; `ignore_choice always` ignores that too).
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.mock.validate import get, is_gemini3, sign
+from proxy.translate.forced_choice import DIRECTIVE as FORCED_DIRECTIVE
 
 DIRECTIVE = re.compile(r"\[\[mock:([a-z_]+)(?:\s+([^\]]*))?\]\]")
 ERRORS = {
@@ -211,6 +213,10 @@ def _choose_calls(body: dict[str, Any], text: str) -> list[dict[str, Any]]:
     mode = get(fcc, "mode") or "AUTO"
     if not decls or mode == "NONE":
         return []
+    if mode == "ANY" and "[[mock:ignore_choice" in text:
+        system = json.dumps(get(body, "systemInstruction") or {})
+        if "always" in text or FORCED_DIRECTIVE not in system:
+            return []
     allowed = get(fcc, "allowedFunctionNames") or [d.get("name") for d in decls]
     by_name = {d.get("name"): d for d in decls if d.get("name") in allowed}
     names = _mentioned(list(by_name), DIRECTIVE.sub("", text))

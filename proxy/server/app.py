@@ -2,6 +2,7 @@
 
 from aiohttp import web
 
+from proxy.forced_choice_upstream import ForcedChoiceUpstream, Policy
 from proxy.server.chat_routes import chat_completions
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware
@@ -22,8 +23,9 @@ async def healthz(request: web.Request) -> web.Response:
 
 def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_BODY_BYTES,
              aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
-             fill_missing: bool = False) -> web.Application:
+             fill_missing: bool = False, forced_choice: Policy = "retry") -> web.Application:
     app = web.Application(middlewares=[error_middleware], client_max_size=max_body)
+    upstream = ForcedChoiceUpstream(upstream, forced_choice)  # type: ignore[assignment]
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing)
     app.router.add_get("/healthz", healthz)
