@@ -6,28 +6,20 @@ Installs Codex from the npm registry into .cache/ on first use (the package ship
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.mitm_harness import ROOT
+from tests.npm_tools import npm_binary
 
 pytestmark = pytest.mark.slow
 CODEX_VERSION = "0.169.0"  # the version reference/clients.md was observed with
-PREFIX = ROOT / ".cache" / f"codex-{CODEX_VERSION}"
 
 
 @pytest.fixture(scope="module")
 def codex_bin() -> Path:
-    binary = PREFIX / "node_modules" / ".bin" / "codex"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        assert npm and shutil.which("node"), "Node.js and npm are needed to run the Codex CLI test"
-        subprocess.run([npm, "install", "--prefix", str(PREFIX), f"@openai/codex@{CODEX_VERSION}", "--no-audit",
-                        "--no-fund", "--loglevel=error"], check=True, timeout=600)
-    return binary
+    return npm_binary("@openai/codex", CODEX_VERSION, "codex")
 
 
 def config(url: str, model: str) -> str:

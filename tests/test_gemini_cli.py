@@ -6,31 +6,24 @@ Installs the CLI from the npm registry into .cache/ on first use (about 100 MB, 
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from tests.mitm_harness import ROOT, MitmStack
+from tests.mitm_harness import MitmStack
+from tests.npm_tools import npm_binary
 
 pytestmark = pytest.mark.slow
 GEMINI_CLI_VERSION = "0.61.0"  # the version reference/clients.md was observed with
-PREFIX = ROOT / ".cache" / f"gemini-cli-{GEMINI_CLI_VERSION}"
 WEATHER = {"type": "function", "name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 
 
 @pytest.fixture(scope="module")
 def gemini_bin() -> Path:
-    binary = PREFIX / "node_modules" / ".bin" / "gemini"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        assert npm and shutil.which("node"), "Node.js and npm are needed to run the Gemini CLI test"
-        subprocess.run([npm, "install", "--prefix", str(PREFIX), f"@google/gemini-cli@{GEMINI_CLI_VERSION}",
-                        "--no-audit", "--no-fund", "--loglevel=error"], check=True, timeout=600)
-    return binary
+    return npm_binary("@google/gemini-cli", GEMINI_CLI_VERSION, "gemini")
 
 
 def run_cli(binary: Path, m: MitmStack, home: Path, prompt: str, code_assist: bool) -> subprocess.CompletedProcess:
