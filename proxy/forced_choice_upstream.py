@@ -4,23 +4,17 @@ directive, then reported as an error (policy `retry`), reported at once (`error`
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from proxy.errors import UpstreamError
 from proxy.translate.forced_choice import forced_names, has_call, with_directive
+from proxy.upstream import Upstream
 
 log = logging.getLogger(__name__)
 Policy = Literal["retry", "error", "allow"]
 POLICIES = ("retry", "error", "allow")
 IGNORED = ("Gemini ignored the forced tool choice (functionCallingConfig mode ANY) and answered without a "
            "function call{}.")
-
-
-class Upstream(Protocol):
-    async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]: ...
-    async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
-                     ) -> AsyncIterator[dict[str, Any]]: ...
-    async def close(self) -> None: ...
 
 
 def _ignored(retried: bool) -> UpstreamError:
@@ -83,4 +77,6 @@ async def _replay(held: list[dict[str, Any]], rest: AsyncIterator[dict[str, Any]
         async for chunk in rest:
             yield chunk
     finally:
-        await rest.aclose()  # type: ignore[attr-defined]
+        aclose = getattr(rest, "aclose", None)
+        if aclose is not None:
+            await aclose()

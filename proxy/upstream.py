@@ -4,7 +4,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 
@@ -17,6 +17,16 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 # Between two bytes of a stream; thinking models can pause for a long time before the first token.
 DEFAULT_READ_TIMEOUT = 300.0
+
+
+class Upstream(Protocol):
+    """What the front-end needs from whatever answers its Gemini requests (Gemini itself, the relay,
+    the forced-choice wrapper): one answer, or a stream opened before the first chunk is read."""
+
+    async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]: ...
+    async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
+                     ) -> AsyncIterator[dict[str, Any]]: ...
+    async def close(self) -> None: ...
 
 
 class GeminiUpstream:

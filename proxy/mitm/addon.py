@@ -31,7 +31,7 @@ from proxy.translate.gemini_targets import Target, classify
 from proxy.translate.prepare_tools import parse_schema_modes
 from proxy.translate.session_marker import take_marker
 from proxy.translate.tool_context import DEFAULT_PLACEHOLDER, ToolRound, apply_tool_context
-from proxy.upstream import DEFAULT_BASE_URL, GeminiUpstream
+from proxy.upstream import DEFAULT_BASE_URL, GeminiUpstream, Upstream
 
 log = logging.getLogger(__name__)
 
@@ -135,12 +135,12 @@ class GeminiTools:
         if base == "mock":
             runner, base, _ = await start_mock()
             self._runners.append(runner)
-        upstream: GeminiUpstream | RelayUpstream
+        upstream: Upstream
         if base == "relay":
             upstream = RelayUpstream(self.relay, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)
         else:
             upstream = GeminiUpstream(base)
-        app = make_app(self.store, upstream, aliases=parse_aliases(ctx.options.gtp_model_aliases),  # type: ignore[arg-type]
+        app = make_app(self.store, upstream, aliases=parse_aliases(ctx.options.gtp_model_aliases),
                        schema_modes=parse_schema_modes(ctx.options.gtp_schema_mode),
                        fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)

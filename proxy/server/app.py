@@ -10,7 +10,7 @@ from proxy.server.gemini_routes import native_generate, rest_generate
 from proxy.server.responses_routes import create_response, get_response, list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.store.base import SessionStore
-from proxy.upstream import GeminiUpstream
+from proxy.upstream import Upstream
 
 # Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
@@ -21,11 +21,11 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-def make_app(store: SessionStore, upstream: GeminiUpstream, max_body: int = MAX_BODY_BYTES,
+def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_BYTES,
              aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
              fill_missing: bool = False, forced_choice: Policy = "retry") -> web.Application:
     app = web.Application(middlewares=[error_middleware], client_max_size=max_body)
-    upstream = ForcedChoiceUpstream(upstream, forced_choice)  # type: ignore[assignment]
+    upstream = ForcedChoiceUpstream(upstream, forced_choice)
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing)
     app.router.add_get("/healthz", healthz)

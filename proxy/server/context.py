@@ -6,7 +6,7 @@ from aiohttp import web
 
 from proxy.store.base import SessionStore
 from proxy.translate.prepare_tools import schema_mode_for
-from proxy.upstream import GeminiUpstream
+from proxy.upstream import Upstream
 
 SESSION_HEADER = "x-gtp-session"
 DEFAULT_SESSION = "default"
@@ -16,7 +16,7 @@ DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", 
 @dataclass
 class Context:
     store: SessionStore
-    upstream: GeminiUpstream
+    upstream: Upstream
     max_body: int
     models: tuple[str, ...] = field(default=DEFAULT_MODELS)
     # Client model name -> Gemini model (Codex unlocks its full tool set only for names it knows).
