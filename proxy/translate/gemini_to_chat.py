@@ -12,8 +12,8 @@ from typing import Any
 from proxy import ids
 from proxy.translate.calls import CallRecord
 from proxy.translate.finish_reason import map_finish_reason
-from proxy.translate.model_turn import add_part
 from proxy.translate.prepare_tools import PreparedTools
+from proxy.translate.tool_names import qualified
 from proxy.translate.usage import map_usage
 
 
@@ -26,7 +26,6 @@ class ChatTranslator:
         self.text, self.reasoning = "", ""
         self.tool_calls: list[dict[str, Any]] = []
         self.calls: list[CallRecord] = []
-        self.model_parts: list[dict[str, Any]] = []
         self._finish: str | None = None
         self._block: str | None = None
         self._usage: dict[str, Any] | None = None
@@ -62,21 +61,14 @@ class ChatTranslator:
         fc = part.get("functionCall")
         if isinstance(fc, dict):
             if self._first_only and self.tool_calls:
-                return []  # parallel_tool_calls=false: the first call only (and it alone in history)
-            add_part(self.model_parts, part)
-            call_id = fc.get("id") or ids.call_id()
-            declared = self._tools.match_name(fc.get("name", ""))
-            name = self._tools.names.client(declared)
-            original = fc.get("args") if isinstance(fc.get("args"), dict) else {}
-            fixed = self._tools.normalize(declared, original)
-            args = json.dumps(fixed, ensure_ascii=False)
-            call = {"index": len(self.tool_calls), "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": args}}
-            self.tool_calls.append(call)
-            self.calls.append(CallRecord(call_id, name, fc.get("name", ""), fc.get("id"), part.get("thoughtSignature"),
-                                         original if fixed != original else None))
-            return [self._chunk({"tool_calls": [call]})]
-        add_part(self.model_parts, part)
+                return []  # parallel_tool_calls=false: the first call only
+            call = self._tools.client_call(part)
+            delta = {"index": len(self.tool_calls), "id": call.call_id, "type": "function",
+                     "function": {"name": qualified(call.ref.name, call.ref.namespace),  # Chat has no namespaces
+                                  "arguments": json.dumps(call.args, ensure_ascii=False)}}
+            self.tool_calls.append(delta)
+            self.calls.append(call.record)
+            return [self._chunk({"tool_calls": [delta]})]
         text = part.get("text")
         if not isinstance(text, str) or not text:
             return []
@@ -124,6 +116,3 @@ class ChatTranslator:
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": self.usage()}
-
-    def model_content(self) -> dict[str, Any] | None:
-        return {"role": "model", "parts": self.model_parts} if self.model_parts else None

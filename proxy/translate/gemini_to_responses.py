@@ -153,19 +153,14 @@ class ResponsesTranslator:
 
     def _function_call(self, part: dict[str, Any]) -> list[Event]:
         events = self._close_open()
-        fc = part["functionCall"]
-        gname = fc.get("name", "")
-        call_id = fc.get("id") or ids.call_id()
-        declared = self._tools.match_name(gname)
-        ref = self._tools.names.ref(declared)
-        original = fc.get("args") if isinstance(fc.get("args"), dict) else {}
-        args_obj = self._tools.normalize(declared, original)
+        call = self._tools.client_call(part)
+        ref = call.ref
         if ref.kind == "custom":
-            events += self._custom_call(call_id, ref, args_obj)
+            events += self._custom_call(call.call_id, ref, call.args)
         else:
-            args = json.dumps(args_obj, ensure_ascii=False)
+            args = json.dumps(call.args, ensure_ascii=False)
             item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
-                    "call_id": call_id, "name": ref.name, "arguments": ""}
+                    "call_id": call.call_id, "name": ref.name, "arguments": ""}
             if ref.namespace:
                 item["namespace"] = ref.namespace
             events += self._add_item(item)
@@ -175,8 +170,7 @@ class ResponsesTranslator:
             events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
                                    output_index=self._index, arguments=args))
             events += self._done_item({**item, "status": "completed", "arguments": args})
-        self.calls.append(CallRecord(call_id, ref.name, gname, fc.get("id"), part.get("thoughtSignature"),
-                                     original if args_obj != original else None))
+        self.calls.append(call.record)
         return events
 
     def _custom_call(self, call_id: str, ref: ToolRef, args: dict[str, Any]) -> list[Event]:

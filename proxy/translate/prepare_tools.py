@@ -9,11 +9,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy import ids
 from proxy.errors import ProxyError
+from proxy.translate.calls import CallRecord
 from proxy.translate.json_schema_for_gemini import json_schema_for_gemini
 from proxy.translate.json_schema_to_gemini import json_schema_to_gemini
 from proxy.translate.normalize_arguments import normalize_arguments
-from proxy.translate.tool_names import ToolNames, qualified
+from proxy.translate.tool_names import ToolNames, ToolRef, qualified
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,19 @@ class PreparedTools:
         found = [n for n in self.names.refs if _loose(n) == key]
         return found[0] if len(found) == 1 else gemini_name
 
+    def client_call(self, part: dict[str, Any]) -> "ClientCall":
+        """What the client is shown for one Gemini functionCall part, and the record kept of it."""
+        fc = part["functionCall"]
+        gname = fc.get("name", "")
+        call_id = fc.get("id") or ids.call_id()
+        declared = self.match_name(gname)
+        ref = self.names.ref(declared)
+        original = fc.get("args") if isinstance(fc.get("args"), dict) else {}
+        args = self.normalize(declared, original)
+        record = CallRecord(call_id, ref.name, gname, fc.get("id"), part.get("thoughtSignature"),
+                            original if args != original else None)
+        return ClientCall(ref, args, record)
+
     def normalize(self, gemini_name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Arguments fixed against the client's schema (see normalize_arguments); violations are logged."""
         fixed, errors = normalize_arguments(args, self.schemas.get(gemini_name), fill_missing=self.fill_missing)
@@ -47,6 +62,17 @@ class PreparedTools:
             log.warning("arguments of %s do not match its schema: %s", self.names.ref(gemini_name).name,
                         "; ".join(errors[:5]))
         return fixed
+
+
+@dataclass(frozen=True)
+class ClientCall:
+    ref: ToolRef               # the client's tool (name, namespace, function or custom)
+    args: dict[str, Any]       # normalized against the client's schema
+    record: CallRecord         # what is remembered to replay Gemini's own call later
+
+    @property
+    def call_id(self) -> str:
+        return self.record.call_id
 
 
 def _loose(name: str) -> str:
