@@ -11,11 +11,9 @@ from proxy.server.sse_response import open_sse
 from proxy.translate.chat_to_items import chat_messages_to_items
 from proxy.translate.gemini_to_chat import ChatTranslator
 from proxy.translate.input_to_contents import input_to_contents, parse_input
-from proxy.translate.prepare_tools import prepare_tools
 from proxy.translate.reasoning import structured_output, thinking_config
 from proxy.translate.responses_to_gemini import assemble_request
 from proxy.wire.chat import ChatRequest
-from proxy.wire.responses import FunctionCallItem, FunctionCallOutputItem
 
 # OpenAI's own wording for the two pairing errors of the Chat API (typo included).
 UNKNOWN_TOOL_MESSAGE = ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
@@ -32,10 +30,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                          code="invalid_value")
     session = session_of(request)
     items = parse_input(chat_messages_to_items(req.messages))
-    model = ctx.gemini_model(req.model)
-    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model), fill_missing=ctx.fill_missing)
-    call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | FunctionCallOutputItem)]
-    calls = await ctx.store.get_calls(session, call_ids)
+    model, tools, calls = await ctx.prepare(session, req.model, req.tools, items)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model)
     except PairingError as e:

@@ -1,12 +1,16 @@
 """What the route handlers share: the session store, the upstream client, settings."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
 from proxy.store.base import SessionStore
-from proxy.translate.prepare_tools import schema_mode_for
+from proxy.translate.calls import CallRecord
+from proxy.translate.prepare_tools import PreparedTools, prepare_tools, schema_mode_for
+from proxy.translate.signature_carrier import decode_carriers
 from proxy.upstream import Upstream
+from proxy.wire.responses import CustomToolCallItem, FunctionCallItem, FunctionCallOutputItem, InputItem
 
 SESSION_HEADER = "x-gtp-session"
 DEFAULT_SESSION = "default"
@@ -30,6 +34,17 @@ class Context:
 
     def json_schema_mode(self, gemini_model: str) -> bool:
         return schema_mode_for(gemini_model, self.schema_modes)
+
+    async def prepare(self, session: str, client_model: str, tools: list[dict[str, Any]] | None,
+                      items: list[InputItem]) -> tuple[str, PreparedTools, dict[str, CallRecord]]:
+        """The Gemini model, the tools for it, and what is known of the calls `items` refer to:
+        this process's records win; carriers replayed by stateless clients fill the gaps."""
+        model = self.gemini_model(client_model)
+        prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing)
+        call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
+                                                               | FunctionCallOutputItem)]
+        calls = {**decode_carriers(items), **await self.store.get_calls(session, call_ids)}
+        return model, prepared, calls
 
 
 def parse_aliases(specs: list[str] | tuple[str, ...]) -> dict[str, str]:

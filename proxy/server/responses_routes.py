@@ -12,10 +12,8 @@ from proxy.server.sse_response import open_sse, write_events
 from proxy.store.base import StoredResponse
 from proxy.translate.gemini_to_responses import ResponsesTranslator
 from proxy.translate.input_to_contents import Conversation, input_to_contents, parse_input
-from proxy.translate.prepare_tools import prepare_tools
 from proxy.translate.responses_to_gemini import build_gemini_request, response_skeleton
-from proxy.translate.signature_carrier import decode_carriers
-from proxy.wire.responses import CustomToolCallItem, FunctionCallItem, FunctionCallOutputItem, ResponsesRequest
+from proxy.wire.responses import ResponsesRequest
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +32,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                              param="previous_response_id", code="previous_response_not_found")
         prior = Conversation(stored.contents, stored.system, stored.pending)
 
-    model = ctx.gemini_model(req.model)
-    tools = prepare_tools(req.tools, json_schema_mode=ctx.json_schema_mode(model), fill_missing=ctx.fill_missing)
-    call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
-                                                           | FunctionCallOutputItem)]
-    # What this process remembers wins; carriers replayed by stateless clients fill the gaps.
-    calls = {**decode_carriers(items), **await ctx.store.get_calls(session, call_ids)}
+    model, tools, calls = await ctx.prepare(session, req.model, req.tools, items)
     conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model)
     body = build_gemini_request(req, conv, tools, model)
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
