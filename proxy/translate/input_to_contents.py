@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from proxy.errors import PairingError, ProxyError
 from proxy.translate.calls import CallRecord
 from proxy.translate.signatures import sign_unsigned_turns
-from proxy.translate.tool_context import drop_trailing_prefill, escape_response_refs
+from proxy.translate.tool_context import repair_history
 from proxy.translate.tool_names import ToolNames
 from proxy.wire.responses import (
     ITEM_MODELS,
@@ -194,7 +194,6 @@ def input_to_contents(
                              "item itself or use previous_response_id.", param=f"input[{i}]")
         # reasoning items carry nothing Gemini needs here: signatures come from the call records.
     conv = b.finish()
-    conv.contents = drop_trailing_prefill(conv.contents, model)
-    escape_response_refs(conv.contents)
+    conv.contents = repair_history(conv.contents, model)
     sign_unsigned_turns(conv.contents, model)
     return conv

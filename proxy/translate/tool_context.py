@@ -250,6 +250,16 @@ def escape_response_refs(contents: list[dict[str, Any]]) -> None:
                 fr["response"] = {"output": json.dumps(fr["response"], ensure_ascii=False)}
 
 
+def repair_history(contents: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
+    """The repairs every request gets on its way to Gemini (signing is left to the caller's scope):
+    no trailing prefill where refused, responses in call order, `$ref` keys in results made opaque.
+    Modifies the contents in place; returns them (one shorter when a prefill turn was dropped)."""
+    contents = drop_trailing_prefill(contents, model)
+    order_function_responses(contents)
+    escape_response_refs(contents)
+    return contents
+
+
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
                        placeholder: str = DEFAULT_PLACEHOLDER) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
@@ -275,9 +285,7 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
         out["toolConfig"] = config
     contents = _pop(out, "contents", "contents") or []
     contents = rewrite_history(contents, ctx.rounds if ctx else [], placeholder)
-    contents = copy.deepcopy(drop_trailing_prefill(contents, model))
-    order_function_responses(contents)
-    escape_response_refs(contents)
+    contents = repair_history(copy.deepcopy(contents), model)
     sign_current_turn(contents, model)
     out["contents"] = contents
     return out
