@@ -7,7 +7,7 @@ Accepts the flat Responses function tool and the nested Chat-style `{type, funct
 import fnmatch
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from proxy import ids
 from proxy.errors import ProxyError
@@ -98,8 +98,9 @@ def _function_fields(tool: dict[str, Any], index: int) -> dict[str, Any] | None:
 
 # A `custom` tool takes free-form text (Codex's apply_patch: a Lark grammar). Gemini gets a function
 # with one string argument; the call goes back to the client as a custom_tool_call with that text.
-CUSTOM_INPUT = {"type": "OBJECT", "required": ["input"], "properties": {"input": {
-    "type": "STRING", "description": "The tool's whole raw input as free-form text, exactly as its format requires "
+# Written once as JSON Schema; it goes through the same converters as every function's schema.
+CUSTOM_INPUT = {"type": "object", "required": ["input"], "properties": {"input": {
+    "type": "string", "description": "The tool's whole raw input as free-form text, exactly as its format requires "
                                      "(not JSON-encoded)."}}}
 
 
@@ -126,7 +127,8 @@ def parse_schema_modes(specs: list[str] | tuple[str, ...]) -> list[tuple[str, st
     return rules
 
 
-def _custom_declaration(tool: dict[str, Any], index: int, prepared: PreparedTools) -> dict[str, Any]:
+def _custom_fields(tool: dict[str, Any], index: int) -> dict[str, Any]:
+    """A custom tool as a function of one string, its input grammar (if any) in the description."""
     name = tool.get("name")
     if not isinstance(name, str) or not name:
         raise ProxyError(f"Missing required parameter: 'tools[{index}].name'.", param=f"tools[{index}].name",
@@ -135,21 +137,14 @@ def _custom_declaration(tool: dict[str, Any], index: int, prepared: PreparedTool
     fmt = tool.get("format") if isinstance(tool.get("format"), dict) else {}
     if fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
         desc += f"\n\nThe input must follow this {fmt.get('syntax', '')} grammar:\n{fmt['definition']}"
-    decl: dict[str, Any] = {"name": prepared.names.add(name, kind="custom")}
-    if prepared.json_schema_mode:
-        decl["parametersJsonSchema"] = {"type": "object", "required": ["input"], "properties": {"input": {
-            "type": "string", "description": CUSTOM_INPUT["properties"]["input"]["description"]}}}
-    else:
-        decl["parameters"] = CUSTOM_INPUT
-    if desc:
-        decl["description"] = desc.strip()
-    return decl
+    return {"name": name, "description": desc.strip() or None, "parameters": CUSTOM_INPUT, "strict": None}
 
 
-def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, namespace: str | None = None) -> None:
+def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, namespace: str | None = None,
+                  kind: Literal["function", "custom"] = "function") -> None:
     if qualified(fn["name"], namespace) in prepared.names.to_gemini_map:
         raise ProxyError(f"Duplicate tool name '{fn['name']}' in 'tools'.", param=f"tools[{index}].name")
-    decl: dict[str, Any] = {"name": prepared.names.add(fn["name"], namespace)}
+    decl: dict[str, Any] = {"name": prepared.names.add(fn["name"], namespace, kind)}
     if fn["description"]:
         decl["description"] = fn["description"]
     if isinstance(fn["parameters"], dict):
@@ -176,7 +171,7 @@ def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = F
                              code="invalid_type")
         kind = tool.get("type", "function")
         if kind == "custom":
-            prepared.declarations.append(_custom_declaration(tool, i, prepared))
+            _add_function(_custom_fields(tool, i), prepared, i, kind="custom")
             prepared.echo.append(tool)
         elif kind == "namespace":
             for member in tool.get("tools") or []:
