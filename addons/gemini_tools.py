@@ -1,6 +1,6 @@
 """mitmdump entry: `mitmdump -s addons/gemini_tools.py [--set gtp_...=...]`.
 
-The addon lives in the `proxy` package (proxy/mitm/addon.py); run mitmdump from the project's
+The addon lives in the `proxy` package (proxy/intercept/addon.py); run mitmdump from the project's
 virtual environment (`.venv/bin/mitmdump`) so that package is importable. `mitmdump --options`
 lists every `gtp_*` option with its help text.
 """
@@ -10,6 +10,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a checkout without `pip install -e .`
 
-from proxy.mitm.addon import GeminiTools  # noqa: E402
+from proxy.intercept.addon import GeminiTools  # noqa: E402
 
 addons = [GeminiTools()]

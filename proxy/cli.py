@@ -11,13 +11,13 @@ from pathlib import Path
 from aiohttp import web
 
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
-from proxy.forced_choice_upstream import POLICIES
 from proxy.mock.server import start_mock
 from proxy.server import make_app
 from proxy.server.context import parse_aliases
 from proxy.store import MemoryStore
-from proxy.translate.prepare_tools import parse_schema_modes
-from proxy.upstream import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, GeminiUpstream
+from proxy.tools.schema_mode import parse_schema_modes
+from proxy.upstream.forced_choice import POLICIES
+from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, GeminiUpstream
 
 DEFAULT_PORT = 8741
 DEFAULT_MOCK_PORT = 8742

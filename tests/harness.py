@@ -14,7 +14,7 @@ from aiohttp import web
 from proxy.mock.server import RECEIVED, start_mock
 from proxy.server import make_app
 from proxy.store import MemoryStore
-from proxy.upstream import GeminiUpstream
+from proxy.upstream.gemini import GeminiUpstream
 
 
 class LoopThread:

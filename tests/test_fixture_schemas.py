@@ -6,7 +6,7 @@ import openai
 import pytest
 
 from proxy.mock.validate import GeminiRejection, validate_request
-from proxy.translate.prepare_tools import prepare_tools
+from proxy.tools.prepare_tools import prepare_tools
 from tests.conftest import fixture_dir, fixture_tools
 
 TOOLS = fixture_tools()

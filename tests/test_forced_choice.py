@@ -3,8 +3,8 @@
 import pytest
 
 from proxy.errors import UpstreamError
-from proxy.forced_choice_upstream import ForcedChoiceUpstream
-from proxy.upstream import GeminiUpstream
+from proxy.upstream.forced_choice import ForcedChoiceUpstream
+from proxy.upstream.gemini import GeminiUpstream
 
 BODY = {"contents": [{"role": "user", "parts": [{"text": "[[mock:ignore_choice]] hi"}]}],
         "tools": [{"functionDeclarations": [{"name": "f"}]}],

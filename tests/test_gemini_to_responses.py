@@ -3,8 +3,8 @@
 import pydantic
 from openai.types.responses import Response, ResponseStreamEvent
 
-from proxy.translate.gemini_to_responses import ResponsesTranslator
-from proxy.translate.prepare_tools import prepare_tools
+from proxy.from_gemini.to_responses import ResponsesTranslator
+from proxy.tools.prepare_tools import prepare_tools
 
 EVENT = pydantic.TypeAdapter(ResponseStreamEvent)
 
@@ -61,8 +61,9 @@ def test_thoughts_text_and_calls_interleave_as_separate_items() -> None:
     assert [(c.gemini_id, c.signature) for c in t.calls] == [("abc", "SIG"), (None, None)]
 
 
-def test_error_chunk_closes_open_items_then_fails() -> None:
-    events, t = run([text("partial"), {"error": {"code": 500, "status": "INTERNAL", "message": "boom"}}])
+def test_failure_closes_open_items_then_fails() -> None:
+    t = ResponsesTranslator({"id": "resp_1"})
+    events = t.start() + t.feed(text("partial")) + t.fail("Gemini error 500 INTERNAL: boom")
     kinds = [e["type"] for e in events]
     assert kinds[-2:] == ["response.output_item.done", "response.failed"]
     assert t.response["status"] == "failed" and "boom" in t.response["error"]["message"]

@@ -1,10 +1,10 @@
 import pytest
 
 from proxy.errors import ProxyError
-from proxy.translate.calls import CallRecord
-from proxy.translate.input_to_contents import input_to_contents, parse_input
-from proxy.translate.signatures import SENTINEL
-from proxy.translate.tool_names import ToolNames
+from proxy.signatures.call_record import CallRecord
+from proxy.signatures.sentinel import SENTINEL
+from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.tools.tool_names import ToolNames
 
 
 def convert(items, **kw):

@@ -3,7 +3,7 @@
 import copy
 
 from proxy.mock.validate import validate_request
-from proxy.translate.json_schema_to_gemini import json_schema_to_gemini as convert
+from proxy.schema.json_schema_to_gemini import json_schema_to_gemini as convert
 
 
 def accepted(schema: dict) -> None:

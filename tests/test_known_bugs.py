@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from proxy.mock.validate import GeminiRejection, sign, validate_request
-from proxy.translate.prepare_tools import prepare_tools
+from proxy.tools.prepare_tools import prepare_tools
 from tests.conftest import TIME, WEATHER, fixture_dir
 from tests.test_bad_input import post
 

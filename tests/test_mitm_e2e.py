@@ -137,7 +137,7 @@ def test_cloud_code_wrapper(mitm: MitmStack) -> None:
     sent = mitm.received[-1]
     assert sent["model"] == "gemini-2.5-pro" and sent["path"] == "/v1internal:streamGenerateContent?alt=sse"
     assert [d["name"] for d in sent["body"]["tools"][0]["functionDeclarations"]] == ["get_clock"]
-    assert sent["body"]["session_id"] == "s-9"
+    assert sent["body"]["sessionId"] == "s-9", "kept (in proto JSON's camelCase spelling)"
     assert run(session_state(mitm, "cc"))["rounds"][-1]["calls"][0]["name"] == "get_clock"
     # Account set-up calls pass through untouched, byte for byte.
     raw = b'{"metadata": {"ideType": "IDE_UNSPECIFIED", "note": "<session:cc>"}}'

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from proxy.translate.normalize_arguments import normalize_arguments
+from proxy.schema.normalize_arguments import normalize_arguments
 
 SCHEMA = {"type": "object", "required": ["path", "replaceAll", "count", "level"], "properties": {
     "path": {"type": "string"}, "replaceAll": {"type": "boolean"}, "count": {"type": "integer"},
@@ -85,7 +85,7 @@ def test_end_to_end_client_gets_typed_arguments_and_gemini_gets_its_own_back(cli
 
 
 def test_unknown_names_match_loosely_but_are_never_invented() -> None:
-    from proxy.translate.prepare_tools import prepare_tools
+    from proxy.tools.prepare_tools import prepare_tools
 
     tools = prepare_tools([{"type": "function", "name": "read_file"}, {"type": "function", "name": "write-file"}])
     assert tools.match_name("Read-File") == "read_file"

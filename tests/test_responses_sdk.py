@@ -172,7 +172,7 @@ def test_generation_settings_and_usage(client: openai.OpenAI, stack) -> None:
 
 
 def test_thought_tokens_count_as_output(stack) -> None:
-    from proxy.translate.usage import map_usage
+    from proxy.from_gemini.usage import map_usage
     u = map_usage({"promptTokenCount": 10, "candidatesTokenCount": 5, "thoughtsTokenCount": 7,
                    "cachedContentTokenCount": 4, "totalTokenCount": 22})
     assert u["output_tokens"] == 12 and u["output_tokens_details"]["reasoning_tokens"] == 7

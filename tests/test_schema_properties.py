@@ -7,10 +7,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.intercept.tool_context import apply_tool_context
 from proxy.mock.validate import validate_request
-from proxy.translate.input_to_contents import input_to_contents, parse_input
-from proxy.translate.prepare_tools import prepare_tools
-from proxy.translate.tool_context import apply_tool_context
+from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.tools.prepare_tools import prepare_tools
 
 NAMES = st.sampled_from(["a", "b", "type", "properties", "format", "items", "$ref", "title", "x-y", "default"])
 SCALARS = st.sampled_from(["string", "integer", "number", "boolean", "null"])

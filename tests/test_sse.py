@@ -1,6 +1,6 @@
 import pytest
 
-from proxy.sse import MAX_EVENT_BYTES, SSEDecoder
+from proxy.wire.sse import MAX_EVENT_BYTES, SSEDecoder
 
 STREAM = b'data: {"a": 1}\r\n\r\ndata: {"b": 2}\n\nevent: x\ndata: line1\ndata: line2\n\n: comment\n\ndata: {"c": 3}'
 

@@ -3,17 +3,14 @@
 import pytest
 
 from proxy.errors import ProxyError
-from proxy.translate.gemini_targets import Target, classify
-from proxy.translate.session_marker import take_marker
-from proxy.translate.tool_context import (
-    NO_HISTORY,
-    CapturedCall,
-    ToolContext,
-    ToolRound,
-    apply_tool_context,
-    pair_outputs,
-    rewrite_history,
-)
+from proxy.intercept.output_pairing import pair_outputs
+from proxy.intercept.placeholders import NO_HISTORY, rewrite_history
+from proxy.intercept.session_marker import take_marker
+from proxy.intercept.session_tools import ToolContext, ToolRound
+from proxy.intercept.targets import Target, classify
+from proxy.intercept.tool_context import apply_tool_context
+from proxy.signatures.call_record import CallRecord
+from proxy.wire.gemini_keys import to_camel_request
 
 
 @pytest.mark.parametrize(("path", "target"), [
@@ -47,8 +44,8 @@ def ctx_with(*rounds: ToolRound) -> ToolContext:
     return ToolContext(rounds=list(rounds))
 
 
-def call(cid: str, name: str = "f") -> CapturedCall:
-    return CapturedCall(cid, name, {"n": cid}, gemini_id=cid, signature=f"sig-{cid}")
+def call(cid: str, name: str = "f") -> CallRecord:
+    return CallRecord(cid, name, name, gemini_id=cid, signature=f"sig-{cid}", args={"n": cid})
 
 
 def test_outputs_pair_by_id_then_by_position() -> None:
@@ -96,11 +93,11 @@ def test_apply_keeps_other_fields_and_never_touches_arguments() -> None:
             "generationConfig": {"temperature": 0.2}, "tool_config": {"function_calling_config": {"mode": "AUTO"}},
             "tools": [{"function_declarations": [{"name": "f", "parameters": {"type": "object", "properties": {
                 "a": {"type": "integer", "exclusiveMinimum": 0}}}}]}]}
-    out = apply_tool_context(body, None, "gemini-2.5-flash")
+    out = apply_tool_context(to_camel_request(body), None, "gemini-2.5-flash")
     assert out["contents"][1]["parts"][0]["functionCall"]["args"] == {
         "type": ["string", "null"], "$ref": "#/x", "additionalProperties": False}
     assert out["generationConfig"] == {"temperature": 0.2}
-    assert out["toolConfig"] == {"function_calling_config": {"mode": "AUTO"}} and "tool_config" not in out
+    assert out["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}} and "tool_config" not in out
     assert out["tools"] == [{"functionDeclarations": [{"name": "f", "parameters": {
         "type": "OBJECT", "properties": {"a": {"type": "INTEGER", "description": "(exclusiveMinimum: 0)"}}}}]}]
     assert "thoughtSignature" not in out["contents"][1]["parts"][0], "2.5 gets no sentinel"

@@ -1,6 +1,6 @@
 """Tool names Gemini accepts, collision-free, always mapped back to the client's own names."""
 
-from proxy.translate.tool_names import GEMINI_NAME, ToolNames
+from proxy.tools.tool_names import GEMINI_NAME, ToolNames
 
 
 def test_invalid_names_are_made_valid_without_collisions() -> None:

@@ -6,7 +6,7 @@ import socket
 import openai
 import pytest
 
-from proxy.upstream import GeminiUpstream
+from proxy.upstream.gemini import GeminiUpstream
 from tests.harness import Stack
 from tests.test_bad_input import post
 

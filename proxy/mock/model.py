@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.mock.validate import get, is_gemini3, sign
-from proxy.translate.forced_choice import DIRECTIVE as FORCED_DIRECTIVE
+from proxy.tools.forced_choice import DIRECTIVE as FORCED_DIRECTIVE
 
 DIRECTIVE = re.compile(r"\[\[mock:([a-z_]+)(?:\s+([^\]]*))?\]\]")
 ERRORS = {

@@ -14,9 +14,9 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.mock.model import respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
-from proxy.translate.merge_chunks import merge_chunks
 
 RECEIVED = web.AppKey("received", collections.deque)
 MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")

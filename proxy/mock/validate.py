@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from proxy.translate.json_pointer import resolve_ref
+from proxy.schema.json_pointer import resolve_ref
 
 MOCK_SIGNING_KEY = b"gemini-tool-proxy mock signatures"
 SENTINELS = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})

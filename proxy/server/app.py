@@ -2,7 +2,6 @@
 
 from aiohttp import web
 
-from proxy.forced_choice_upstream import ForcedChoiceUpstream, Policy
 from proxy.server.chat_routes import chat_completions
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware
@@ -10,7 +9,8 @@ from proxy.server.gemini_routes import native_generate, rest_generate
 from proxy.server.responses_routes import create_response, get_response, list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.store.base import SessionStore
-from proxy.upstream import Upstream
+from proxy.upstream.base import Upstream
+from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
 
 # Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.

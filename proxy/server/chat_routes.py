@@ -1,19 +1,19 @@
 """`POST /v1/chat/completions`: OpenAI Chat Completions over Gemini, sync and streaming."""
 
-import json
-
 from aiohttp import web
 
 from proxy.errors import PairingError, ProxyError
+from proxy.from_gemini.to_chat import ChatTranslator
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.sse_response import open_sse
-from proxy.translate.chat_to_items import chat_messages_to_items
-from proxy.translate.gemini_to_chat import ChatTranslator
-from proxy.translate.input_to_contents import input_to_contents, parse_input
-from proxy.translate.reasoning import structured_output, thinking_config
-from proxy.translate.responses_to_gemini import assemble_request
+from proxy.server.stream import checked, run_stream
+from proxy.server.stream_writers import ChatWriter
+from proxy.to_gemini.chat_to_items import chat_messages_to_items
+from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.to_gemini.reasoning import structured_output, thinking_config
+from proxy.to_gemini.request_body import assemble_request
 from proxy.wire.chat import ChatRequest
+from proxy.wire.responses import wire_choice, wire_list
 
 # OpenAI's own wording for the two pairing errors of the Chat API (typo included).
 UNKNOWN_TOOL_MESSAGE = ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
@@ -30,46 +30,33 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                          code="invalid_value")
     session = session_of(request)
     items = parse_input(chat_messages_to_items(req.messages))
-    model, tools, calls = await ctx.prepare(session, req.model, req.tools, items)
+    model, tools, calls = await ctx.prepare(session, req.model, wire_list(req.tools), items)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model)
     except PairingError as e:
         message = MISSING_TOOL_MESSAGE.format(e.call_id) if e.missing_output else UNKNOWN_TOOL_MESSAGE
         raise ProxyError(message, param="messages", code=None) from None
     stop = [req.stop] if isinstance(req.stop, str) else req.stop
-    body = assemble_request(conv, tools, req.tool_choice, generation={
+    body = assemble_request(conv, tools, wire_choice(req.tool_choice), generation={
         "temperature": req.temperature, "topP": req.top_p, "stopSequences": stop,
         "maxOutputTokens": req.max_completion_tokens or req.max_tokens,
         "thinkingConfig": thinking_config(model, req.reasoning_effort, None),
-        **structured_output(req.response_format)})
+        **structured_output(req.response_format.wire() if req.response_format else None)})
     translator = ChatTranslator(req.model, tools, keep_first_call_only=req.parallel_tool_calls is False)
     key = api_key_of(request)
 
-    if req.stream:
-        include_usage = bool((req.stream_options or {}).get("include_usage"))
-        chunks = await ctx.upstream.stream(model, body, key)
-        resp = await open_sse(request)
-        try:
-            async for chunk in chunks:
-                await _write(resp, translator.feed(chunk))
-                if translator.error:
-                    break
-            await _write(resp, translator.finish(include_usage))
-            await resp.write(b"data: [DONE]\n\n")
-        finally:
-            await chunks.aclose()
+    async def remember(ok: bool) -> None:
+        if ok:
             await ctx.store.put_calls(session, translator.calls)
-        await resp.write_eof()
-        return resp
 
-    translator.feed(await ctx.upstream.generate(model, body, key))
-    await ctx.store.put_calls(session, translator.calls)
+    if req.stream:
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        return await run_stream(request, ctx.upstream.stream(model, body, key), ChatWriter(translator, include_usage),
+                                on_end=remember)
+
+    translator.feed(checked(await ctx.upstream.generate(model, body, key)))
     _, failure = translator.outcome()
     if failure:  # never an empty success: an unusable finish is an error in Chat's own shape
         raise ProxyError(failure, status=502, type="server_error", code="upstream_error")
+    await remember(True)
     return web.json_response(translator.completion())
-
-
-async def _write(resp: web.StreamResponse, chunks: list[dict]) -> None:
-    if chunks:
-        await resp.write("".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks).encode())

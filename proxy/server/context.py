@@ -5,11 +5,12 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.signatures.call_record import CallRecord
+from proxy.signatures.carrier import decode_carriers
 from proxy.store.base import SessionStore
-from proxy.translate.calls import CallRecord
-from proxy.translate.prepare_tools import PreparedTools, prepare_tools, schema_mode_for
-from proxy.translate.signature_carrier import decode_carriers
-from proxy.upstream import Upstream
+from proxy.tools.prepare_tools import PreparedTools, prepare_tools
+from proxy.tools.schema_mode import schema_mode_for
+from proxy.upstream.base import Upstream
 from proxy.wire.responses import CustomToolCallItem, FunctionCallItem, FunctionCallOutputItem, InputItem
 
 SESSION_HEADER = "x-gtp-session"

@@ -1,6 +1,9 @@
-"""Render errors in the caller's own protocol: OpenAI's error object or Gemini's."""
+"""Render errors in the caller's own protocol: OpenAI's error object or Gemini's.
 
-import json
+Every answer the front-end gives — its own refusals, Gemini's errors, aiohttp's limit errors,
+unknown paths and methods, and the unexpected — goes through here, so none is ever plain text.
+"""
+
 import logging
 from typing import Any
 
@@ -9,34 +12,39 @@ from pydantic import BaseModel, ValidationError
 
 from proxy.errors import ProxyError, UpstreamError
 from proxy.server.context import CONTEXT
+from proxy.wire.json_body import field_path, parse_json
 
 log = logging.getLogger(__name__)
 
 _GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                  413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE",
-                  503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-BAD_JSON = ("We could not parse the JSON body of your request. The proxy expects a JSON payload, but what was "
-            "sent was not valid JSON.")
+                  405: "UNIMPLEMENTED", 409: "ABORTED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
+                  500: "INTERNAL", 501: "UNIMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
+                  504: "DEADLINE_EXCEEDED"}
+_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini")
 
 
 def is_gemini_path(path: str) -> bool:
-    return path.startswith("/v1/gemini") or ":generateContent" in path or ":streamGenerateContent" in path
+    """Gemini-native routes answer in Gemini's error shape (`/v1/models` alone is OpenAI's list)."""
+    return path.startswith(_GEMINI_PREFIXES) or path in ("/v1beta", "/v1alpha")
 
 
-def openai_error(e: ProxyError) -> web.Response:
-    body = {"error": {"message": e.message, "type": e.type, "param": e.param, "code": e.code}}
-    return web.json_response(body, status=e.status)
-
-
-def gemini_error(e: ProxyError) -> web.Response:
+def gemini_error_body(e: ProxyError) -> dict[str, Any]:
+    """Gemini's error object; Gemini's own (from upstream) is kept as sent, with a usable code."""
     if isinstance(e, UpstreamError) and e.gemini_error:
-        return web.json_response({"error": e.gemini_error}, status=e.status)
-    body = {"error": {"code": e.status, "message": e.message, "status": _GEMINI_STATUS.get(e.status, "UNKNOWN")}}
-    return web.json_response(body, status=e.status)
+        err = dict(e.gemini_error)
+        if not (isinstance(err.get("code"), int) and 400 <= err["code"] < 600):
+            err["code"] = e.status
+        return {"error": err}
+    return {"error": {"code": e.status, "message": e.message, "status": _GEMINI_STATUS.get(e.status, "UNKNOWN")}}
+
+
+def openai_error_body(e: ProxyError) -> dict[str, Any]:
+    return {"error": {"message": e.message, "type": e.type, "param": e.param, "code": e.code}}
 
 
 def render(request: web.Request, e: ProxyError) -> web.Response:
-    return gemini_error(e) if is_gemini_path(request.path) else openai_error(e)
+    body = gemini_error_body(e) if is_gemini_path(request.path) else openai_error_body(e)
+    return web.json_response(body, status=e.status)
 
 
 @web.middleware
@@ -52,9 +60,11 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        return render(request, ProxyError(e.reason or "error", status=e.status,
+        what = {404: f"Unknown path {request.path}.", 405: f"Method {request.method} is not allowed on {request.path}."}
+        return render(request, ProxyError(what.get(e.status, e.reason or "error"), status=e.status,
                                           type="not_found_error" if e.status == 404 else "invalid_request_error"))
     except (ConnectionResetError, ConnectionAbortedError):
+        log.info("%s %s: the client went away", request.method, request.path)
         raise
     except Exception:
         log.exception("unexpected error on %s %s", request.method, request.path)
@@ -63,11 +73,8 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
 
 
 async def read_json(request: web.Request) -> Any:
-    raw = await request.read()
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ProxyError(BAD_JSON) from None
+    """The request body as JSON, within the edge's limits (wire/json_body.py)."""
+    return parse_json(await request.read())
 
 
 def validate[M: BaseModel](model: type[M], body: Any) -> M:
@@ -77,7 +84,7 @@ def validate[M: BaseModel](model: type[M], body: Any) -> M:
     try:
         return model.model_validate(body)
     except ValidationError as e:
-        err = e.errors()[0]
+        err = max(e.errors(), key=lambda x: len(x["loc"]))  # the most specific of a union's errors
         where = _param_path(body, err["loc"])
         if err["type"] == "missing":
             raise ProxyError(f"Missing required parameter: '{where}'.", param=where,
@@ -94,6 +101,6 @@ def _param_path(body: Any, loc: tuple[Any, ...]) -> str:
         elif i == 0 or (isinstance(node, dict) and isinstance(p, str) and "[" not in p and i == len(loc) - 1):
             pass  # a missing field: still name it
         else:
-            break
-        path.append(f"[{p}]" if isinstance(p, int) else f".{p}")
-    return "".join(path).lstrip(".") or "body"
+            continue  # a union member's tag (`str`, `ToolChoiceObject`, ...): not a field
+        path.append(p)
+    return field_path(path)

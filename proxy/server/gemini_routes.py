@@ -1,20 +1,48 @@
-"""`POST /v1/gemini`: Gemini's own request and response shapes, with the conversation kept here."""
+"""Gemini-native routes: Gemini's REST paths (google-genai's `base_url`) and the proxy's own
+`/v1/gemini`, whose conversation the proxy keeps.
 
-import json
+Both take either spelling (proto JSON's snake_case or camelCase, normalised once on entry), check
+the shape with the Gemini wire model, and apply the same repairs every intercepted request gets
+(schemas sanitized, signatures, function-response order, prefill, `$ref` in results).
+"""
+
+import re
 from typing import Any
 
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.model_turn import add_part
+from proxy.intercept.tool_context import apply_tool_context
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.sse_response import open_sse, write_events
-from proxy.translate.model_turn import add_part, parts_of
-from proxy.translate.signatures import sign_unsigned_turns
-from proxy.translate.tool_context import apply_tool_context
-from proxy.wire.gemini import NativeRequest
+from proxy.server.stream import checked, run_stream
+from proxy.server.stream_writers import GeminiWriter
+from proxy.signatures.sentinel import sign_unsigned_turns
+from proxy.wire.gemini import NativeRequest, check_generate_request, first_candidate_parts
+from proxy.wire.gemini_keys import to_camel_request
 
 CONVERSATION_HEADER = "x-gtp-conversation"
+# Conversation ids travel back in a header: no CR/LF or other bytes a header cannot carry.
+CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
+METHODS = ("generateContent", "streamGenerateContent")
+
+
+def prepared_body(body: dict[str, Any], model: str) -> dict[str, Any]:
+    """A client's Gemini body, camelCase, checked, and repaired: what goes upstream."""
+    body = to_camel_request(body)
+    check_generate_request(body)
+    return apply_tool_context(body, None, model)
+
+
+def answer_problem(answer: dict[str, Any]) -> None:
+    """A whole answer with nothing in it (or cut short) is an error, never a 200."""
+    check = AnswerCheck()
+    check.feed(answer)
+    problem = check.problem()
+    if problem:
+        raise ProxyError(problem, status=502, type="server_error")
 
 
 def _new_contents(req: NativeRequest) -> list[dict[str, Any]]:
@@ -40,80 +68,52 @@ def _gemini_body(req: NativeRequest, contents: list[dict[str, Any]]) -> dict[str
 async def native_generate(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     req = validate(NativeRequest, await read_json(request))
+    if req.conversation is not None and not CONVERSATION_ID.match(req.conversation):
+        raise ProxyError("Invalid value for 'conversation': 1 to 128 letters, digits, '_', '.', ':' or '-'.",
+                         param="conversation", code="invalid_value")
     session = session_of(request)
-    history = await ctx.store.get_conversation(session, req.conversation) if req.conversation else []
-    contents = history + _new_contents(req)
     model = ctx.gemini_model(req.model)
-    sign_unsigned_turns(contents, model)
-    body = _gemini_body(req, contents)
+    history = await ctx.store.get_conversation(session, req.conversation) if req.conversation else []
+    body = prepared_body(_gemini_body(req, history + _new_contents(req)), model)
+    sign_unsigned_turns(body["contents"], model)  # the whole kept history, not only the current turn
+    added = body["contents"][len(history):]
     key = api_key_of(request)
     headers = {CONVERSATION_HEADER: req.conversation} if req.conversation else {}
-    turn: list[dict[str, Any]] = []
+
+    async def save(ok: bool, turn: list[dict[str, Any]]) -> None:
+        if ok and req.conversation:  # one atomic append: concurrent turns never overwrite each other
+            await ctx.store.append_conversation(session, req.conversation,
+                                                added + ([{"role": "model", "parts": turn}] if turn else []))
 
     if req.stream:
-        chunks = await ctx.upstream.stream(model, body, key)
-        resp = await open_sse(request)
-        resp.headers.update(headers)
-        try:
-            async for chunk in chunks:
-                for part in parts_of(chunk):
-                    add_part(turn, part)
-                await write_events(resp, [chunk], named=False)
-        finally:
-            await chunks.aclose()
-        await _save(ctx, session, req, contents, turn)
-        await resp.write_eof()
-        return resp
+        writer = GeminiWriter()
+        return await run_stream(request, ctx.upstream.stream(model, body, key), writer, headers,
+                                on_end=lambda ok: save(ok, writer.parts))
 
-    data = await ctx.upstream.generate(model, body, key)
-    for part in parts_of(data):
+    data = checked(await ctx.upstream.generate(model, body, key))
+    answer_problem(data)
+    turn: list[dict[str, Any]] = []
+    for part in first_candidate_parts(data):
         add_part(turn, part)
-    await _save(ctx, session, req, contents, turn)
+    await save(True, turn)
     return web.json_response(data, headers=headers)
 
 
-async def _save(ctx: Context, session: str, req: NativeRequest, contents: list[dict[str, Any]],
-                turn: list[dict[str, Any]]) -> None:
-    if req.conversation:
-        await ctx.store.put_conversation(session, req.conversation,
-                                         contents + ([{"role": "model", "parts": turn}] if turn else []))
-
-
 async def rest_generate(request: web.Request) -> web.StreamResponse:
-    """Gemini's own REST paths (`/v1beta/models/{model}:generateContent` and `:streamGenerateContent`),
-    so Gemini SDKs can use the proxy as their base URL. The body goes upstream with the repairs every
-    intercepted request gets (schemas sanitized, signatures, function-response order)."""
+    """`/{version}/models/{model}:generateContent` and `:streamGenerateContent` (JSON array, or SSE with alt=sse)."""
     ctx: Context = request.app[CONTEXT]
     model, _, method = request.match_info["target"].rpartition(":")
-    if method not in ("generateContent", "streamGenerateContent") or not model:
-        raise ProxyError(f"Method {method} not found.", status=404)
-    body = await read_json(request)
-    if not isinstance(body, dict):
+    if method not in METHODS or not model:
+        raise ProxyError(f"Method {method or request.match_info['target']} not found: this proxy serves "
+                         f"{' and '.join(METHODS)} on models.", status=404)
+    raw = await read_json(request)
+    if not isinstance(raw, dict):
         raise ProxyError("Invalid JSON payload received. Expected an object.")
-    body = apply_tool_context(body, None, model)
+    body = prepared_body(raw, model)
     key = api_key_of(request)
     if method == "generateContent":
-        return web.json_response(await ctx.upstream.generate(model, body, key))
-    chunks = await ctx.upstream.stream(model, body, key)
-    sse = request.query.get("alt") == "sse"
-    resp = await open_sse(request) if sse else await _open_json_array(request)
-    first = True
-    try:
-        async for chunk in chunks:
-            if sse:
-                await write_events(resp, [chunk], named=False)
-            else:  # without alt=sse Gemini streams one JSON array
-                await resp.write((("[" if first else ",\r\n") + json.dumps(chunk, ensure_ascii=False)).encode())
-            first = False
-    finally:
-        await chunks.aclose()
-    if not sse:
-        await resp.write(b"[]" if first else b"]")
-    await resp.write_eof()
-    return resp
-
-
-async def _open_json_array(request: web.Request) -> web.StreamResponse:
-    resp = web.StreamResponse(headers={"content-type": "application/json; charset=utf-8"})
-    await resp.prepare(request)
-    return resp
+        data = checked(await ctx.upstream.generate(model, body, key))
+        answer_problem(data)
+        return web.json_response(data)
+    writer = GeminiWriter(sse=request.query.get("alt") == "sse")
+    return await run_stream(request, ctx.upstream.stream(model, body, key), writer)

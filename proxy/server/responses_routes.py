@@ -6,14 +6,17 @@ from typing import Any
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.from_gemini.response_object import response_skeleton
+from proxy.from_gemini.to_responses import ResponsesTranslator
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.sse_response import open_sse, write_events
-from proxy.store.base import StoredResponse
-from proxy.translate.gemini_to_responses import ResponsesTranslator
-from proxy.translate.input_to_contents import Conversation, input_to_contents, parse_input
-from proxy.translate.responses_to_gemini import build_gemini_request, response_skeleton
-from proxy.wire.responses import ResponsesRequest
+from proxy.server.stream import checked, run_stream
+from proxy.server.stream_writers import ResponsesWriter
+from proxy.store.base import StoredResponse, conversation_at
+from proxy.to_gemini.conversation import Conversation
+from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.to_gemini.request_body import build_gemini_request
+from proxy.wire.responses import ResponsesRequest, wire_list
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +29,12 @@ async def create_response(request: web.Request) -> web.StreamResponse:
 
     prior = None
     if req.previous_response_id:
-        stored = await ctx.store.get_response(session, req.previous_response_id)
-        if stored is None:
+        prior = await conversation_at(ctx.store, session, req.previous_response_id)
+        if prior is None:
             raise ProxyError(f"Previous response with id '{req.previous_response_id}' not found.",
                              param="previous_response_id", code="previous_response_not_found")
-        prior = Conversation(stored.contents, stored.system, stored.pending)
 
-    model, tools, calls = await ctx.prepare(session, req.model, req.tools, items)
+    model, tools, calls = await ctx.prepare(session, req.model, wire_list(req.tools), items)
     conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model)
     body = build_gemini_request(req, conv, tools, model)
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
@@ -40,39 +42,36 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                                      carry_signatures="reasoning.encrypted_content" in (req.include or []))
     key = api_key_of(request)
 
-    if req.stream:
-        chunks = await ctx.upstream.stream(model, body, key)  # upstream errors surface as plain 4xx/5xx
-        resp = await open_sse(request)
-        try:
-            await write_events(resp, translator.start())
-            async for chunk in chunks:
-                await write_events(resp, translator.feed(chunk))
-            await write_events(resp, translator.finish())
-        finally:
-            await chunks.aclose()
-            await _remember(ctx, session, req, conv, translator)
-        await resp.write_eof()
-        return resp
+    async def remember(ok: bool) -> None:
+        if ok:
+            await _remember(ctx, session, req, prior, conv, translator)
 
-    data = await ctx.upstream.generate(model, body, key)
+    if req.stream:
+        return await run_stream(request, ctx.upstream.stream(model, body, key), ResponsesWriter(translator),
+                                on_end=remember)
+
+    answer = checked(await ctx.upstream.generate(model, body, key))
     translator.start()
-    translator.feed(data)
+    translator.feed(answer)
     translator.finish()
-    await _remember(ctx, session, req, conv, translator)
+    await remember(translator.response["status"] != "failed")
     return web.json_response(translator.response)
 
 
-async def _remember(ctx: Context, session: str, req: ResponsesRequest, conv: Conversation,
-                    translator: ResponsesTranslator) -> None:
-    """Keep call records always (stateless clients resend history) and the response when store allows."""
+async def _remember(ctx: Context, session: str, req: ResponsesRequest, prior: Conversation | None,
+                    conv: Conversation, translator: ResponsesTranslator) -> None:
+    """Keep call records always (stateless clients resend history) and the turn when store allows.
+    Only what this turn added is stored, with a pointer to the turn before (linear memory)."""
     await ctx.store.put_calls(session, translator.calls)
     if req.store is False:
         return
     turn = translator.model_content()
-    contents = conv.contents + ([turn] if turn else [])
+    start = len(prior.contents) if prior else 0
+    added = conv.contents[start:] + ([turn] if turn else [])
+    system = conv.system[len(prior.system) if prior else 0:]
     await ctx.store.put_response(session, StoredResponse(
-        id=translator.response["id"], response=translator.response, contents=contents, system=conv.system,
-        pending=[c.call_id for c in translator.calls]))
+        id=translator.response["id"], response=translator.response, contents=added, system=system,
+        pending=[c.call_id for c in translator.calls], parent=req.previous_response_id))
 
 
 async def get_response(request: web.Request) -> web.Response:

@@ -13,10 +13,11 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.errors import ProxyError
+from proxy.intercept.output_pairing import pair_outputs
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import read_json, validate
-from proxy.translate.prepare_tools import prepare_tools, tool_choice_to_config
-from proxy.translate.tool_context import pair_outputs
+from proxy.tools.prepare_tools import prepare_tools
+from proxy.tools.tool_choice import tool_choice_to_config
 
 
 class SessionTools(BaseModel):
@@ -53,8 +54,8 @@ async def get_session(request: web.Request) -> web.Response:
     tc = await ctx.store.get_tool_context(session)
     if tc is None:
         raise ProxyError(f"Session '{session}' has no tools or captured calls.", status=404, param="session")
-    rounds = [{"calls": [{"call_id": c.call_id, "name": tc.client_names.get(c.name, c.name),
-                          "arguments": json.dumps(c.args, ensure_ascii=False)} for c in r.calls],
+    rounds = [{"calls": [{"call_id": c.call_id, "name": tc.client_names.get(c.gemini_name, c.name),
+                          "arguments": json.dumps(c.args or {}, ensure_ascii=False)} for c in r.calls],
                "outputs": r.results} for r in tc.rounds]
     return web.json_response({"session": session, "functionDeclarations": tc.declarations,
                               "toolConfig": tc.tool_config, "rounds": rounds})

@@ -6,19 +6,54 @@ Methods are async so a networked backend (Redis, for several proxy instances) fi
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from proxy.translate.calls import CallRecord
-from proxy.translate.tool_context import ToolContext, ToolRound
+from proxy.errors import ProxyError
+from proxy.intercept.session_tools import ToolContext, ToolRound
+from proxy.signatures.call_record import CallRecord
+from proxy.to_gemini.conversation import Conversation
 
 
 @dataclass
 class StoredResponse:
-    """A Responses answer kept for previous_response_id and GET /v1/responses/{id}."""
+    """A Responses answer kept for previous_response_id and GET /v1/responses/{id}.
+
+    Each turn keeps only what it added to the history, with a pointer to the turn before: a chain
+    of n turns costs memory linear in n, not n² (conversation_at rebuilds the whole history).
+    """
 
     id: str
     response: dict[str, Any]                 # the Response object as returned to the client
-    contents: list[dict[str, Any]]           # Gemini history including this answer's model turn
-    system: list[dict[str, Any]] = field(default_factory=list)  # system/developer parts from input
+    contents: list[dict[str, Any]]           # Gemini contents this turn added, incl. its model turn
+    system: list[dict[str, Any]] = field(default_factory=list)  # system/developer parts this turn added
     pending: list[str] = field(default_factory=list)  # call ids of the final model turn
+    parent: str | None = None                # previous_response_id of this turn
+
+
+# A chain longer than this is refused rather than walked (a loop in stored data, or a client that
+# should use store=false): agent sessions reach a few hundred turns.
+MAX_CHAIN = 10_000
+
+
+async def conversation_at(store: "SessionStore", session: str, response_id: str) -> Conversation | None:
+    """The whole history up to and including a stored response, or None when it is unknown.
+    A missing ancestor is an error that names it, never a silently shortened history."""
+    chain: list[StoredResponse] = []
+    rid: str | None = response_id
+    while rid is not None:
+        stored = await store.get_response(session, rid)
+        if stored is None:
+            if not chain:
+                return None
+            raise ProxyError(f"Previous response '{response_id}' cannot be continued: an earlier turn of its "
+                             f"conversation ('{rid}') is no longer stored.", param="previous_response_id",
+                             code="previous_response_not_found")
+        chain.append(stored)
+        if len(chain) > MAX_CHAIN:
+            raise ProxyError(f"The conversation behind '{response_id}' is longer than {MAX_CHAIN} turns.",
+                             param="previous_response_id")
+        rid = stored.parent
+    chain.reverse()
+    return Conversation([c for s in chain for c in s.contents], [p for s in chain for p in s.system],
+                        list(chain[-1].pending))
 
 
 class SessionStore(Protocol):
@@ -27,7 +62,10 @@ class SessionStore(Protocol):
     async def put_calls(self, session: str, calls: list[CallRecord]) -> None: ...
     async def get_calls(self, session: str, call_ids: list[str]) -> dict[str, CallRecord]: ...
     async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]: ...
-    async def put_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None: ...
+    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
+        """Append one turn's contents in one atomic step: concurrent turns of a conversation never
+        overwrite each other (no read-modify-write across an await)."""
+        ...
 
     # Tool contexts for intercepted traffic. Each method is one atomic step: the addon appends
     # rounds while the front-end records results, and neither may lose the other's write.

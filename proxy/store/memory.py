@@ -5,9 +5,9 @@ from typing import Any
 
 from cachetools import TTLCache
 
+from proxy.intercept.session_tools import ToolContext, ToolRound
+from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse
-from proxy.translate.calls import CallRecord
-from proxy.translate.tool_context import ToolContext, ToolRound
 
 # Defaults sized for a developer machine: a session is one client conversation or tool loop.
 DEFAULT_MAX_SESSIONS = 1024
@@ -57,8 +57,11 @@ class MemoryStore:
     async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]:
         return copy.deepcopy(self._session(session).conversations.get(conversation, []))
 
-    async def put_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
-        self._session(session).conversations[conversation] = copy.deepcopy(contents)
+    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
+        s = self._session(session)
+        history = s.conversations.get(conversation) or []
+        history.extend(copy.deepcopy(contents))
+        s.conversations[conversation] = history
 
     async def get_tool_context(self, session: str) -> ToolContext | None:
         ctx = self._session(session).tools

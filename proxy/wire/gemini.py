@@ -1,13 +1,168 @@
-"""Gemini-side shapes: the proxy's native `/v1/gemini` body.
+"""Gemini's wire at the boundary: typed models of generateContent requests and answers, the Cloud
+Code wrapper, and the proxy's own `/v1/gemini` body.
 
-Gemini requests themselves stay plain JSON dicts inside the core (they are forwarded, and
-arguments/schemas inside them must pass through byte-for-byte); see translate/gemini_keys.py
-for the camelCase/snake_case normalisation of their structural keys.
+The models check shapes (a wrong one is a 400 naming the field, before anything is sent); the core
+keeps working on the checked, camelCase dicts, because arguments and schemas inside them must pass
+through byte for byte. Unknown fields are allowed: Gemini grows faster than this file.
 """
 
+import re
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from proxy.errors import ProxyError
+from proxy.wire.json_body import field_path
+
+_INSTANCE = re.compile(r" or instance of \w+")
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
+                              extra="allow")
+
+
+class FunctionCall(_Wire):
+    name: str
+    args: dict[str, Any] | None = None
+    id: str | None = None
+
+
+class FunctionResponse(_Wire):
+    name: str
+    response: dict[str, Any] | None = None
+    id: str | None = None
+    parts: list[dict[str, Any]] | None = None
+
+
+class Blob(_Wire):
+    mime_type: str | None = None
+    data: str
+
+
+class FileData(_Wire):
+    mime_type: str | None = None
+    file_uri: str
+
+
+class Part(_Wire):
+    text: str | None = None
+    thought: bool | None = None
+    thought_signature: str | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+    inline_data: Blob | None = None
+    file_data: FileData | None = None
+
+
+class Content(_Wire):
+    role: str | None = None
+    parts: list[Part] = Field(default_factory=list)
+
+
+class FunctionDeclaration(_Wire):
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    parameters_json_schema: Any = None
+    response: dict[str, Any] | None = None
+
+
+class Tool(_Wire):
+    function_declarations: list[FunctionDeclaration] | None = None
+
+
+class FunctionCallingConfig(_Wire):
+    mode: str | None = None
+    allowed_function_names: list[str] | None = None
+
+
+class ToolConfig(_Wire):
+    function_calling_config: FunctionCallingConfig | None = None
+
+
+class ThinkingConfig(_Wire):
+    include_thoughts: bool | None = None
+    thinking_budget: int | None = None
+    thinking_level: str | None = None
+
+
+class GenerationConfig(_Wire):
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: float | None = None
+    max_output_tokens: int | None = None
+    candidate_count: int | None = None
+    stop_sequences: list[str] | None = None
+    response_mime_type: str | None = None
+    thinking_config: ThinkingConfig | None = None
+
+
+class GenerateContentRequest(_Wire):
+    contents: list[Content] = Field(default_factory=list)
+    system_instruction: Content | None = None
+    tools: list[Tool] | None = None
+    tool_config: ToolConfig | None = None
+    generation_config: GenerationConfig | None = None
+    safety_settings: list[dict[str, Any]] | None = None
+    cached_content: str | None = None
+
+
+class Candidate(_Wire):
+    content: Content | None = None
+    finish_reason: str | None = None
+    finish_message: str | None = None
+    index: int | None = None
+
+
+class PromptFeedback(_Wire):
+    block_reason: str | None = None
+
+
+class GenerateContentResponse(_Wire):
+    """One answer, or one streamed chunk of it."""
+
+    candidates: list[Candidate] | None = None
+    prompt_feedback: PromptFeedback | None = None
+    usage_metadata: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+def _where(e: ValidationError, prefix: tuple[str | int, ...]) -> tuple[str, str]:
+    err = e.errors()[0]
+    loc = [p for p in err["loc"] if isinstance(p, int) or not str(p).startswith(("function-", "tagged-"))]
+    return field_path([*prefix, *loc]), _INSTANCE.sub("", err["msg"])
+
+
+def check_generate_request(body: dict[str, Any], prefix: tuple[str | int, ...] = ()) -> None:
+    """Raise a 400 naming the first field whose shape Gemini would refuse (body already camelCase)."""
+    try:
+        GenerateContentRequest.model_validate(body)
+    except ValidationError as e:
+        where, msg = _where(e, prefix)
+        raise ProxyError(f"Invalid JSON payload received. Invalid value at '{where}': {msg}.", param=where,
+                         code="invalid_value") from None
+
+
+def check_answer(chunk: Any) -> dict[str, Any]:
+    """An answer (or chunk) from upstream, checked before any translator reads it; a broken one is a 502."""
+    if not isinstance(chunk, dict):
+        raise ProxyError("Gemini sent an answer that is not a JSON object.", status=502, type="server_error",
+                         code="upstream_error")
+    try:
+        GenerateContentResponse.model_validate(chunk)
+    except ValidationError as e:
+        where, msg = _where(e, ())
+        raise ProxyError(f"Gemini sent an answer of an unexpected shape at '{where}': {msg}.", status=502,
+                         type="server_error", code="upstream_error") from None
+    return chunk
+
+
+def first_candidate_parts(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parts of the first candidate: the one helper every reader of a checked answer uses."""
+    cands = answer.get("candidates") or []
+    return list((cands[0].get("content") or {}).get("parts") or []) if cands else []
 
 
 class NativeRequest(BaseModel):

@@ -1,7 +1,9 @@
 """OpenAI Responses API request shapes (reference/protocols.md §A2-A4).
 
 Models accept what real clients send: unknown fields are kept and ignored, never rejected.
-Field types are strict (a string where a number belongs is a 400), as OpenAI does.
+Field types are strict (a string where a number belongs is a 400), as OpenAI does; inner objects
+(`text`, `reasoning`, `tool_choice`, tools incl. namespace and custom) are typed too, so a wrong
+shape anywhere is a 400 naming the field before the core sees it.
 """
 
 from typing import Any, Literal
@@ -12,11 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
-
-class InputText(_Lenient):
-    type: Literal["input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text"]
-    text: str | None = None
-    refusal: str | None = None
+    def wire(self) -> dict[str, Any]:
+        """The object as the client sent it (for the core, which works on checked dicts)."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
 
 
 class MessageItem(_Lenient):
@@ -77,12 +77,86 @@ ITEM_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+class FunctionRef(_Lenient):
+    """`{"name": ...}`: the Chat API's nested function in tools and tool_choice."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class CustomFormat(_Lenient):
+    type: str
+    syntax: str | None = None
+    definition: str | None = None
+
+
+class ToolSpec(_Lenient):
+    """A function tool (flat Responses or nested Chat shape), a custom tool, a namespace of tools,
+    or a hosted tool (web_search, ...): one model, checked by the fields each kind uses."""
+
+    type: str = "function"
+    name: str | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+    function: FunctionRef | None = None
+    format: CustomFormat | None = None
+    tools: list["ToolSpec"] | None = None  # a namespace's members
+
+
+class AllowedToolRef(_Lenient):
+    type: str | None = None
+    name: str | None = None
+    function: FunctionRef | None = None
+
+
+class AllowedTools(_Lenient):
+    mode: Literal["auto", "required"] | None = None
+    tools: list[AllowedToolRef] | None = None
+
+
+class ToolChoiceObject(_Lenient):
+    """`{"type": "function", "name"}` (Responses), `{"type": "function", "function": {"name"}}` (Chat),
+    `{"type": "allowed_tools", ...}` in either nesting, or a hosted tool's type."""
+
+    type: str
+    name: str | None = None
+    function: FunctionRef | None = None
+    mode: Literal["auto", "required"] | None = None
+    tools: list[AllowedToolRef] | None = None
+    allowed_tools: AllowedTools | None = None
+
+
+ToolChoice = Literal["none", "auto", "required"] | ToolChoiceObject
+
+
+class TextFormat(_Lenient):
+    type: Literal["text", "json_object", "json_schema"]
+    name: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    json_schema: dict[str, Any] | None = None  # Chat's response_format nests the spec here
+    strict: bool | None = None
+    description: str | None = None
+
+
+class TextConfig(_Lenient):
+    format: TextFormat | None = None
+    verbosity: str | None = None
+
+
+class Reasoning(_Lenient):
+    effort: str | None = None
+    summary: str | None = None
+
+
 class ResponsesRequest(_Lenient):
     model: str
     input: str | list[dict[str, Any]] = Field(default_factory=list)
     instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tools: list[ToolSpec] | None = None
+    tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     previous_response_id: str | None = None
     store: bool | None = None
@@ -91,7 +165,15 @@ class ResponsesRequest(_Lenient):
     top_p: float | None = None
     max_output_tokens: int | None = None
     metadata: dict[str, str] | None = None
-    reasoning: dict[str, Any] | None = None
-    text: dict[str, Any] | None = None
+    reasoning: Reasoning | None = None
+    text: TextConfig | None = None
     include: list[str] | None = None
     user: str | None = None
+
+
+def wire_list(items: list[_Lenient] | None) -> list[dict[str, Any]] | None:
+    return None if items is None else [i.wire() for i in items]
+
+
+def wire_choice(choice: str | _Lenient | None) -> str | dict[str, Any] | None:
+    return choice.wire() if isinstance(choice, _Lenient) else choice

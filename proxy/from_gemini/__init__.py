@@ -1,0 +1,1 @@
+"""Gemini answers -> what each client protocol expects: Responses events, Chat chunks, usage, finish reasons."""

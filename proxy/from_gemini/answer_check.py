@@ -1,0 +1,69 @@
+"""What a Gemini answer amounted to, fed chunk by chunk: its finish, and whether anything usable came.
+
+h11's rule for a body that ends early ("peer unexpectedly closed connection") applied to Gemini:
+an answer that ends without a finishReason was cut off, and is never reported as complete. An
+answer that finishes STOP with nothing in it (Gemini 3 does this on call-id mismatches) is never a
+success either. A blocked prompt or a MAX_TOKENS/SAFETY finish is a real answer: each protocol
+maps it to its own incomplete/filtered shape.
+"""
+
+from typing import Any
+
+from proxy.wire.gemini import first_candidate_parts
+
+NO_CANDIDATE = "Gemini answered without any candidate (no content, no finish reason and no block reason)."
+TRUNCATED = ("Gemini's answer ended without a finish reason: it was cut off before the end (the upstream "
+             "connection closed early).")
+EMPTY = "Gemini finished its answer (finishReason {}) without any content: no text and no function call."
+_CLEAN = ("STOP", "FINISH_REASON_UNSPECIFIED")
+
+
+def usable(part: dict[str, Any]) -> bool:
+    """A part a client can act on: non-thought text, a call, or any non-text part (images, code...)."""
+    if part.get("thought"):
+        return False
+    if "text" in part:
+        return bool(part["text"])
+    return bool(set(part) - {"thoughtSignature", "thought", "partMetadata"})
+
+
+class AnswerCheck:
+    def __init__(self) -> None:
+        self.candidates = False
+        self.finish: str | None = None
+        self.finish_message: str | None = None
+        self.block: str | None = None
+        self.usable = False
+        self.called = False
+
+    def feed(self, chunk: dict[str, Any]) -> None:
+        """`chunk` must have passed wire.gemini.check_answer."""
+        block = (chunk.get("promptFeedback") or {}).get("blockReason")
+        if block:
+            self.block = block
+        cands = chunk.get("candidates") or []
+        if not cands:
+            return
+        self.candidates = True
+        for part in first_candidate_parts(chunk):
+            self.usable = self.usable or usable(part)
+            self.called = self.called or "functionCall" in part
+        if cands[0].get("finishReason"):
+            self.finish = cands[0]["finishReason"]
+            self.finish_message = cands[0].get("finishMessage")
+
+    def problem(self) -> str | None:
+        """Why the answer must be reported as a failure, or None when its finish tells the truth."""
+        if self.block:
+            return None
+        if not self.candidates:
+            return NO_CANDIDATE
+        if self.finish is None:
+            return TRUNCATED
+        if self.finish in _CLEAN and not self.usable:
+            return EMPTY.format(self.finish)
+        return None
+
+    def answered_in_text(self) -> bool:
+        """A clean text answer without a call: what a forced tool choice retries."""
+        return self.finish in _CLEAN and self.usable and not self.called and not self.block

@@ -1,0 +1,118 @@
+"""Gemini chunks -> Chat Completions chunks (stream) or one chat.completion object.
+
+Sans-I/O like gemini_to_responses: `feed(chunk)` returns the chunks to send, `finish()` the last
+ones. Tool calls carry an `index` that keeps counting across chunks (LiteLLM#21331 emitted every
+parallel call as index 0); a turn with calls ends with finish_reason "tool_calls".
+"""
+
+import json
+import time
+from typing import Any
+
+from proxy import ids
+from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.finish_reason import map_finish_reason
+from proxy.from_gemini.to_responses import refuse_unrepresented
+from proxy.from_gemini.usage import map_usage
+from proxy.signatures.call_record import CallRecord
+from proxy.tools.prepare_tools import PreparedTools
+from proxy.tools.tool_names import qualified
+from proxy.wire.gemini import first_candidate_parts
+
+
+class ChatTranslator:
+    def __init__(self, model: str, tools: PreparedTools | None = None, keep_first_call_only: bool = False) -> None:
+        self.id = "chatcmpl-" + ids.response_id()[5:29]
+        self.model, self.created = model, int(time.time())
+        self._tools = tools or PreparedTools()
+        self._first_only = keep_first_call_only
+        self.text, self.reasoning = "", ""
+        self.tool_calls: list[dict[str, Any]] = []
+        self.calls: list[CallRecord] = []
+        self.check = AnswerCheck()
+        self._usage: dict[str, Any] | None = None
+        self._started = False
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        """One Gemini chunk (checked by wire.gemini.check_answer; error chunks go to `error_chunk`)."""
+        self.check.feed(chunk)
+        out: list[dict[str, Any]] = []
+        if not self._started:
+            self._started = True
+            out.append(self._chunk({"role": "assistant", "content": ""}))
+        if chunk.get("usageMetadata"):
+            self._usage = chunk["usageMetadata"]
+        for part in first_candidate_parts(chunk):
+            out += self._part(part)
+        return out
+
+    def _part(self, part: dict[str, Any]) -> list[dict[str, Any]]:
+        refuse_unrepresented(part, "Chat Completions")
+        fc = part.get("functionCall")
+        if isinstance(fc, dict):
+            if self._first_only and self.tool_calls:
+                return []  # parallel_tool_calls=false: the first call only
+            call = self._tools.client_call(part)
+            delta = {"index": len(self.tool_calls), "id": call.call_id, "type": "function",
+                     "function": {"name": qualified(call.ref.name, call.ref.namespace),  # Chat has no namespaces
+                                  "arguments": json.dumps(call.args, ensure_ascii=False)}}
+            self.tool_calls.append(delta)
+            self.calls.append(call.record)
+            return [self._chunk({"tool_calls": [delta]})]
+        text = part.get("text")
+        if not isinstance(text, str) or not text:
+            return []
+        if part.get("thought"):
+            self.reasoning += text
+            return [self._chunk({"reasoning_content": text})]
+        self.text += text
+        return [self._chunk({"content": text})]
+
+    def outcome(self) -> tuple[str, str | None]:
+        """(finish_reason, failure message or None)."""
+        problem = self.check.problem()
+        if problem:
+            return "stop", problem
+        status, detail = map_finish_reason(self.check.finish, self.check.block)
+        if status == "failed":
+            return "stop", detail
+        if status == "incomplete":
+            return ("length" if detail == "max_output_tokens" else "content_filter"), None
+        return ("tool_calls" if self.tool_calls else "stop"), None
+
+    def usage(self) -> dict[str, Any]:
+        u = map_usage(self._usage)
+        return {"prompt_tokens": u["input_tokens"], "completion_tokens": u["output_tokens"],
+                "total_tokens": u["total_tokens"],
+                "prompt_tokens_details": {"cached_tokens": u["input_tokens_details"]["cached_tokens"]},
+                "completion_tokens_details": {"reasoning_tokens": u["output_tokens_details"]["reasoning_tokens"]}}
+
+    def finish(self, include_usage: bool) -> list[dict[str, Any]]:
+        finish, failure = self.outcome()
+        if failure:
+            return [error_chunk(failure)]
+        out = [] if self._started else [self._chunk({"role": "assistant", "content": ""})]
+        out.append(self._chunk({}, finish))
+        if include_usage:
+            out.append({**self._chunk({}), "choices": [], "usage": self.usage()})
+        return out
+
+    def completion(self) -> dict[str, Any]:
+        finish, _ = self.outcome()
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None, "refusal": None}
+        if self.tool_calls:
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in self.tool_calls]
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": self.usage()}
+
+
+def error_chunk(message: str, type: str = "server_error", code: str | None = "upstream_error") -> dict[str, Any]:
+    """How a Chat stream ends in failure: a bare error object as the last data event (the openai SDKs raise)."""
+    return {"error": {"message": message, "type": type, "param": None, "code": code}}

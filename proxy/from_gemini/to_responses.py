@@ -1,0 +1,241 @@
+"""Gemini generateContent chunks -> OpenAI Responses output items and SSE events.
+
+A sans-I/O state machine in the manner of h11: `start()`, then `feed(chunk)` for each Gemini
+response chunk as it arrives, then `finish()`; each returns the Responses events to send. The
+whole (non-streaming) answer is the same machine fed one chunk, read from `.response`.
+Event order and fields follow reference/protocols.md §A6 and the invariants the openai SDK's
+stream accumulator enforces (one open item at a time; text deltas inside a content part).
+"""
+
+import copy
+import json
+from typing import Any
+
+from proxy import ids
+from proxy.errors import ProxyError
+from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.finish_reason import map_finish_reason
+from proxy.from_gemini.model_turn import add_part
+from proxy.from_gemini.usage import map_usage
+from proxy.signatures.call_record import CallRecord
+from proxy.signatures.carrier import encode_carrier
+from proxy.tools.prepare_tools import PreparedTools
+from proxy.tools.tool_names import ToolRef
+from proxy.wire.gemini import first_candidate_parts
+
+Event = dict[str, Any]
+
+
+class ResponsesTranslator:
+    def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
+                 keep_first_call_only: bool = False, carry_signatures: bool = False) -> None:
+        self.response = response  # the Response object; output/status/usage are filled in here
+        self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
+        self._tools = tools or PreparedTools()
+        # parallel_tool_calls=false: Gemini has no such switch, so later calls of a turn are dropped
+        # from the output and from the history kept for the next turn (translators.md §3).
+        self._first_call_only = keep_first_call_only
+        self._carry = carry_signatures  # include=["reasoning.encrypted_content"]: see signature_carrier.py
+        self._seq = 0
+        self._open: dict[str, Any] | None = None  # the item currently streaming (message/reasoning)
+        self.calls: list[CallRecord] = []
+        self.model_parts: list[dict[str, Any]] = []  # the model turn as Gemini sent it, for history
+        self.check = AnswerCheck()
+        self._usage: dict[str, Any] | None = None
+        self.done = False
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def start(self) -> list[Event]:
+        snapshot = self._snapshot()
+        return [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
+
+    def feed(self, chunk: dict[str, Any]) -> list[Event]:
+        """One Gemini chunk (checked by wire.gemini.check_answer; error chunks go to `fail`)."""
+        if self.done:
+            return []
+        self.check.feed(chunk)
+        if chunk.get("usageMetadata"):
+            self._usage = chunk["usageMetadata"]
+        events: list[Event] = []
+        for part in first_candidate_parts(chunk):
+            events += self._part(part)
+        return events
+
+    def finish(self) -> list[Event]:
+        if self.done:
+            return []
+        events = self._close_open()
+        if self._carry and self.calls:
+            item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
+                    "encrypted_content": encode_carrier(self.calls)}
+            events += self._add_item(item) + self._done_item(item)
+        self.response["usage"] = map_usage(self._usage)
+        problem = self.check.problem()
+        if problem:
+            return events + self.fail(problem)
+        status, detail = map_finish_reason(self.check.finish, self.check.block)
+        if status == "failed":
+            msg = detail or "Gemini failed"
+            if self.check.finish_message:
+                msg = f"{msg}: {self.check.finish_message}"
+            return events + self.fail(msg)
+        self.response["status"] = status
+        if status == "incomplete":
+            self.response["incomplete_details"] = {"reason": detail}
+        self.done = True
+        kind = "response.completed" if status == "completed" else "response.incomplete"
+        return events + [self._ev(kind, response=self._snapshot())]
+
+    def fail(self, message: str, code: str = "server_error") -> list[Event]:
+        """End the response as failed (upstream error mid-stream, or an unusable finish)."""
+        if self.done:
+            return []
+        events = self._close_open()
+        self.response.update(status="failed", error={"code": code, "message": message})
+        if self.response.get("usage") is None and self._usage:
+            self.response["usage"] = map_usage(self._usage)
+        self.done = True
+        return events + [self._ev("response.failed", response=self._snapshot())]
+
+    def model_content(self) -> dict[str, Any] | None:
+        """The model turn for history: parts exactly as received (signatures on the same parts)."""
+        return {"role": "model", "parts": copy.deepcopy(self.model_parts)} if self.model_parts else None
+
+    # -- parts --------------------------------------------------------------------------------
+
+    def _part(self, part: dict[str, Any]) -> list[Event]:
+        refuse_unrepresented(part, "Responses")
+        if "functionCall" in part and self._first_call_only and self.calls:
+            return []
+        add_part(self.model_parts, part)
+        if "functionCall" in part:
+            return self._function_call(part)
+        text = part.get("text")
+        if not isinstance(text, str) or text == "":
+            return []
+        if part.get("thought"):
+            return self._reasoning_delta(text)
+        return self._text_delta(text)
+
+    def _text_delta(self, text: str) -> list[Event]:
+        events: list[Event] = []
+        if self._open is None or self._open["type"] != "message":
+            events += self._close_open()
+            item = {"id": ids.message_id(), "type": "message", "role": "assistant", "status": "in_progress",
+                    "content": []}
+            events += self._add_item(item)
+            events.append(self._ev("response.content_part.added", item_id=item["id"], output_index=self._index,
+                                   content_index=0, part={"type": "output_text", "text": "", "annotations": []}))
+            self._open = {**item, "_text": ""}
+        self._open["_text"] += text
+        events.append(self._ev("response.output_text.delta", item_id=self._open["id"], output_index=self._index,
+                               content_index=0, delta=text, logprobs=[]))
+        return events
+
+    def _reasoning_delta(self, text: str) -> list[Event]:
+        events: list[Event] = []
+        if self._open is None or self._open["type"] != "reasoning":
+            events += self._close_open()
+            item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": []}
+            events += self._add_item(item)
+            events.append(self._ev("response.reasoning_summary_part.added", item_id=item["id"],
+                                   output_index=self._index, summary_index=0,
+                                   part={"type": "summary_text", "text": ""}))
+            self._open = {**item, "_text": ""}
+        self._open["_text"] += text
+        events.append(self._ev("response.reasoning_summary_text.delta", item_id=self._open["id"],
+                               output_index=self._index, summary_index=0, delta=text))
+        return events
+
+    def _function_call(self, part: dict[str, Any]) -> list[Event]:
+        events = self._close_open()
+        call = self._tools.client_call(part)
+        ref = call.ref
+        if ref.kind == "custom":
+            events += self._custom_call(call.call_id, ref, call.args)
+        else:
+            args = json.dumps(call.args, ensure_ascii=False)
+            item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
+                    "call_id": call.call_id, "name": ref.name, "arguments": ""}
+            if ref.namespace:
+                item["namespace"] = ref.namespace
+            events += self._add_item(item)
+            # Gemini sends a call whole (no argument deltas on the Developer API): one delta carries it.
+            events.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
+                                   output_index=self._index, delta=args))
+            events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
+                                   output_index=self._index, arguments=args))
+            events += self._done_item({**item, "status": "completed", "arguments": args})
+        self.calls.append(call.record)
+        return events
+
+    def _custom_call(self, call_id: str, ref: ToolRef, args: dict[str, Any]) -> list[Event]:
+        """A custom tool's call: its free-form input goes back as text, not JSON."""
+        text = args.get("input")
+        text = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False)
+        item = {"id": "ctc_" + ids.function_item_id()[3:], "type": "custom_tool_call", "call_id": call_id,
+                "name": ref.name, "input": ""}
+        events = self._add_item(item)
+        events.append(self._ev("response.custom_tool_call_input.delta", item_id=item["id"],
+                               output_index=self._index, delta=text))
+        events.append(self._ev("response.custom_tool_call_input.done", item_id=item["id"],
+                               output_index=self._index, input=text))
+        return events + self._done_item({**item, "input": text})
+
+    # -- items --------------------------------------------------------------------------------
+
+    @property
+    def _index(self) -> int:
+        return len(self.response["output"]) - 1
+
+    def _add_item(self, item: dict[str, Any]) -> list[Event]:
+        self.response["output"].append(copy.deepcopy(item))
+        return [self._ev("response.output_item.added", output_index=self._index, item=copy.deepcopy(item))]
+
+    def _done_item(self, item: dict[str, Any]) -> list[Event]:
+        self.response["output"][self._index] = item
+        return [self._ev("response.output_item.done", output_index=self._index, item=copy.deepcopy(item))]
+
+    def _close_open(self) -> list[Event]:
+        if self._open is None:
+            return []
+        item, self._open = self._open, None
+        text = item.pop("_text")
+        if item["type"] == "message":
+            part = {"type": "output_text", "text": text, "annotations": []}
+            events = [
+                self._ev("response.output_text.done", item_id=item["id"], output_index=self._index,
+                         content_index=0, text=text, logprobs=[]),
+                self._ev("response.content_part.done", item_id=item["id"], output_index=self._index,
+                         content_index=0, part=part),
+            ]
+            return events + self._done_item({**item, "status": "completed", "content": [part]})
+        summary = {"type": "summary_text", "text": text}
+        events = [
+            self._ev("response.reasoning_summary_text.done", item_id=item["id"], output_index=self._index,
+                     summary_index=0, text=text),
+            self._ev("response.reasoning_summary_part.done", item_id=item["id"], output_index=self._index,
+                     summary_index=0, part=summary),
+        ]
+        return events + self._done_item({**item, "summary": [summary]})
+
+    def _snapshot(self) -> dict[str, Any]:
+        return copy.deepcopy(self.response)
+
+    def _ev(self, kind: str, **fields: Any) -> Event:
+        event = {"type": kind, "sequence_number": self._seq, **fields}
+        self._seq += 1
+        return event
+
+
+# Answer parts the OpenAI protocols cannot carry yet (issue: images and files): refused, never dropped.
+UNREPRESENTED = ("inlineData", "fileData", "executableCode", "codeExecutionResult")
+
+
+def refuse_unrepresented(part: dict[str, Any], protocol: str) -> None:
+    for key in UNREPRESENTED:
+        if key in part:
+            raise ProxyError(f"Gemini answered with a {key} part, which this proxy cannot represent in the {protocol} "
+                             "API yet; the answer is refused rather than passed on without it.", status=502,
+                             type="server_error", code="unsupported_answer_part")

@@ -1,0 +1,34 @@
+"""`GeminiTools`: the mitmproxy addon (load it with `mitmdump -s addons/gemini_tools.py`).
+
+mitmproxy's habit: several small addons, one concern each, sharing one session store. In hook order:
+- Options (options.py): the `gtp_*` options, validated once;
+- Route (routing.py): `gtp_route`, for tests;
+- Relay (relay_addon.py): relay turns take their request first;
+- Rewrite (rewrite.py): which flows are touched (flow_selection.py), the session's tools and history;
+- Capture (capture.py): functionCall parts captured from the answer as it streams through;
+- Frontend (frontend.py): the aiohttp front-end in the same process.
+"""
+
+from proxy.intercept.capture import Capture
+from proxy.intercept.frontend import Frontend
+from proxy.intercept.options import Options
+from proxy.intercept.relay import RelayBroker
+from proxy.intercept.relay_addon import Relay
+from proxy.intercept.rewrite import Rewrite
+from proxy.intercept.routing import Route
+from proxy.store import MemoryStore
+from proxy.store.base import SessionStore
+
+
+class GeminiTools:
+    def __init__(self, store: SessionStore | None = None) -> None:
+        self.store: SessionStore = store or MemoryStore()
+        self.relay = RelayBroker()
+        self.options = Options()
+        self.frontend = Frontend(self.store, self.relay, self.options)
+        self.addons = [self.options, Route(), Relay(self.relay), Rewrite(self.store), Capture(self.store),
+                       self.frontend]
+
+    @property
+    def frontend_url(self) -> str | None:
+        return self.frontend.url

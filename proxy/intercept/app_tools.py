@@ -1,0 +1,30 @@
+"""The app's own tools in an intercepted request: `parameters` schemas Gemini would reject are
+sanitized (parametersJsonSchema is real JSON Schema and stays as the app wrote it)."""
+
+from typing import Any
+
+from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
+
+
+def repair_app_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for tool in tools:
+        decls = tool.get("functionDeclarations")
+        if decls is not None:
+            tool = {**tool, "functionDeclarations": [_repair_declaration(d) for d in decls]}
+        out.append(tool)
+    return out
+
+
+def _repair_declaration(decl: dict[str, Any]) -> dict[str, Any]:
+    if "parameters" not in decl:
+        return decl
+    decl = dict(decl)
+    schema = json_schema_to_gemini(decl.pop("parameters"))
+    if schema is not None:
+        decl["parameters"] = schema
+    return decl
+
+
+def declared_names(tools: list[dict[str, Any]]) -> set[str]:
+    return {d.get("name") for t in tools for d in t.get("functionDeclarations") or []}

@@ -1,0 +1,42 @@
+"""`Capture`: tap an owned flow's answer for functionCall parts as it streams through untouched
+(SSE) or whole (JSON), and record them as the session's next round."""
+
+import json
+import logging
+
+from mitmproxy import http
+
+from proxy.intercept.capture_calls import SSETap
+from proxy.intercept.flow_selection import META, FlowState
+from proxy.intercept.session_tools import ToolRound
+from proxy.store.base import SessionStore
+
+log = logging.getLogger(__name__)
+
+
+class Capture:
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        state: FlowState | None = flow.metadata.get(META)
+        if state is None or state.relay is not None or flow.response is None or flow.response.status_code != 200:
+            return
+        if "text/event-stream" in flow.response.headers.get("content-type", ""):
+            flow.response.stream = SSETap(state.capture)
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        state: FlowState | None = flow.metadata.get(META)
+        if state is None or state.relay is not None or flow.response is None:
+            return
+        del flow.metadata[META]
+        if flow.response.status_code != 200:
+            return
+        if not flow.response.stream:
+            try:
+                state.capture.feed_body(flow.response.get_content(strict=False) or b"")
+            except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
+                log.warning("could not read Gemini's answer on %s", flow.request.path)
+        if state.capture.calls and state.session:
+            await self.store.add_round(state.session, ToolRound(state.capture.calls))
+            log.info("captured %d function call(s) for session %s", len(state.capture.calls), state.session)

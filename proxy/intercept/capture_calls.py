@@ -1,0 +1,75 @@
+"""Capture functionCall parts from Gemini answers: whole JSON bodies or SSE bytes as they stream."""
+
+import json
+import logging
+from typing import Any
+
+from proxy import ids
+from proxy.from_gemini.model_turn import parts_of
+from proxy.signatures.call_record import CallRecord
+from proxy.wire.sse import SSEDecoder
+
+log = logging.getLogger(__name__)
+
+
+def unwrap(chunk: Any) -> dict[str, Any]:
+    """Cloud Code wraps every answer as `{"response": {...}, "traceId": ...}`."""
+    if isinstance(chunk, dict) and isinstance(chunk.get("response"), dict) and "candidates" not in chunk:
+        return chunk["response"]
+    return chunk if isinstance(chunk, dict) else {}
+
+
+class CallCapture:
+    """Feed Gemini response chunks; `calls` holds every functionCall seen, with ids and signatures."""
+
+    def __init__(self) -> None:
+        self.calls: list[CallRecord] = []
+        self.chunks: int = 0
+        self.error: dict[str, Any] | None = None
+
+    def feed(self, chunk: Any) -> dict[str, Any]:
+        chunk = unwrap(chunk)
+        self.chunks += 1
+        if isinstance(chunk.get("error"), dict):
+            self.error = chunk["error"]
+        for part in parts_of(chunk):
+            fc = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(fc, dict) and isinstance(fc.get("name"), str):
+                gid = fc.get("id") if isinstance(fc.get("id"), str) else None
+                args = fc.get("args") if isinstance(fc.get("args"), dict) else {}
+                self.calls.append(CallRecord(gid or ids.call_id(), fc["name"], fc["name"], gid,
+                                             part.get("thoughtSignature"), args))
+        return chunk
+
+    def feed_body(self, body: bytes) -> None:
+        """A whole (non-SSE) answer: one object, or the JSON array `streamGenerateContent` sends without alt=sse."""
+        data = json.loads(body)
+        for chunk in data if isinstance(data, list) else [data]:
+            self.feed(chunk)
+
+
+class SSETap:
+    """A mitmproxy stream callable: returns every byte unchanged, parses events on the side.
+
+    It must never raise (an exception kills the client's connection) and never block.
+    """
+
+    def __init__(self, capture: CallCapture) -> None:
+        self.capture = capture
+        self._decoder = SSEDecoder()
+        self._broken = False
+
+    def __call__(self, data: bytes) -> bytes:
+        if self._broken:
+            return data
+        try:
+            payloads = self._decoder.feed(data) if data else self._decoder.close()
+            for payload in payloads:
+                try:
+                    self.capture.feed(json.loads(payload))
+                except json.JSONDecodeError:
+                    log.warning("unreadable SSE event from Gemini skipped")
+        except Exception:
+            self._broken = True
+            log.exception("SSE tap stopped; the stream still passes through")
+        return data

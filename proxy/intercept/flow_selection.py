@@ -1,0 +1,90 @@
+"""Where the addon decides to touch a flow: a POST to a Gemini generate path on an intercepted
+host, with a JSON body that passes the Gemini wire model. Everything else passes through untouched.
+
+The decision is made once per flow (the first addon to ask); the result rides in flow.metadata.
+"""
+
+import fnmatch
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mitmproxy import http
+
+from proxy.errors import ProxyError
+from proxy.intercept.capture_calls import CallCapture
+from proxy.intercept.relay import RelayTurn
+from proxy.intercept.session_marker import take_marker
+from proxy.intercept.targets import Target, classify
+from proxy.wire.gemini import check_generate_request
+from proxy.wire.gemini_keys import to_camel_request
+from proxy.wire.json_body import check_json
+
+SELECTED = "gemini_tool_proxy.selected"  # the parsed request (or None: not ours)
+META = "gemini_tool_proxy"                # FlowState of a flow whose answer is tapped
+
+
+@dataclass
+class GeminiRequest:
+    """A Gemini generate call the addon owns: its body, the inner request (unwrapped from Cloud Code)
+    in camelCase, and the session it belongs to."""
+
+    target: Target
+    body: dict[str, Any]
+    inner: dict[str, Any]
+    model: str
+    session: str | None
+    marked: bool  # a <session:ID> marker was removed from the contents: the bytes must change
+
+
+@dataclass
+class FlowState:
+    target: Target
+    model: str
+    session: str | None
+    capture: CallCapture = field(default_factory=CallCapture)
+    relay: RelayTurn | None = None
+
+
+def select(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], session_header: str,
+           default_session: str | None) -> GeminiRequest | None:
+    """The owned request, parsed once; None for every flow the addon must leave alone."""
+    if SELECTED in flow.metadata:
+        return flow.metadata[SELECTED]
+    found = _parse(flow, hosts)
+    if found is not None:
+        header = flow.request.headers.pop(session_header, None)
+        found.session = header or found.session or default_session
+    flow.metadata[SELECTED] = found
+    return found
+
+
+def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiRequest | None:
+    if flow.response or flow.error or not flow.live or flow.request.method != "POST":
+        return None
+    if not any(fnmatch.fnmatch(flow.request.pretty_host, pattern) for pattern in hosts):
+        return None
+    target = classify(flow.request.path)
+    if target is None:
+        return None
+    try:
+        body = json.loads(flow.request.get_content(strict=False) or b"")
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
+        return None  # not ours to judge: Gemini will answer it
+    if not isinstance(body, dict):
+        return None
+    raw_inner = body.get("request") if target.kind == "cloudcode" else body
+    if not isinstance(raw_inner, dict):
+        return None
+    try:
+        check_json(raw_inner, strings=False)
+        inner = to_camel_request(raw_inner)
+        check_generate_request(inner)
+    except ProxyError:
+        return None  # a shape Gemini will refuse with its own words
+    model = (body.get("model") if target.kind == "cloudcode" else target.model) or ""
+    model = str(model).removeprefix("models/")
+    session, contents = take_marker(inner.get("contents") or [])
+    if session or contents != inner.get("contents"):
+        inner = {**inner, "contents": contents}
+    return GeminiRequest(target, body, inner, model, session, session is not None)

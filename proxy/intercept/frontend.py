@@ -1,0 +1,62 @@
+"""`Frontend`: run the aiohttp front-end inside mitmdump, on the same loop and session store."""
+
+import logging
+
+from aiohttp import web
+from mitmproxy import ctx
+
+from proxy.intercept.options import Options
+from proxy.intercept.relay import RelayBroker, RelayUpstream
+from proxy.mock.server import start_mock
+from proxy.server import make_app
+from proxy.store.base import SessionStore
+from proxy.upstream.base import Upstream
+from proxy.upstream.gemini import GeminiUpstream
+
+log = logging.getLogger(__name__)
+
+# aiohttp waits this long for open responses (SSE clients) when stopping; its default of 60 s made
+# mitmdump take two minutes to exit with one client attached (reference/mitmproxy.md §3).
+SHUTDOWN_TIMEOUT = 2.0
+
+
+class Frontend:
+    def __init__(self, store: SessionStore, broker: RelayBroker, options: Options) -> None:
+        self.store, self.broker, self.options = store, broker, options
+        self._runners: list[web.AppRunner] = []
+        self.url: str | None = None
+
+    async def running(self) -> None:
+        if ctx.options.gtp_frontend_port < 0:
+            return
+        base = ctx.options.gtp_upstream
+        if base == "mock":
+            runner, base, _ = await start_mock()
+            self._runners.append(runner)
+        upstream: Upstream
+        if base == "relay":
+            upstream = RelayUpstream(self.broker, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)
+        else:
+            upstream = GeminiUpstream(base)
+        app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
+                       fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await runner.setup()
+        site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)
+        try:
+            await site.start()
+        except OSError as e:
+            await runner.cleanup()
+            # An error logged during start-up makes mitmdump exit (ErrorCheck): fail fast on a busy port.
+            log.error("front-end cannot listen on %s:%s: %s", ctx.options.gtp_frontend_host,
+                      ctx.options.gtp_frontend_port, e.strerror or e)
+            return
+        self._runners.append(runner)
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://{ctx.options.gtp_frontend_host}:{port}"
+        log.info("gemini-tool-proxy front-end listening at %s (upstream %s)", self.url, base)
+
+    async def done(self) -> None:
+        for runner in reversed(self._runners):
+            await runner.cleanup()
+        self._runners.clear()

@@ -1,0 +1,88 @@
+"""The addon's options (`mitmdump --options` lists them with these help texts), declared and
+validated in one place; parsed values are kept here for the other addons."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from mitmproxy import ctx, exceptions
+
+from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER
+from proxy.intercept.relay import DEFAULT_TIMEOUT
+from proxy.server.context import parse_aliases
+from proxy.tools.schema_mode import parse_schema_modes
+from proxy.upstream.forced_choice import POLICIES
+from proxy.upstream.gemini import DEFAULT_BASE_URL
+
+DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
+                 "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
+
+
+class Options:
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+        self.schema_modes: list[tuple[str, str]] = []
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("gtp_frontend_port", int, 8741,
+                          "Port of the OpenAI Responses / Gemini-native front-end run in this process; -1 disables it.")
+        loader.add_option("gtp_frontend_host", str, "127.0.0.1", "Address the front-end binds (loopback by default).")
+        loader.add_option("gtp_upstream", str, DEFAULT_BASE_URL,
+                          "Where the front-end sends Gemini requests: a base URL, 'mock' for the built-in mock, "
+                          "or 'relay' to have a relay app's intercepted request carry them (see gtp_relay).")
+        loader.add_option("gtp_relay", str | None, None,
+                          "Relay client for gtp_upstream=relay: an http(s) URL that is POSTed {prompt, marker}, or "
+                          "a command line in which {prompt} (and {marker}) are replaced; the app must send a Gemini "
+                          "request with that prompt through this proxy.")
+        loader.add_option("gtp_relay_timeout", int, int(DEFAULT_TIMEOUT),
+                          "Seconds the front-end waits for the relay app's request and between its chunks.")
+        loader.add_option("gtp_model_aliases", Sequence[str], [],
+                          "NAME=GEMINI_MODEL pairs: the front-end serves a client's model name (e.g. gpt-5.5 for "
+                          "Codex's full tool set) with a Gemini model.")
+        loader.add_option("gtp_schema_mode", Sequence[str], [],
+                          "[PATTERN=]json|parameters rules: the front-end declares tool schemas as "
+                          "parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' (the default).")
+        loader.add_option("gtp_forced_choice", str, "retry",
+                          "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
+                          "'error' at once, or 'allow' its answer through.")
+        loader.add_option("gtp_fill_missing", bool, False,
+                          "Give a call's missing required arguments a null placeholder (default: never invent).")
+        loader.add_option("gtp_intercept_hosts", Sequence[str], list(DEFAULT_HOSTS),
+                          "Host names (shell patterns) whose generateContent/streamGenerateContent calls are "
+                          "rewritten; all other traffic passes through byte for byte.")
+        loader.add_option("gtp_session_header", str, "x-gtp-session",
+                          "Request header naming the session of an intercepted call (removed before forwarding).")
+        loader.add_option("gtp_default_session", str | None, None,
+                          "Session for intercepted calls that name none (no header, no <session:ID> marker).")
+        loader.add_option("gtp_tools", str, "replace",
+                          "What to do with the app's own tools when its session has tools: 'replace' or 'merge'.")
+        loader.add_option("gtp_placeholder", str, DEFAULT_PLACEHOLDER,
+                          "Model text that stands for an earlier captured call in an app's history; such turns "
+                          "are rewritten into the real functionCall and functionResponse turns.")
+        loader.add_option("gtp_route", str | None, None,
+                          "host:port every upstream connection goes to instead (a local Gemini, for testing; "
+                          "use with connection_strategy=lazy). TLS still names the original host.")
+
+    def configure(self, updated: set[str]) -> None:
+        opts = ctx.options
+        if "gtp_forced_choice" in updated and opts.gtp_forced_choice not in POLICIES:
+            raise exceptions.OptionsError(f"gtp_forced_choice must be one of {', '.join(POLICIES)}")
+        if "gtp_tools" in updated and opts.gtp_tools not in ("replace", "merge"):
+            raise exceptions.OptionsError(f"gtp_tools must be 'replace' or 'merge', not {opts.gtp_tools!r}")
+        if "gtp_frontend_port" in updated and not -1 <= opts.gtp_frontend_port < 65536:
+            raise exceptions.OptionsError(f"gtp_frontend_port out of range: {opts.gtp_frontend_port}")
+        if "gtp_route" in updated and opts.gtp_route:
+            host, _, port = opts.gtp_route.rpartition(":")
+            if not host or not port.isdigit():
+                raise exceptions.OptionsError(f"gtp_route must be host:port, not {opts.gtp_route!r}")
+        if "gtp_model_aliases" in updated or "gtp_schema_mode" in updated:
+            try:
+                self.aliases = parse_aliases(opts.gtp_model_aliases)
+                self.schema_modes = parse_schema_modes(opts.gtp_schema_mode)
+            except ValueError as e:
+                raise exceptions.OptionsError(str(e)) from None
+        if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(
+                ("http://", "https://"))):
+            raise exceptions.OptionsError(f"gtp_upstream must be an http(s) URL, 'mock' or 'relay', "
+                                          f"not {opts.gtp_upstream!r}")
+        if opts.gtp_upstream == "relay" and not opts.gtp_relay:
+            raise exceptions.OptionsError("gtp_upstream=relay needs gtp_relay (a URL or a command line)")

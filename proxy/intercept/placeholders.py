@@ -1,0 +1,66 @@
+"""Placeholder history rewrite: an app's model turn that is only the placeholder text (what a relay
+app was told instead of the real call) becomes that round's real functionCall parts, signatures on
+the same parts, followed by a user turn of functionResponse parts in call order. A placeholder with
+no captured round is refused, never forwarded malformed."""
+
+from typing import Any
+
+from proxy.errors import ProxyError
+from proxy.intercept.session_tools import ToolRound
+
+DEFAULT_PLACEHOLDER = "Tool call completed"
+DUMMY_TEXTS = frozenset({"", "."})  # AGCC and zerogravity send "." as the relay app's prompt
+NO_HISTORY = ("Tool results were provided, but no captured functionCall history was available for replay. "
+              "Refusing to forward a malformed tool-result turn.")
+
+
+def _is_placeholder(content: dict[str, Any], placeholder: str) -> bool:
+    parts = content.get("parts") or []
+    if content.get("role") != "model" or not parts:
+        return False
+    texts = [p.get("text") for p in parts if not p.get("thought")]
+    return all(isinstance(t, str) for t in texts) and "".join(texts).strip() == placeholder
+
+
+def _results_turn(rnd: ToolRound) -> dict[str, Any]:
+    parts = []
+    for call in rnd.calls:
+        if call.call_id not in rnd.results:
+            raise ProxyError(f"No tool output found for function call {call.call_id} ({call.name}); send it before "
+                             "the next turn.", param="input")
+        response: dict[str, Any] = {"name": call.gemini_name, "response": rnd.results[call.call_id]}
+        if call.gemini_id:
+            response["id"] = call.gemini_id
+        parts.append({"functionResponse": response})
+    return {"role": "user", "parts": parts}
+
+
+def _is_dummy(content: dict[str, Any]) -> bool:
+    """A user turn holding only the relay prompt's dummy text ("." once its marker is gone)."""
+    parts = content.get("parts") or []
+    texts = [p.get("text") for p in parts]
+    return (content.get("role") == "user" and bool(parts) and all(isinstance(t, str) for t in texts)
+            and "".join(texts).strip() in DUMMY_TEXTS)
+
+
+def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
+                    placeholder: str = DEFAULT_PLACEHOLDER) -> list[dict[str, Any]]:
+    """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest rounds)."""
+    marks = [i for i, c in enumerate(contents) if _is_placeholder(c, placeholder)]
+    if not marks:
+        return contents
+    usable = [r for r in rounds if r.calls]  # an empty round would make an empty model turn (zerogravity#73)
+    if len(usable) < len(marks):
+        raise ProxyError(NO_HISTORY)
+    aligned = dict(zip(marks, usable[len(usable) - len(marks):], strict=True))
+    out: list[dict[str, Any]] = []
+    for i, content in enumerate(contents):
+        if i in aligned:
+            rnd = aligned[i]
+            out.append({"role": "model", "parts": [c.part() for c in rnd.calls]})
+            out.append(_results_turn(rnd))
+        elif i - 1 in aligned and _is_dummy(content):
+            continue  # the app's "go on" after the placeholder: the function responses say it now
+        else:
+            out.append(content)
+    return out

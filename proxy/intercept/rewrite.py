@@ -1,0 +1,43 @@
+"""`Rewrite`: apply the bound session's tool context to an owned request (tool_context.py) and make
+its answer readable for the capture (identity encoding). Unchanged requests keep the app's bytes."""
+
+import json
+import logging
+
+from mitmproxy import ctx, http
+
+from proxy.errors import ProxyError
+from proxy.intercept.flow_selection import META, FlowState, select
+from proxy.intercept.tool_context import apply_tool_context
+from proxy.store.base import SessionStore
+
+log = logging.getLogger(__name__)
+
+
+class Rewrite:
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        if flow.response or META in flow.metadata:
+            return  # answered already, or the relay took it
+        req = select(flow, ctx.options.gtp_intercept_hosts, ctx.options.gtp_session_header,
+                     ctx.options.gtp_default_session)
+        if req is None:
+            return
+        tool_ctx = await self.store.get_tool_context(req.session) if req.session else None
+        try:
+            rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=ctx.options.gtp_tools == "merge",
+                                           placeholder=ctx.options.gtp_placeholder)
+        except ProxyError as e:
+            log.warning("refused intercepted request for session %s: %s", req.session, e.message)
+            flow.response = http.Response.make(e.status, json.dumps({"error": {
+                "code": e.status, "message": e.message, "status": "FAILED_PRECONDITION"}}),
+                {"content-type": "application/json"})
+            return
+        if rewritten != req.inner or req.marked:  # otherwise the app's bytes go out exactly as sent
+            body = {**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten
+            flow.request.set_content(json.dumps(body, ensure_ascii=False).encode())
+        if req.target.stream:
+            flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
+        flow.metadata[META] = FlowState(req.target, req.model, req.session)

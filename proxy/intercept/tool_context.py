@@ -1,0 +1,50 @@
+"""Apply a session's tool context to a Gemini request body: the one rewrite the interceptor and
+the front-end's native paths share (ARCHITECTURE.md "Rules of thumb").
+
+- tools: the session's functionDeclarations replace the app's own (or are merged with them); its
+  toolConfig goes along;
+- history: placeholder turns become the captured rounds (intercept/placeholders.py);
+- repairs, with or without a session: the app's schemas sanitized (intercept/app_tools.py), the
+  shared history repairs (to_gemini/repair_history.py), and the sentinel on the current turn's
+  first unsigned functionCall on gemini-3.
+
+The body must be camelCase and checked by the Gemini wire model (wire/gemini.py) first.
+"""
+
+import copy
+from typing import Any
+
+from proxy.intercept.app_tools import declared_names, repair_app_tools
+from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
+from proxy.intercept.session_tools import ToolContext
+from proxy.signatures.sentinel import sign_current_turn
+from proxy.to_gemini.repair_history import repair_history
+
+
+def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
+                       placeholder: str = DEFAULT_PLACEHOLDER) -> dict[str, Any]:
+    """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
+    out = copy.copy(body)
+    tools = repair_app_tools(out.pop("tools", None) or [])
+    config = out.pop("toolConfig", None)
+    if ctx is not None and ctx.declarations:
+        session_names = {d["name"] for d in ctx.declarations}
+        if merge:
+            mine = [dict(t, functionDeclarations=[d for d in t.get("functionDeclarations") or []
+                                                  if d.get("name") not in session_names]) for t in tools]
+            mine = [t for t in mine if t.get("functionDeclarations") or len(t) > 1]
+            tools = mine + [{"functionDeclarations": copy.deepcopy(ctx.declarations)}]
+        else:
+            tools = [{"functionDeclarations": copy.deepcopy(ctx.declarations)}]
+            config = None  # the app's config may name functions that are gone
+        if ctx.tool_config:
+            config = copy.deepcopy(ctx.tool_config)
+    if tools:
+        out["tools"] = tools
+    if config is not None and declared_names(tools):
+        out["toolConfig"] = config
+    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder)
+    contents = repair_history(copy.deepcopy(contents), model)
+    sign_current_turn(contents, model)
+    out["contents"] = contents
+    return out

@@ -1,1 +1,0 @@
-"""The mitmproxy side: the addon that rewrites intercepted Gemini traffic and hosts the front-end."""

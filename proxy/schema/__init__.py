@@ -1,0 +1,1 @@
+"""JSON Schema work: converting client schemas for Gemini, resolving refs, fixing arguments against them."""

@@ -1,0 +1,94 @@
+"""The one stream pipeline every streaming route uses (Responses, Chat, native SSE and JSON array,
+`/v1/gemini`).
+
+It opens the upstream before the response starts (an error then is an ordinary error answer in the
+caller's protocol), writes each protocol's events as Gemini's chunks arrive (never buffered whole),
+and on *any* failure after the response started writes the protocol's terminal failure — never a
+bare cut. The writer (stream_writers.py) decides what a clean end means; a client that goes away
+closes the upstream and is logged at INFO.
+"""
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from proxy.errors import ProxyError, UpstreamError
+from proxy.wire.gemini import check_answer
+
+log = logging.getLogger(__name__)
+INTERNAL = "The proxy failed while translating Gemini's answer; see its log."
+
+
+class StreamWriter(Protocol):
+    """One protocol's side of a stream; each method returns the bytes to send (maybe none)."""
+
+    content_type: str
+
+    def start(self) -> bytes: ...
+    def feed(self, chunk: dict[str, Any]) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def fail(self, error: ProxyError) -> bytes: ...
+    @property
+    def done(self) -> bool:
+        """No more chunks are wanted (the answer ended, or failed)."""
+    @property
+    def failed(self) -> bool:
+        """The client was told the answer failed."""
+
+
+def upstream_error(chunk: dict[str, Any]) -> UpstreamError:
+    """An `{"error": {...}}` chunk (Gemini's way of failing mid-stream) as an error."""
+    err = chunk["error"] if isinstance(chunk.get("error"), dict) else {"message": str(chunk.get("error"))}
+    code = err.get("code")
+    status = code if isinstance(code, int) and 400 <= code < 600 else 502
+    return UpstreamError(f"Gemini error {status} {err.get('status', '')}: {err.get('message', '')}".replace("  ", " "),
+                         status=status, type="server_error" if status >= 500 else "invalid_request_error",
+                         code="upstream_error", gemini_error=err)
+
+
+def checked(answer: Any) -> dict[str, Any]:
+    """A whole answer or a chunk, ready for a translator: errors raised, shape checked."""
+    if isinstance(answer, dict) and "error" in answer:
+        raise upstream_error(answer)
+    return check_answer(answer)
+
+
+async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],
+                     writer: StreamWriter, headers: dict[str, str] | None = None,
+                     on_end: Callable[[bool], Awaitable[None]] | None = None) -> web.StreamResponse:
+    """Stream `open_upstream`'s chunks through `writer`. `on_end(ok)` runs once the stream is over
+    (ok: the writer finished cleanly, nothing failed) — the route stores its turn only then."""
+    chunks = await open_upstream
+    ok = False
+    try:
+        resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
+                                           "x-accel-buffering": "no", **(headers or {})})
+        await resp.prepare(request)
+        try:
+            await resp.write(writer.start())
+            async for chunk in chunks:
+                await resp.write(writer.feed(checked(chunk)))
+                if writer.done:
+                    break
+            await resp.write(writer.finish())
+            ok = True
+        except ProxyError as e:
+            log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
+            await resp.write(writer.fail(e))
+        except (ConnectionResetError, ConnectionError):
+            raise
+        except Exception:
+            log.exception("stream failed on %s %s", request.method, request.path)
+            await resp.write(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
+        await resp.write_eof()
+        return resp
+    except (ConnectionResetError, ConnectionError):
+        log.info("%s %s: the client went away mid-stream", request.method, request.path)
+        ok = False
+        raise
+    finally:
+        await chunks.aclose()  # type: ignore[attr-defined]
+        if on_end is not None:
+            await on_end(ok and not writer.failed)

@@ -1,0 +1,121 @@
+"""Each protocol's side of the stream pipeline (stream.py): how its events are framed, how a clean
+end is told from a truncated or empty one, and how a failure is said.
+
+- Responses: named SSE events; failure is `response.failed` with an error object.
+- Chat Completions: `data:` chunks ending in `[DONE]`; failure is a bare `{"error": ...}` chunk.
+- Gemini SSE (`alt=sse`, `/v1/gemini`): Gemini's chunks as they came; failure is a Gemini error
+  object as the last event (google-genai raises on it).
+- Gemini JSON array (streamGenerateContent without alt=sse): the same inside `[...]`.
+"""
+
+import json
+from typing import Any
+
+from proxy.errors import ProxyError
+from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.model_turn import add_part
+from proxy.from_gemini.to_chat import ChatTranslator, error_chunk
+from proxy.from_gemini.to_responses import ResponsesTranslator
+from proxy.server.errors import gemini_error_body
+from proxy.wire.gemini import first_candidate_parts
+from proxy.wire.sse import sse_event
+
+SSE = "text/event-stream; charset=utf-8"
+
+
+def _events(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(sse_event(e, e["type"]) for e in events)
+
+
+class ResponsesWriter:
+    content_type = SSE
+
+    def __init__(self, translator: ResponsesTranslator) -> None:
+        self.t = translator
+
+    @property
+    def done(self) -> bool:
+        return self.t.done
+
+    @property
+    def failed(self) -> bool:
+        return self.t.response["status"] == "failed"
+
+    def start(self) -> bytes:
+        return _events(self.t.start())
+
+    def feed(self, chunk: dict[str, Any]) -> bytes:
+        return _events(self.t.feed(chunk))
+
+    def finish(self) -> bytes:
+        return _events(self.t.finish())
+
+    def fail(self, error: ProxyError) -> bytes:
+        # ResponseError.code is an enum in the SDKs: the detail goes in the message.
+        return _events(self.t.fail(error.message, "rate_limit_exceeded" if error.status == 429 else "server_error"))
+
+
+class ChatWriter:
+    content_type = SSE
+
+    def __init__(self, translator: ChatTranslator, include_usage: bool) -> None:
+        self.t, self.include_usage = translator, include_usage
+        self.done = self.failed = False
+
+    def start(self) -> bytes:
+        return b""
+
+    def feed(self, chunk: dict[str, Any]) -> bytes:
+        return b"".join(sse_event(c) for c in self.t.feed(chunk))
+
+    def finish(self) -> bytes:
+        self.done = True
+        chunks = self.t.finish(self.include_usage)
+        self.failed = any("error" in c for c in chunks)
+        return b"".join(sse_event(c) for c in chunks) + (b"" if self.failed else b"data: [DONE]\n\n")
+
+    def fail(self, error: ProxyError) -> bytes:
+        if self.done and self.failed:
+            return b""
+        self.done = self.failed = True
+        return sse_event(error_chunk(error.message, error.type, error.code))
+
+
+class GeminiWriter:
+    """Gemini's own chunks, passed on as they came, checked for a truthful end."""
+
+    def __init__(self, sse: bool = True) -> None:
+        self.sse = sse
+        self.content_type = SSE if sse else "application/json; charset=utf-8"
+        self.check = AnswerCheck()
+        self.parts: list[dict[str, Any]] = []  # the model turn, for /v1/gemini's conversation
+        self.done = self.failed = False
+        self._first = True
+
+    def _out(self, obj: dict[str, Any]) -> bytes:
+        if self.sse:
+            return sse_event(obj, crlf=True)
+        sep, self._first = ("[" if self._first else ",\r\n"), False
+        return (sep + json.dumps(obj, ensure_ascii=False)).encode()
+
+    def start(self) -> bytes:
+        return b""
+
+    def feed(self, chunk: dict[str, Any]) -> bytes:
+        self.check.feed(chunk)
+        for part in first_candidate_parts(chunk):
+            add_part(self.parts, part)
+        return self._out(chunk)
+
+    def finish(self) -> bytes:
+        problem = self.check.problem()
+        if problem:
+            return self.fail(ProxyError(problem, status=502, type="server_error"))
+        self.done = True
+        return b"" if self.sse else (b"[]" if self._first else b"]")
+
+    def fail(self, error: ProxyError) -> bytes:
+        if self.done:
+            return b""
+        self.done = self.failed = True
+        return self._out(gemini_error_body(error)) + (b"" if self.sse else b"]")

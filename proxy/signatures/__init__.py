@@ -1,0 +1,1 @@
+"""Thought signatures: the record of each Gemini call (stored, replayed), the sentinel rules, the stateless carrier."""

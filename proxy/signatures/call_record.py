@@ -1,0 +1,42 @@
+"""The one record of a Gemini function call: what is stored so the call can be replayed exactly.
+
+Both sides of the proxy keep it: the front-end when it hands a call to a client, the interceptor
+when it captures one from an app's traffic. Replaying it (`part`) gives back Gemini's own
+functionCall part: its name, its id, its arguments and its thought signature on the same part
+(reference/protocols.md §B7).
+"""
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    call_id: str            # the id the client sees (Gemini's functionCall.id when it sent one)
+    name: str               # the client's tool name (Gemini's name when the client's is unknown)
+    gemini_name: str        # the name Gemini knows the function by
+    gemini_id: str | None   # functionCall.id as Gemini sent it (echoed on functionResponse.id)
+    signature: str | None   # thoughtSignature of the functionCall part, exactly as received
+    # Gemini's own arguments, when they must be replayed as sent (the client saw normalized ones,
+    # or the call was captured from an app's traffic). None: the client's arguments are Gemini's.
+    args: dict[str, Any] | None = None
+
+    def part(self, client_args: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The functionCall part as Gemini sent it; `client_args` stand in when no own args are kept."""
+        call: dict[str, Any] = {"name": self.gemini_name,
+                                "args": self.args if self.args is not None else (client_args or {})}
+        if self.gemini_id:
+            call["id"] = self.gemini_id
+        part: dict[str, Any] = {"functionCall": call}
+        if self.signature:
+            part["thoughtSignature"] = self.signature
+        return part
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CallRecord":
+        args = d.get("args", d.get("original_args"))  # "original_args": carriers minted before 0.2
+        return cls(d.get("call_id"), d.get("name") or d.get("gemini_name"), d.get("gemini_name"),  # type: ignore[arg-type]
+                   d.get("gemini_id"), d.get("signature"), args if isinstance(args, dict) else None)

@@ -1,0 +1,1 @@
+"""Client requests -> Gemini request bodies: history, tools, generation settings, repairs. Pure functions."""

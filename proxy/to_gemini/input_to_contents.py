@@ -1,0 +1,192 @@
+"""Responses `input` items -> Gemini `contents` + `systemInstruction` parts.
+
+Pairing rules (reference/protocols.md §B6, translators.md §4): every model turn with calls is
+followed by one user turn holding one functionResponse per call, in call order, each echoing the
+call's Gemini id; outputs for unknown call ids and calls without outputs are 400s in OpenAI's words.
+"""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from proxy.errors import PairingError, ProxyError
+from proxy.signatures.call_record import CallRecord
+from proxy.signatures.sentinel import sign_unsigned_turns
+from proxy.to_gemini.conversation import Conversation
+from proxy.to_gemini.repair_history import repair_history
+from proxy.tools.tool_names import ToolNames
+from proxy.wire.responses import (
+    ITEM_MODELS,
+    CustomToolCallItem,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputItem,
+    MessageItem,
+)
+
+
+def parse_input(raw: str | list[Any]) -> list[InputItem]:
+    """Validate raw `input` into typed items; a bad item is a 400 naming its index."""
+    if isinstance(raw, str):
+        return [MessageItem(role="user", content=raw)]
+    items: list[InputItem] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
+                             code="invalid_type")
+        kind = item.get("type", "message")
+        model = ITEM_MODELS.get(kind) if isinstance(kind, str) else None
+        if model is None:
+            raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
+                             param=f"input[{i}].type", code="invalid_value")
+        try:
+            items.append(model.model_validate(item))  # type: ignore[arg-type]
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ProxyError(f"Invalid 'input[{i}].{where}': {err['msg']}.", param=f"input[{i}].{where}",
+                             code="invalid_value") from None
+    return items
+
+
+# Content parts that carry text; anything else (input_image, input_file, input_audio) is refused
+# with a 400 naming it until it is translated: never silently reduced to its text.
+TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")
+
+
+def _text_of(content: str | list[dict[str, Any]], where: str) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    texts = []
+    for j, p in enumerate(content):
+        kind = p.get("type") if isinstance(p, dict) else None
+        if kind in TEXT_PARTS and isinstance(p.get("text"), str):
+            texts.append(p["text"])
+        elif kind == "refusal" and isinstance(p.get("refusal"), str):
+            texts.append(p["refusal"])
+        else:
+            raise ProxyError(f"Content parts of type {kind!r} are not supported by this proxy yet ('{where}[{j}]'); "
+                             "the request is refused rather than sent without it.", param=f"{where}[{j}]",
+                             code="unsupported_content")
+    return texts
+
+
+class _Builder:
+    def __init__(self, prior: Conversation, calls: Mapping[str, CallRecord], names: ToolNames) -> None:
+        self.contents = [dict(c) for c in prior.contents]
+        self.system = list(prior.system)
+        self.calls = dict(calls)
+        self.names = names
+        # (call_id, gemini name, gemini id) of the latest model turn's calls, awaiting outputs.
+        self.pending: list[tuple[str, str, str | None]] = []
+        if prior.pending and self.contents and self.contents[-1].get("role") == "model":
+            fcs = [p["functionCall"] for p in self.contents[-1]["parts"] if "functionCall" in p]
+            self.pending = [(cid, fc.get("name", ""), fc.get("id")) for cid, fc in zip(prior.pending, fcs,
+                                                                                          strict=False)]
+        self.outputs: dict[str, dict[str, Any]] = {}
+        self.model_open = False
+
+    def _model_parts(self) -> list[dict[str, Any]]:
+        if not self.model_open:
+            self._close_outputs()
+            self.contents.append({"role": "model", "parts": []})
+            self.model_open = True
+        return self.contents[-1]["parts"]
+
+    def _close_outputs(self) -> None:
+        """Emit the user turn answering the pending calls (all of them, in call order)."""
+        if not self.pending:
+            return
+        missing = [cid for cid, _, _ in self.pending if cid not in self.outputs]
+        if missing:
+            raise PairingError(f"No tool output found for function call {missing[0]}.", param="input",
+                               call_id=missing[0], missing_output=True)
+        self.contents.append({"role": "user", "parts": [self.outputs[cid] for cid, _, _ in self.pending]})
+        self.pending, self.outputs = [], {}
+
+    def message(self, item: MessageItem, index: int) -> None:
+        texts = _text_of(item.content, f"input[{index}].content")
+        if item.role in ("system", "developer"):
+            self.system.extend({"text": t} for t in texts)
+            return
+        if item.role == "assistant":
+            if self.pending and not self.model_open:
+                self._close_outputs()
+            self._model_parts().extend({"text": t} for t in texts if t)
+            return
+        self.model_open = False
+        self._close_outputs()
+        self.contents.append({"role": "user", "parts": [{"text": t} for t in texts] or [{"text": ""}]})
+
+    def function_call(self, item: FunctionCallItem | CustomToolCallItem, index: int) -> None:
+        if isinstance(item, CustomToolCallItem):
+            args: Any = {"input": item.input}  # a custom tool is offered to Gemini as f(input: string)
+        else:
+            try:
+                args = json.loads(item.arguments) if item.arguments.strip() else {}
+            except json.JSONDecodeError:
+                args = None
+        if not isinstance(args, dict):
+            raise ProxyError(f"Invalid 'input[{index}].arguments': expected a JSON object encoded as a string.",
+                             param=f"input[{index}].arguments", code="invalid_value")
+        if self.pending and not self.model_open:
+            self._close_outputs()
+        rec = self.calls.get(item.call_id) or CallRecord(item.call_id, item.name, self.names.to_gemini(
+            item.name, item.namespace), item.call_id, None)  # history the proxy never saw: the call_id is the id
+        self._model_parts().append(rec.part(args))  # Gemini's own arguments and signature when known
+        self.pending.append((item.call_id, rec.gemini_name, rec.gemini_id))
+        self.calls.setdefault(item.call_id, rec)
+
+    def function_output(self, item: FunctionCallOutputItem, index: int) -> None:
+        self.model_open = False
+        match = next((p for p in self.pending if p[0] == item.call_id), None)
+        if match is None:
+            raise PairingError(f"No tool call found for function call output with call_id {item.call_id}.",
+                               param="input", call_id=item.call_id)
+        _, gname, gid = match
+        output = "".join(_text_of(item.output, f"input[{index}].output"))
+        response: dict[str, Any] = {"name": gname, "response": {"output": output}}
+        if gid:
+            response["id"] = gid
+        self.outputs[item.call_id] = {"functionResponse": response}
+
+    def finish(self) -> Conversation:
+        if self.pending and self.outputs:
+            self._close_outputs()
+        elif self.pending:
+            raise PairingError(f"No tool output found for function call {self.pending[0][0]}.", param="input",
+                               call_id=self.pending[0][0], missing_output=True)
+        return Conversation(self.contents, self.system, [])
+
+
+def input_to_contents(
+    items: list[InputItem],
+    *,
+    prior: Conversation | None = None,
+    calls: Mapping[str, CallRecord] | None = None,
+    names: ToolNames | None = None,
+    model: str = "",
+) -> Conversation:
+    """Append `items` to `prior` (a stored conversation, for previous_response_id).
+
+    `calls` holds what the proxy remembers of earlier calls (Gemini names, ids, signatures) by
+    call_id; history the proxy never saw is accepted too, with the call_id standing in as the id.
+    """
+    b = _Builder(prior or Conversation(), calls or {}, names or ToolNames())
+    for i, item in enumerate(items):
+        if isinstance(item, MessageItem):
+            b.message(item, i)
+        elif isinstance(item, FunctionCallItem | CustomToolCallItem):
+            b.function_call(item, i)
+        elif isinstance(item, FunctionCallOutputItem):
+            b.function_output(item, i)
+        elif item.type == "item_reference":
+            raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
+                             "item itself or use previous_response_id.", param=f"input[{i}]")
+        # reasoning items carry nothing Gemini needs here: signatures come from the call records.
+    conv = b.finish()
+    conv.contents = repair_history(conv.contents, model)
+    sign_unsigned_turns(conv.contents, model)
+    return conv

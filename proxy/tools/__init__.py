@@ -1,0 +1,1 @@
+"""Client tools <-> Gemini function declarations: names, tool_choice, forced choice, schema modes."""

@@ -1,0 +1,168 @@
+"""OpenAI tools and tool_choice -> Gemini `tools[].functionDeclarations` and `toolConfig`.
+
+Accepts the flat Responses function tool and the nested Chat-style `{type, function: {...}}`
+(real clients send both; reference/protocols.md §A4, §A8). Tool choice mapping: §C.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from proxy import ids
+from proxy.errors import ProxyError
+from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
+from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
+from proxy.schema.normalize_arguments import normalize_arguments
+from proxy.signatures.call_record import CallRecord
+from proxy.tools.tool_names import ToolNames, ToolRef, qualified
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PreparedTools:
+    declarations: list[dict[str, Any]] = field(default_factory=list)
+    names: ToolNames = field(default_factory=ToolNames)
+    # Function tools in the flat Responses shape, echoed on the response object.
+    echo: list[dict[str, Any]] = field(default_factory=list)
+    strict: bool = False  # a tool asked for strict arguments: Gemini's VALIDATED mode constrains them
+    json_schema_mode: bool = False  # declare parametersJsonSchema instead of the OpenAPI-subset parameters
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)  # Gemini name -> the client's JSON Schema
+    fill_missing: bool = False  # opt-in: a null placeholder for a missing required argument
+
+    def gemini_tools(self) -> list[dict[str, Any]]:
+        return [{"functionDeclarations": self.declarations}] if self.declarations else []
+
+    def match_name(self, gemini_name: str) -> str:
+        """A declared name for what Gemini called: exact, else ignoring case and `-`/`_`/`.` (never invented)."""
+        if gemini_name in self.names.refs or not self.names.refs:
+            return gemini_name
+        key = _loose(gemini_name)
+        found = [n for n in self.names.refs if _loose(n) == key]
+        return found[0] if len(found) == 1 else gemini_name
+
+    def client_call(self, part: dict[str, Any]) -> "ClientCall":
+        """What the client is shown for one Gemini functionCall part, and the record kept of it."""
+        fc = part["functionCall"]
+        gname = fc.get("name", "")
+        call_id = fc.get("id") or ids.call_id()
+        declared = self.match_name(gname)
+        ref = self.names.ref(declared)
+        original = fc.get("args") if isinstance(fc.get("args"), dict) else {}
+        args = self.normalize(declared, original)
+        record = CallRecord(call_id, ref.name, gname, fc.get("id"), part.get("thoughtSignature"),
+                            original if args != original else None)  # history replays what Gemini said
+        return ClientCall(ref, args, record)
+
+    def normalize(self, gemini_name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Arguments fixed against the client's schema (see normalize_arguments); violations are logged."""
+        fixed, errors = normalize_arguments(args, self.schemas.get(gemini_name), fill_missing=self.fill_missing)
+        if errors:
+            log.warning("arguments of %s do not match its schema: %s", self.names.ref(gemini_name).name,
+                        "; ".join(errors[:5]))
+        return fixed
+
+
+@dataclass(frozen=True)
+class ClientCall:
+    ref: ToolRef               # the client's tool (name, namespace, function or custom)
+    args: dict[str, Any]       # normalized against the client's schema
+    record: CallRecord         # what is remembered to replay Gemini's own call later
+
+    @property
+    def call_id(self) -> str:
+        return self.record.call_id
+
+
+def _loose(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "").replace(".", "")
+
+
+def _function_fields(tool: dict[str, Any], index: int) -> dict[str, Any] | None:
+    if tool.get("type", "function") != "function":
+        return None
+    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProxyError(f"Missing required parameter: 'tools[{index}].name'.", param=f"tools[{index}].name",
+                         code="missing_required_parameter")
+    params = fn.get("parameters")
+    if params is not None and not isinstance(params, dict):
+        raise ProxyError(f"Invalid type for 'tools[{index}].parameters': expected an object.",
+                         param=f"tools[{index}].parameters", code="invalid_type")
+    desc = fn.get("description")
+    return {"name": name, "description": desc if isinstance(desc, str) else None, "parameters": params,
+            "strict": fn.get("strict") if isinstance(fn.get("strict"), bool) else None}
+
+
+# A `custom` tool takes free-form text (Codex's apply_patch: a Lark grammar). Gemini gets a function
+# with one string argument; the call goes back to the client as a custom_tool_call with that text.
+# Written once as JSON Schema; it goes through the same converters as every function's schema.
+CUSTOM_INPUT = {"type": "object", "required": ["input"], "properties": {"input": {
+    "type": "string", "description": "The tool's whole raw input as free-form text, exactly as its format requires "
+                                     "(not JSON-encoded)."}}}
+
+
+def _custom_fields(tool: dict[str, Any], index: int) -> dict[str, Any]:
+    """A custom tool as a function of one string, its input grammar (if any) in the description."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProxyError(f"Missing required parameter: 'tools[{index}].name'.", param=f"tools[{index}].name",
+                         code="missing_required_parameter")
+    desc = tool.get("description") if isinstance(tool.get("description"), str) else ""
+    fmt = tool.get("format") if isinstance(tool.get("format"), dict) else {}
+    if fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
+        desc += f"\n\nThe input must follow this {fmt.get('syntax', '')} grammar:\n{fmt['definition']}"
+    return {"name": name, "description": desc.strip() or None, "parameters": CUSTOM_INPUT, "strict": None}
+
+
+def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, namespace: str | None = None,
+                  kind: Literal["function", "custom"] = "function") -> None:
+    if qualified(fn["name"], namespace) in prepared.names.to_gemini_map:
+        raise ProxyError(f"Duplicate tool name '{fn['name']}' in 'tools'.", param=f"tools[{index}].name")
+    decl: dict[str, Any] = {"name": prepared.names.add(fn["name"], namespace, kind)}
+    if fn["description"]:
+        decl["description"] = fn["description"]
+    if isinstance(fn["parameters"], dict):
+        prepared.schemas[decl["name"]] = fn["parameters"]
+    if prepared.json_schema_mode:
+        js = json_schema_for_gemini(fn["parameters"])
+        if js is not None:
+            decl["parametersJsonSchema"] = js
+    else:
+        schema = json_schema_to_gemini(fn["parameters"])
+        if schema is not None:
+            decl["parameters"] = schema
+    prepared.declarations.append(decl)
+    prepared.strict = prepared.strict or fn["strict"] is True
+
+
+def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = False,
+                  fill_missing: bool = False) -> PreparedTools:
+    """`json_schema_mode` picks `parametersJsonSchema` over `parameters` (see schema_mode_for)."""
+    prepared = PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
+    for i, tool in enumerate(tools or []):
+        if not isinstance(tool, dict):
+            raise ProxyError(f"Invalid type for 'tools[{i}]': expected an object.", param=f"tools[{i}]",
+                             code="invalid_type")
+        kind = tool.get("type", "function")
+        if kind == "custom":
+            _add_function(_custom_fields(tool, i), prepared, i, kind="custom")
+            prepared.echo.append(tool)
+        elif kind == "namespace":
+            for member in tool.get("tools") or []:
+                fn = _function_fields(member, i) if isinstance(member, dict) else None
+                if fn is not None:
+                    _add_function(fn, prepared, i, namespace=str(tool.get("name") or ""))
+            prepared.echo.append(tool)
+        elif kind == "function":
+            fn = _function_fields(tool, i)
+            assert fn is not None
+            _add_function(fn, prepared, i)
+            prepared.echo.append({"type": "function", **fn})
+        else:
+            # Hosted tools (web_search, tool_search, local_shell, file_search, ...) run on OpenAI's side;
+            # Gemini cannot serve them next to function declarations.
+            log.info("dropping tool of type %r: Gemini function calling cannot serve it", kind)
+            prepared.echo.append(tool)
+    return prepared

@@ -1,0 +1,40 @@
+"""One camelCase spelling for Gemini request bodies, applied where a body enters.
+
+Gemini's JSON is proto JSON: every field may be sent as `function_call` or `functionCall` (Google's
+own curl samples use snake_case). The core only ever sees camelCase. Values that are data, not
+structure — call arguments, function results, schemas, labels — pass through byte for byte.
+"""
+
+import re
+from typing import Any
+
+# Fields whose value is the caller's data (or a schema in its own dialect): never renamed inside.
+OPAQUE = frozenset({"args", "response", "parameters", "parametersJsonSchema", "responseSchema",
+                    "responseJsonSchema", "labels", "metadata"})
+_SNAKE = re.compile(r"_([a-z0-9])")
+
+
+def camel(key: str) -> str:
+    return _SNAKE.sub(lambda m: m.group(1).upper(), key) if "_" in key and key[:1].isalpha() else key
+
+
+def to_camel_request(body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a Gemini request (or any part of one) with structural keys in camelCase.
+
+    Where both spellings of a field are sent, the camelCase one wins (proto JSON would refuse the
+    duplicate; keeping one is the lenient choice a proxy can make)."""
+    return _walk(body)  # type: ignore[return-value]
+
+
+def _walk(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_walk(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        name = camel(key)
+        if name in out and name != key:
+            continue  # the camelCase spelling was already there: it wins
+        out[name] = value if name in OPAQUE else _walk(value)
+    return out
