@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.mock.server import RECEIVED, start_mock
+from proxy.mock.server import ACCEPTED, RECEIVED, start_mock
 from proxy.server import make_app
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import GeminiUpstream
@@ -34,14 +34,16 @@ class LoopThread:
 class Stack:
     """Mock Gemini + front-end, both on ephemeral loopback ports."""
 
-    def __init__(self, max_body: int | None = None) -> None:
+    def __init__(self, max_body: int | None = None, wrap: Any = None) -> None:
+        """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection)."""
         self.lt = LoopThread()
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
         self.store = MemoryStore()
         self.upstream = GeminiUpstream(self.mock_url, api_key="test-key")
         kwargs = {"max_body": max_body} if max_body else {}
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
-        self.app = make_app(self.store, self.upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"},
+        upstream = wrap(self.upstream) if wrap else self.upstream
+        self.app = make_app(self.store, upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"},
                             schema_modes=[("gemini-3-pro*", "json")], **kwargs)
         self.runner, self.url = self.lt.run(self._start(self.app))
 
@@ -53,6 +55,11 @@ class Stack:
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return runner, f"http://127.0.0.1:{port}"
+
+    @property
+    def accepted(self) -> int:
+        """How many requests the mock accepted so far (RECEIVED keeps only the latest)."""
+        return self.mock_app[ACCEPTED][0]
 
     @property
     def received(self) -> list[dict[str, Any]]:

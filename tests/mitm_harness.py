@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from proxy.ca import generate_ca
-from proxy.mock.server import RECEIVED, start_mock
+from proxy.mock.server import ACCEPTED, RECEIVED, start_mock
 from tests.harness import LoopThread
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,6 +101,11 @@ class MitmStack:
         ctx = ssl.create_default_context(cafile=str(self.ca_cert))
         ctx.verify_flags |= ssl.VERIFY_X509_STRICT  # what Python 3.13 clients do by default
         return ctx
+
+    @property
+    def accepted(self) -> int:
+        """How many requests the mock accepted so far (RECEIVED keeps only the latest)."""
+        return self.mock_app[ACCEPTED][0]
 
     @property
     def received(self) -> list[dict]:

@@ -49,7 +49,7 @@ def test_codex_runs_a_shell_command_through_the_proxy(codex_bin: Path, stack, tm
     home.mkdir()
     work.mkdir()
     (home / "config.toml").write_text(config(stack.url, model))
-    before = len(stack.received)
+    before = stack.accepted
     marker = f"gtp-marker-{model}"
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(home), "GTP_API_KEY": "codex-key"}
     done = subprocess.run([str(codex_bin), "exec", "--json", "--skip-git-repo-check",
@@ -63,7 +63,7 @@ def test_codex_runs_a_shell_command_through_the_proxy(codex_bin: Path, stack, tm
     answer = [e["item"]["text"] for e in events if e.get("type") == "item.completed"
               and e["item"].get("type") == "agent_message"][-1]
     assert answer.startswith("Tool results: exec_command returned") and marker in answer
-    sent = stack.received[before:]
+    sent = stack.received[before - stack.accepted:]
     assert {r["model"] for r in sent} == {gemini}
     assert all(r["key"] == "codex-key" for r in sent)
     names = [d["name"] for d in sent[0]["body"]["tools"][0]["functionDeclarations"]]

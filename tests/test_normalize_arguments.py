@@ -85,9 +85,10 @@ def test_end_to_end_client_gets_typed_arguments_and_gemini_gets_its_own_back(cli
 
 
 def test_unknown_names_match_loosely_but_are_never_invented() -> None:
+    from proxy.from_gemini.client_call import match_name
     from proxy.tools.prepare_tools import prepare_tools
 
     tools = prepare_tools([{"type": "function", "name": "read_file"}, {"type": "function", "name": "write-file"}])
-    assert tools.match_name("Read-File") == "read_file"
-    assert tools.match_name("WRITE_FILE") == "write-file"
-    assert tools.match_name("delete_file") == "delete_file"
+    assert match_name(tools, "Read-File") == "read_file"
+    assert match_name(tools, "WRITE_FILE") == "write-file"
+    assert match_name(tools, "delete_file") == "delete_file"

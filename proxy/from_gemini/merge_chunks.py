@@ -2,19 +2,20 @@
 
 from typing import Any
 
+from proxy.wire.gemini import first_candidate_parts
+
 
 def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """The non-streaming answer: all parts in one candidate, like generateContent returns."""
     parts: list[dict[str, Any]] = []
     for c in chunks:
-        for cand in c.get("candidates") or []:
-            for p in (cand.get("content") or {}).get("parts") or []:
-                if parts and set(p) == {"text"} and set(parts[-1]) == {"text"}:
-                    parts[-1] = {"text": parts[-1]["text"] + p["text"]}
-                elif parts and set(p) == {"text", "thought"} and set(parts[-1]) == {"text", "thought"}:
-                    parts[-1] = {**parts[-1], "text": parts[-1]["text"] + p["text"]}
-                else:
-                    parts.append(dict(p))
+        for p in first_candidate_parts(c):
+            if parts and set(p) == {"text"} and set(parts[-1]) == {"text"}:
+                parts[-1] = {"text": parts[-1]["text"] + p["text"]}
+            elif parts and set(p) == {"text", "thought"} and set(parts[-1]) == {"text", "thought"}:
+                parts[-1] = {**parts[-1], "text": parts[-1]["text"] + p["text"]}
+            else:
+                parts.append(dict(p))
     last = chunks[-1] if chunks else {}
     merged = {k: v for k, v in last.items() if k != "candidates"}
     cands = last.get("candidates")

@@ -18,8 +18,3 @@ def add_part(parts: list[dict[str, Any]], part: dict[str, Any]) -> None:
     if part.get("text") == "" and "thoughtSignature" not in part:
         return
     parts.append(copy.deepcopy(part))
-
-
-def parts_of(chunk: dict[str, Any]) -> list[dict[str, Any]]:
-    cands = chunk.get("candidates") or []
-    return list((cands[0].get("content") or {}).get("parts") or []) if cands else []

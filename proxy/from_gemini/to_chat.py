@@ -11,6 +11,7 @@ from typing import Any
 
 from proxy import ids
 from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.client_call import client_call
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.to_responses import refuse_unrepresented
 from proxy.from_gemini.usage import map_usage
@@ -56,7 +57,7 @@ class ChatTranslator:
         if isinstance(fc, dict):
             if self._first_only and self.tool_calls:
                 return []  # parallel_tool_calls=false: the first call only
-            call = self._tools.client_call(part)
+            call = client_call(self._tools, part)
             delta = {"index": len(self.tool_calls), "id": call.call_id, "type": "function",
                      "function": {"name": qualified(call.ref.name, call.ref.namespace),  # Chat has no namespaces
                                   "arguments": json.dumps(call.args, ensure_ascii=False)}}

@@ -14,6 +14,7 @@ from typing import Any
 from proxy import ids
 from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.client_call import client_call
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.model_turn import add_part
 from proxy.from_gemini.usage import map_usage
@@ -150,7 +151,7 @@ class ResponsesTranslator:
 
     def _function_call(self, part: dict[str, Any]) -> list[Event]:
         events = self._close_open()
-        call = self._tools.client_call(part)
+        call = client_call(self._tools, part)
         ref = call.ref
         if ref.kind == "custom":
             events += self._custom_call(call.call_id, ref, call.args)

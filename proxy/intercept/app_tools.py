@@ -19,8 +19,12 @@ def repair_app_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _repair_declaration(decl: dict[str, Any]) -> dict[str, Any]:
     if "parameters" not in decl:
         return decl
+    try:
+        schema = json_schema_to_gemini(decl["parameters"])
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError):
+        return decl  # not a schema the repair can read: Gemini judges it as the app wrote it
     decl = dict(decl)
-    schema = json_schema_to_gemini(decl.pop("parameters"))
+    del decl["parameters"]
     if schema is not None:
         decl["parameters"] = schema
     return decl

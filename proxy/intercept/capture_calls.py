@@ -5,8 +5,8 @@ import logging
 from typing import Any
 
 from proxy import ids
-from proxy.from_gemini.model_turn import parts_of
 from proxy.signatures.call_record import CallRecord
+from proxy.wire.gemini import first_candidate_parts
 from proxy.wire.sse import SSEDecoder
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ class CallCapture:
         self.chunks += 1
         if isinstance(chunk.get("error"), dict):
             self.error = chunk["error"]
-        for part in parts_of(chunk):
+        for part in first_candidate_parts(chunk):
             fc = part.get("functionCall") if isinstance(part, dict) else None
             if isinstance(fc, dict) and isinstance(fc.get("name"), str):
                 gid = fc.get("id") if isinstance(fc.get("id"), str) else None

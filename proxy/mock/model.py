@@ -8,7 +8,10 @@ Behaviour, driven by the latest user text of the request:
 - otherwise: a text answer echoing the prompt, streamed in several chunks.
 Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for N rounds),
 `max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE`, `stream_error`,
-`slow SECONDS` (pause between stream chunks), `stringly` (every call argument sent as a string, as
+`slow SECONDS` (pause between stream chunks), `empty KIND` (a 200 with nothing usable, as Gemini
+sends on Gemini 3 call-id mismatches: `body` {}, `candidates` [], `parts` a STOP candidate with no
+parts, `thoughts` only a thought), `cut` (the answer ends without a finishReason, as when a load
+balancer closes the body early), `stringly` (every call argument sent as a string, as
 models sometimes do), `ignore_choice` (answer in text despite mode ANY unless the proxy's retry
 directive is in the system instruction; `ignore_choice always` ignores that too).
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.mock.validate import get, is_gemini3, sign
+from proxy.schema.json_pointer import resolve_ref
 from proxy.tools.forced_choice import DIRECTIVE as FORCED_DIRECTIVE
 
 DIRECTIVE = re.compile(r"\[\[mock:([a-z_]+)(?:\s+([^\]]*))?\]\]")
@@ -76,9 +80,8 @@ class ArgumentMaker:
         if not isinstance(s, dict) or depth > 12:
             return self.hints.get(name, "x")
         if isinstance(s.get("$ref"), str) and s["$ref"].startswith("#"):
-            target: Any = self.root
-            for key in s["$ref"][2:].split("/") if s["$ref"] != "#" else []:
-                target = target.get(key, {}) if isinstance(target, dict) else {}
+            target = resolve_ref(self.root, s["$ref"])
+            target = target if isinstance(target, dict) else {}
             return self.make({**target, **{k: v for k, v in s.items() if k != "$ref"}}, name, depth + 1)
         if "const" in s:
             return s["const"]
@@ -136,6 +139,14 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         code = int(directives["error"] or 500)
         name, msg = ERRORS.get(code, ("INTERNAL", "An internal error has occurred."))
         reply.error = (code, name, msg)
+        return reply
+    if "empty" in directives:
+        kind = directives["empty"] or "parts"
+        reply.chunks = [{"body": {}, "candidates": {"candidates": []},
+                         "thoughts": {"candidates": [{"content": {"role": "model", "parts": [
+                             {"text": "thinking", "thought": True}]}, "finishReason": "STOP", "index": 0}]},
+                         }.get(kind, {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP",
+                                                      "index": 0}]})]
         return reply
     if "block" in directives:
         reply.chunks = [{"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": _usage(body, "", 0),
@@ -197,6 +208,8 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         parts = [{"text": "This answer was cut"}]
         finish = "MAX_TOKENS"
     reply.chunks = _stream_chunks(parts, finish, body, model)
+    if "cut" in directives:
+        del reply.chunks[-1]["candidates"][0]["finishReason"]
     if "stream_error" in directives:
         reply.stream_error_after = 1
     return reply

@@ -19,6 +19,7 @@ from proxy.mock.model import respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
 
 RECEIVED = web.AppKey("received", collections.deque)
+ACCEPTED = web.AppKey("accepted", list)  # [count]: every request accepted, unlike RECEIVED which keeps the last 256
 MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
 NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
           "Please use API Key or other form of API consumer identity to call this API.")
@@ -99,6 +100,7 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         return _error(e)
     request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": key,
                                   "path": request.path_qs, "headers": dict(request.headers)})
+    request.app[ACCEPTED][0] += 1
     reply = respond(body, model)
     if reply.error:
         status, name, message = reply.error
@@ -142,6 +144,7 @@ async def list_models(request: web.Request) -> web.Response:
 def make_mock_app() -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[RECEIVED] = collections.deque(maxlen=256)
+    app[ACCEPTED] = [0]
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
     app.router.add_post("/v1internal:{method}", cloudcode)

@@ -176,7 +176,8 @@ class _Converter:
                     if k == "properties" and isinstance(v, dict):
                         node["properties"] = {**v, **(node.get("properties") or {})}
                     elif k == "required" and isinstance(v, list):
-                        node["required"] = list(dict.fromkeys([*(node.get("required") or []), *v]))
+                        node["required"] = list(dict.fromkeys(r for r in [*(node.get("required") or []), *v]
+                                                              if isinstance(r, str)))
                     else:
                         node.setdefault(k, v)
         node["\x00refs"] = refs
@@ -235,7 +236,7 @@ class _Converter:
             }
             required = node.get("required")
             if isinstance(required, list):
-                kept = [r for r in dict.fromkeys(required) if isinstance(r, str) and r in out["properties"]]
+                kept = [r for r in dict.fromkeys(r for r in required if isinstance(r, str)) if r in out["properties"]]
                 if kept:
                     out["required"] = kept
         extra = node.get("additionalProperties")

@@ -105,6 +105,10 @@ class GeminiWriter:
         self.check.feed(chunk)
         for part in first_candidate_parts(chunk):
             add_part(self.parts, part)
+        if chunk.get("candidates") == []:
+            # An empty list carries nothing, and google-genai's stream reader indexes candidates[0]
+            # (IndexError) before it could see the error event that follows.
+            chunk = {k: v for k, v in chunk.items() if k != "candidates"}
         return self._out(chunk)
 
     def finish(self) -> bytes:

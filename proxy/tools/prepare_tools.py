@@ -8,13 +8,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from proxy import ids
 from proxy.errors import ProxyError
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
-from proxy.schema.normalize_arguments import normalize_arguments
-from proxy.signatures.call_record import CallRecord
-from proxy.tools.tool_names import ToolNames, ToolRef, qualified
+from proxy.tools.tool_names import ToolNames, qualified
 
 log = logging.getLogger(__name__)
 
@@ -32,50 +29,6 @@ class PreparedTools:
 
     def gemini_tools(self) -> list[dict[str, Any]]:
         return [{"functionDeclarations": self.declarations}] if self.declarations else []
-
-    def match_name(self, gemini_name: str) -> str:
-        """A declared name for what Gemini called: exact, else ignoring case and `-`/`_`/`.` (never invented)."""
-        if gemini_name in self.names.refs or not self.names.refs:
-            return gemini_name
-        key = _loose(gemini_name)
-        found = [n for n in self.names.refs if _loose(n) == key]
-        return found[0] if len(found) == 1 else gemini_name
-
-    def client_call(self, part: dict[str, Any]) -> "ClientCall":
-        """What the client is shown for one Gemini functionCall part, and the record kept of it."""
-        fc = part["functionCall"]
-        gname = fc.get("name", "")
-        call_id = fc.get("id") or ids.call_id()
-        declared = self.match_name(gname)
-        ref = self.names.ref(declared)
-        original = fc.get("args") if isinstance(fc.get("args"), dict) else {}
-        args = self.normalize(declared, original)
-        record = CallRecord(call_id, ref.name, gname, fc.get("id"), part.get("thoughtSignature"),
-                            original if args != original else None)  # history replays what Gemini said
-        return ClientCall(ref, args, record)
-
-    def normalize(self, gemini_name: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Arguments fixed against the client's schema (see normalize_arguments); violations are logged."""
-        fixed, errors = normalize_arguments(args, self.schemas.get(gemini_name), fill_missing=self.fill_missing)
-        if errors:
-            log.warning("arguments of %s do not match its schema: %s", self.names.ref(gemini_name).name,
-                        "; ".join(errors[:5]))
-        return fixed
-
-
-@dataclass(frozen=True)
-class ClientCall:
-    ref: ToolRef               # the client's tool (name, namespace, function or custom)
-    args: dict[str, Any]       # normalized against the client's schema
-    record: CallRecord         # what is remembered to replay Gemini's own call later
-
-    @property
-    def call_id(self) -> str:
-        return self.record.call_id
-
-
-def _loose(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "").replace(".", "")
 
 
 def _function_fields(tool: dict[str, Any], index: int) -> dict[str, Any] | None:
@@ -125,14 +78,20 @@ def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, names
         decl["description"] = fn["description"]
     if isinstance(fn["parameters"], dict):
         prepared.schemas[decl["name"]] = fn["parameters"]
-    if prepared.json_schema_mode:
-        js = json_schema_for_gemini(fn["parameters"])
-        if js is not None:
-            decl["parametersJsonSchema"] = js
-    else:
-        schema = json_schema_to_gemini(fn["parameters"])
-        if schema is not None:
-            decl["parameters"] = schema
+    try:
+        if prepared.json_schema_mode:
+            js = json_schema_for_gemini(fn["parameters"])
+            if js is not None:
+                decl["parametersJsonSchema"] = js
+        else:
+            schema = json_schema_to_gemini(fn["parameters"])
+            if schema is not None:
+                decl["parameters"] = schema
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as e:
+        # What the converters cannot read is not JSON Schema: say so (OpenAI answers the same way).
+        raise ProxyError(f"Invalid schema for function '{fn['name']}': the proxy could not read it "
+                         f"({type(e).__name__}: {e}).", param=f"tools[{index}].parameters",
+                         code="invalid_function_parameters") from None
     prepared.declarations.append(decl)
     prepared.strict = prepared.strict or fn["strict"] is True
 
