@@ -16,7 +16,7 @@ from proxy.intercept.capture_calls import CallCapture
 from proxy.intercept.relay import RelayTurn
 from proxy.intercept.session_marker import take_marker
 from proxy.intercept.targets import Target, classify
-from proxy.wire.gemini import check_generate_request
+from proxy.wire.gemini import check_cloudcode_request, check_generate_request
 from proxy.wire.gemini_keys import to_camel_request
 from proxy.wire.json_body import check_json
 
@@ -77,6 +77,8 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiReq
     if not isinstance(raw_inner, dict):
         return None
     try:
+        if target.kind == "cloudcode":
+            check_cloudcode_request(body)
         check_json(raw_inner, strings=False)
         inner = to_camel_request(raw_inner)
         check_generate_request(inner)

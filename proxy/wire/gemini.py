@@ -109,6 +109,14 @@ class GenerateContentRequest(_Wire):
     cached_content: str | None = None
 
 
+class CloudCodeRequest(_Wire):
+    """Cloud Code Assist (`/v1internal:*GenerateContent`): the Gemini request wrapped with its model."""
+
+    model: str
+    project: str | None = None
+    request: dict[str, Any]
+
+
 class Candidate(_Wire):
     content: Content | None = None
     finish_reason: str | None = None
@@ -141,6 +149,15 @@ def check_generate_request(body: dict[str, Any], prefix: tuple[str | int, ...] =
         GenerateContentRequest.model_validate(body)
     except ValidationError as e:
         where, msg = _where(e, prefix)
+        raise ProxyError(f"Invalid JSON payload received. Invalid value at '{where}': {msg}.", param=where,
+                         code="invalid_value") from None
+
+
+def check_cloudcode_request(body: dict[str, Any]) -> None:
+    try:
+        CloudCodeRequest.model_validate(body)
+    except ValidationError as e:
+        where, msg = _where(e, ())
         raise ProxyError(f"Invalid JSON payload received. Invalid value at '{where}': {msg}.", param=where,
                          code="invalid_value") from None
 
