@@ -234,3 +234,51 @@ def test_forced_choice_keeps_other_finishes(stack: Stack) -> None:
         events = list(s)
     assert events[-1].type == "response.incomplete"
     assert stack.accepted - before == 3, "no retries for finishes that were not text"
+
+
+class CountCloses:
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.closed = inner, 0
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
+        return await self.inner.generate(model, body, api_key)
+
+    async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
+        chunks = await self.inner.stream(model, body, api_key)
+
+        async def gen() -> AsyncIterator[dict[str, Any]]:
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            finally:
+                self.closed += 1
+                await chunks.aclose()
+        return gen()
+
+
+def test_a_client_that_goes_away_closes_the_upstream_and_stores_nothing() -> None:
+    import http.client
+    import time
+    wrapper: list[CountCloses] = []
+    stack = Stack(wrap=lambda up: wrapper.append(CountCloses(up)) or wrapper[0])
+    try:
+        conn = http.client.HTTPConnection(stack.url.removeprefix("http://"), timeout=10)
+        conn.request("POST", "/v1/responses", body=json.dumps({
+            "model": "gemini-2.5-flash", "stream": True,
+            "input": "a long story about the sea and the wind and the stars [[mock:slow 0.3]]"}),
+            headers={"content-type": "application/json", "x-gtp-session": "gone"})
+        resp = conn.getresponse()
+        assert b"response.created" in resp.read1(4096)
+        conn.sock.close()  # the client goes away mid-stream
+        conn.close()
+        deadline = time.monotonic() + 10
+        while wrapper[0].closed == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert wrapper[0].closed == 1, "the upstream stream was closed"
+        assert not stack.store._session("gone").responses, "a turn the client never received is not stored"
+    finally:
+        stack.close()

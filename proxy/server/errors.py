@@ -63,8 +63,8 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
         what = {404: f"Unknown path {request.path}.", 405: f"Method {request.method} is not allowed on {request.path}."}
         return render(request, ProxyError(what.get(e.status, e.reason or "error"), status=e.status,
                                           type="not_found_error" if e.status == 404 else "invalid_request_error"))
-    except (ConnectionResetError, ConnectionAbortedError):
-        log.info("%s %s: the client went away", request.method, request.path)
+    except ConnectionError:
+        log.info("%s %s: the client went away", request.method, request.path)  # expected, no traceback
         raise
     except Exception:
         log.exception("unexpected error on %s %s", request.method, request.path)

@@ -5,7 +5,7 @@ It opens the upstream before the response starts (an error then is an ordinary e
 caller's protocol), writes each protocol's events as Gemini's chunks arrive (never buffered whole),
 and on *any* failure after the response started writes the protocol's terminal failure — never a
 bare cut. The writer (stream_writers.py) decides what a clean end means; a client that goes away
-closes the upstream and is logged at INFO.
+closes the upstream.
 """
 
 import logging
@@ -77,17 +77,13 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
         except ProxyError as e:
             log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
             await resp.write(writer.fail(e))
-        except (ConnectionResetError, ConnectionError):
-            raise
+        except ConnectionError:
+            raise  # the client went away: nothing can reach it (the middleware logs it at INFO)
         except Exception:
             log.exception("stream failed on %s %s", request.method, request.path)
             await resp.write(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
         await resp.write_eof()
         return resp
-    except (ConnectionResetError, ConnectionError):
-        log.info("%s %s: the client went away mid-stream", request.method, request.path)
-        ok = False
-        raise
     finally:
         await chunks.aclose()  # type: ignore[attr-defined]
         if on_end is not None:
