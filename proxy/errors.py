@@ -27,6 +27,22 @@ class UpstreamError(ProxyError):
 
     gemini_error: dict | None = None
 
+    @classmethod
+    def from_gemini(cls, err: dict | None, status: int | None = None, fallback: str = "") -> "UpstreamError":
+        """Gemini's error object as an error. From an HTTP answer (`status` given) the message is
+        Gemini's; from a stream, where no HTTP status tells what failed, it names the object's code and
+        status too ("Gemini error 500 INTERNAL: ..."); the status is then its `code`, else 502."""
+        message = (err or {}).get("message") or fallback
+        if status is None:
+            code = (err or {}).get("code")
+            status = code if isinstance(code, int) and 400 <= code < 600 else 502
+            head = " ".join(str(x) for x in (status, (err or {}).get("status")) if x)
+            text = f"Gemini error {head}: {message}"
+        else:
+            text = f"Gemini error: {message or f'HTTP {status}'}"
+        return cls(text, status=status, gemini_error=err,
+                   type="invalid_request_error" if 400 <= status < 500 else "server_error")
+
 
 @dataclass
 class PairingError(ProxyError):

@@ -9,6 +9,7 @@ maps it to its own incomplete/filtered shape.
 
 from typing import Any
 
+from proxy.errors import ProxyError
 from proxy.wire.gemini import first_candidate_parts
 
 NO_CANDIDATE = "Gemini answered without any candidate (no content, no finish reason and no block reason)."
@@ -67,3 +68,15 @@ class AnswerCheck:
     def answered_in_text(self) -> bool:
         """A clean text answer without a call: what a forced tool choice retries."""
         return self.finish in _CLEAN and self.usable and not self.called and not self.block
+
+
+# Answer parts the OpenAI protocols cannot carry yet (issue: images and files): refused, never dropped.
+UNREPRESENTED = ("inlineData", "fileData", "executableCode", "codeExecutionResult")
+
+
+def refuse_unrepresented(part: dict[str, Any], protocol: str) -> None:
+    for key in UNREPRESENTED:
+        if key in part:
+            raise ProxyError(f"Gemini answered with a {key} part, which this proxy cannot represent in the {protocol} "
+                             "API yet; the answer is refused rather than passed on without it.", status=502,
+                             type="server_error", code="unsupported_answer_part")

@@ -10,10 +10,9 @@ import time
 from typing import Any
 
 from proxy import ids
-from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call
 from proxy.from_gemini.finish_reason import map_finish_reason
-from proxy.from_gemini.to_responses import refuse_unrepresented
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.tools.prepare_tools import PreparedTools
@@ -39,7 +38,7 @@ class ChatTranslator:
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        """One Gemini chunk (checked by wire.gemini.check_answer; error chunks go to `error_chunk`)."""
+        """One Gemini chunk (checked by wire.gemini.checked; a failure goes to the writer's `fail`)."""
         self.check.feed(chunk)
         out: list[dict[str, Any]] = []
         if not self._started:

@@ -12,8 +12,7 @@ import json
 from typing import Any
 
 from proxy import ids
-from proxy.errors import ProxyError
-from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.model_turn import add_part
@@ -52,7 +51,7 @@ class ResponsesTranslator:
         return [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
-        """One Gemini chunk (checked by wire.gemini.check_answer; error chunks go to `fail`)."""
+        """One Gemini chunk (checked by wire.gemini.checked; a failure goes to `fail`)."""
         if self.done:
             return []
         self.check.feed(chunk)
@@ -229,14 +228,3 @@ class ResponsesTranslator:
         self._seq += 1
         return event
 
-
-# Answer parts the OpenAI protocols cannot carry yet (issue: images and files): refused, never dropped.
-UNREPRESENTED = ("inlineData", "fileData", "executableCode", "codeExecutionResult")
-
-
-def refuse_unrepresented(part: dict[str, Any], protocol: str) -> None:
-    for key in UNREPRESENTED:
-        if key in part:
-            raise ProxyError(f"Gemini answered with a {key} part, which this proxy cannot represent in the {protocol} "
-                             "API yet; the answer is refused rather than passed on without it.", status=502,
-                             type="server_error", code="unsupported_answer_part")

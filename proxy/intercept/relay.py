@@ -120,8 +120,7 @@ class RelayUpstream:
         kind, payload = first
         if kind == "error":
             status, err = payload
-            raise UpstreamError(f"Gemini error: {err.get('message', '')}", status, gemini_error=err,
-                                type="invalid_request_error" if status < 500 else "server_error")
+            raise UpstreamError.from_gemini(err, status)
         return self._chunks(turn, first)
 
     async def _chunks(self, turn: RelayTurn, first: tuple[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -141,8 +140,7 @@ class RelayUpstream:
         errors = [c for c in chunks if "error" in c]
         if errors:
             err = errors[0]["error"]
-            raise UpstreamError(f"Gemini error: {err.get('message', '')}", int(err.get("code") or 502),
-                                gemini_error=err, type="server_error")
+            raise UpstreamError.from_gemini(err, int(err.get("code") or 502))
         return merge_chunks(chunks)
 
 

@@ -6,13 +6,14 @@ from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.to_chat import ChatTranslator
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.stream import checked, run_stream
+from proxy.server.stream import run_stream
 from proxy.server.stream_writers import ChatWriter
 from proxy.to_gemini.chat_to_items import chat_messages_to_items
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.reasoning import structured_output, thinking_config
 from proxy.to_gemini.request_body import assemble_request
 from proxy.wire.chat import ChatRequest
+from proxy.wire.gemini import checked
 from proxy.wire.responses import wire_choice, wire_list
 
 # OpenAI's own wording for the two pairing errors of the Chat API (typo included).

@@ -17,10 +17,10 @@ from proxy.from_gemini.model_turn import add_part
 from proxy.intercept.tool_context import apply_tool_context
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.stream import checked, run_stream
+from proxy.server.stream import run_stream
 from proxy.server.stream_writers import GeminiWriter
 from proxy.signatures.sentinel import sign_unsigned_turns
-from proxy.wire.gemini import NativeRequest, check_generate_request, first_candidate_parts
+from proxy.wire.gemini import NativeRequest, check_generate_request, checked, first_candidate_parts
 from proxy.wire.gemini_keys import to_camel_request
 
 CONVERSATION_HEADER = "x-gtp-conversation"

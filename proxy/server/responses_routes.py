@@ -10,12 +10,13 @@ from proxy.from_gemini.response_object import response_skeleton
 from proxy.from_gemini.to_responses import ResponsesTranslator
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.stream import checked, run_stream
+from proxy.server.stream import run_stream
 from proxy.server.stream_writers import ResponsesWriter
 from proxy.store.base import StoredResponse, conversation_at
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.request_body import build_gemini_request
+from proxy.wire.gemini import checked
 from proxy.wire.responses import ResponsesRequest, wire_list
 
 log = logging.getLogger(__name__)

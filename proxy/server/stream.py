@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from proxy.errors import ProxyError, UpstreamError
-from proxy.wire.gemini import check_answer
+from proxy.errors import ProxyError
+from proxy.wire.gemini import checked
 
 log = logging.getLogger(__name__)
 INTERNAL = "The proxy failed while translating Gemini's answer; see its log."
@@ -36,23 +36,6 @@ class StreamWriter(Protocol):
     @property
     def failed(self) -> bool:
         """The client was told the answer failed."""
-
-
-def upstream_error(chunk: dict[str, Any]) -> UpstreamError:
-    """An `{"error": {...}}` chunk (Gemini's way of failing mid-stream) as an error."""
-    err = chunk["error"] if isinstance(chunk.get("error"), dict) else {"message": str(chunk.get("error"))}
-    code = err.get("code")
-    status = code if isinstance(code, int) and 400 <= code < 600 else 502
-    return UpstreamError(f"Gemini error {status} {err.get('status', '')}: {err.get('message', '')}".replace("  ", " "),
-                         status=status, type="server_error" if status >= 500 else "invalid_request_error",
-                         code="upstream_error", gemini_error=err)
-
-
-def checked(answer: Any) -> dict[str, Any]:
-    """A whole answer or a chunk, ready for a translator: errors raised, shape checked."""
-    if isinstance(answer, dict) and "error" in answer:
-        raise upstream_error(answer)
-    return check_answer(answer)
 
 
 async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],

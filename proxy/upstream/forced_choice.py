@@ -17,7 +17,7 @@ from proxy.errors import ProxyError, UpstreamError
 from proxy.from_gemini.answer_check import AnswerCheck
 from proxy.tools.forced_choice import forced_names, with_directive
 from proxy.upstream.base import Upstream
-from proxy.wire.gemini import check_answer
+from proxy.wire.gemini import checked
 
 log = logging.getLogger(__name__)
 Policy = Literal["retry", "error", "allow"]
@@ -34,12 +34,10 @@ def _ignored(retried: bool) -> UpstreamError:
 def _text_instead_of_call(chunks: list[dict[str, Any]]) -> bool:
     check = AnswerCheck()
     for chunk in chunks:
-        if "error" in chunk:
-            return False
         try:
-            check.feed(check_answer(chunk))
+            check.feed(checked(chunk))
         except ProxyError:
-            return False  # a broken answer: the pipeline reports it as such
+            return False  # an error or a broken answer: the pipeline reports it as such
     return check.answered_in_text()
 
 
@@ -98,11 +96,11 @@ async def _peek(chunks: AsyncIterator[dict[str, Any]]) -> tuple[list[dict[str, A
     try:
         async for chunk in chunks:
             held.append(chunk)
-            if "error" in chunk:
-                return held, False
             check = AnswerCheck()
-            with contextlib.suppress(ProxyError):
-                check.feed(check_answer(chunk))
+            try:
+                check.feed(checked(chunk))
+            except ProxyError:
+                return held, False  # an error or a broken chunk ends the peek; the pipeline reports it
             if check.called:
                 return held, True
     except BaseException:

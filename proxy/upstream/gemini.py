@@ -115,6 +115,4 @@ def _error_from(status: int, text: str) -> UpstreamError:
             err = body["error"]
     except json.JSONDecodeError:
         pass
-    message = (err or {}).get("message") or text[:500] or f"HTTP {status}"
-    kind = "invalid_request_error" if 400 <= status < 500 else "server_error"
-    return UpstreamError(f"Gemini error: {message}", status=status, type=kind, gemini_error=err)
+    return UpstreamError.from_gemini(err, status, fallback=text[:500])

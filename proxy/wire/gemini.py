@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from proxy.errors import ProxyError
+from proxy.errors import ProxyError, UpstreamError
 from proxy.wire.json_body import field_path
 
 _INSTANCE = re.compile(r" or instance of \w+")
@@ -143,23 +143,22 @@ def _where(e: ValidationError, prefix: tuple[str | int, ...]) -> tuple[str, str]
     return field_path([*prefix, *loc]), _INSTANCE.sub("", err["msg"])
 
 
-def check_generate_request(body: dict[str, Any], prefix: tuple[str | int, ...] = ()) -> None:
-    """Raise a 400 naming the first field whose shape Gemini would refuse (body already camelCase)."""
+def _check_request(model: type[_Wire], body: dict[str, Any]) -> None:
     try:
-        GenerateContentRequest.model_validate(body)
-    except ValidationError as e:
-        where, msg = _where(e, prefix)
-        raise ProxyError(f"Invalid JSON payload received. Invalid value at '{where}': {msg}.", param=where,
-                         code="invalid_value") from None
-
-
-def check_cloudcode_request(body: dict[str, Any]) -> None:
-    try:
-        CloudCodeRequest.model_validate(body)
+        model.model_validate(body)
     except ValidationError as e:
         where, msg = _where(e, ())
         raise ProxyError(f"Invalid JSON payload received. Invalid value at '{where}': {msg}.", param=where,
                          code="invalid_value") from None
+
+
+def check_generate_request(body: dict[str, Any]) -> None:
+    """Raise a 400 naming the first field whose shape Gemini would refuse (body already camelCase)."""
+    _check_request(GenerateContentRequest, body)
+
+
+def check_cloudcode_request(body: dict[str, Any]) -> None:
+    _check_request(CloudCodeRequest, body)
 
 
 def check_answer(chunk: Any) -> dict[str, Any]:
@@ -174,6 +173,15 @@ def check_answer(chunk: Any) -> dict[str, Any]:
         raise ProxyError(f"Gemini sent an answer of an unexpected shape at '{where}': {msg}.", status=502,
                          type="server_error", code="upstream_error") from None
     return chunk
+
+
+def checked(answer: Any) -> dict[str, Any]:
+    """A whole answer or a chunk, ready for a translator: Gemini's `{"error": ...}` (its way of failing
+    mid-stream) raised as an UpstreamError, the shape checked."""
+    if isinstance(answer, dict) and "error" in answer:
+        err = answer["error"]
+        raise UpstreamError.from_gemini(err if isinstance(err, dict) else {"message": str(err)})
+    return check_answer(answer)
 
 
 def first_candidate_parts(answer: dict[str, Any]) -> list[dict[str, Any]]:
