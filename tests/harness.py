@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.mock.server import ACCEPTED, RECEIVED, start_mock
+from proxy.mock.server import ACCEPTED, RECEIVED, SEEN, start_mock
 from proxy.server import make_app
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import GeminiUpstream
@@ -60,6 +60,11 @@ class Stack:
     def accepted(self) -> int:
         """How many requests the mock accepted so far (RECEIVED keeps only the latest)."""
         return self.mock_app[ACCEPTED][0]
+
+    @property
+    def seen(self) -> list[str]:
+        """Every request that reached the mock at all ("METHOD raw-path"), oldest first."""
+        return list(self.mock_app[SEEN])
 
     @property
     def received(self) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_requ
 
 RECEIVED = web.AppKey("received", collections.deque)
 ACCEPTED = web.AppKey("accepted", list)  # [count]: every request accepted, unlike RECEIVED which keeps the last 256
+SEEN = web.AppKey("seen", collections.deque)  # every request that reached the mock at all: "METHOD path?query"
 MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
 NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
           "Please use API Key or other form of API consumer identity to call this API.")
@@ -141,8 +142,15 @@ async def list_models(request: web.Request) -> web.Response:
         for m in MODELS]})
 
 
+@web.middleware
+async def _record(request: web.Request, handler: Any) -> web.StreamResponse:
+    request.app[SEEN].append(f"{request.method} {request.raw_path}")
+    return await handler(request)
+
+
 def make_mock_app() -> web.Application:
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[_record])
+    app[SEEN] = collections.deque(maxlen=1024)
     app[RECEIVED] = collections.deque(maxlen=256)
     app[ACCEPTED] = [0]
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)

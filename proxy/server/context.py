@@ -5,12 +5,14 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.errors import ProxyError
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import decode_carriers
 from proxy.store.base import SessionStore
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
+from proxy.wire.model_name import check_model_name
 from proxy.wire.responses import CustomToolCallItem, FunctionCallItem, FunctionCallOutputItem, InputItem
 
 SESSION_HEADER = "x-gtp-session"
@@ -31,7 +33,9 @@ class Context:
     fill_missing: bool = False  # opt-in null placeholders for missing required call arguments
 
     def gemini_model(self, name: str) -> str:
-        return self.aliases.get(name, name)
+        """The Gemini model a client's model name stands for, checked against Gemini's grammar
+        (it becomes part of the upstream URL)."""
+        return check_model_name(self.aliases.get(name, name))
 
     def json_schema_mode(self, gemini_model: str) -> bool:
         return schema_mode_for(gemini_model, self.schema_modes)
@@ -55,7 +59,10 @@ def parse_aliases(specs: list[str] | tuple[str, ...]) -> dict[str, str]:
         name, sep, target = spec.partition("=")
         if not sep or not name.strip() or not target.strip():
             raise ValueError(f"model alias must look like NAME=GEMINI_MODEL, not {spec!r}")
-        out[name.strip()] = target.strip()
+        try:
+            out[name.strip()] = check_model_name(target.strip())
+        except ProxyError as e:
+            raise ValueError(f"model alias {spec!r}: {e.message}") from None
     return out
 
 

@@ -106,6 +106,7 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
     if method not in METHODS or not model:
         raise ProxyError(f"Method {method or request.match_info['target']} not found: this proxy serves "
                          f"{' and '.join(METHODS)} on models.", status=404)
+    model = ctx.gemini_model(model)
     raw = await read_json(request)
     if not isinstance(raw, dict):
         raise ProxyError("Invalid JSON payload received. Expected an object.")

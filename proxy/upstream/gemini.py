@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from proxy.errors import UpstreamError
+from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
 
 log = logging.getLogger(__name__)
@@ -22,7 +24,10 @@ DEFAULT_READ_TIMEOUT = 300.0
 class GeminiUpstream:
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT) -> None:
-        self.base_url = base_url.rstrip("/")
+        base = URL(base_url.rstrip("/"))
+        if base.scheme not in ("http", "https") or not base.host or base.query_string or base.fragment:
+            raise ValueError(f"the Gemini base URL must be http(s)://host[:port][/path], not {base_url!r}")
+        self.base_url = str(base)
         self.api_key = api_key if api_key is not None else os.environ.get("GEMINI_API_KEY")
         self.api_version = api_version
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=read_timeout)
@@ -38,10 +43,13 @@ class GeminiUpstream:
             self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
         return self._session
 
-    def _url(self, model: str, stream: bool) -> str:
-        model = model.removeprefix("models/")
-        method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-        return f"{self.base_url}/{self.api_version}/models/{model}:{method}"
+    def _url(self, model: str, stream: bool) -> URL:
+        """Built from validated parts only: the model is checked against Gemini's grammar (a 400
+        before any request otherwise) and becomes one path segment; the query is ours alone."""
+        collection, model_id = model_resource(model)
+        method = "streamGenerateContent" if stream else "generateContent"
+        url = URL(self.base_url).joinpath(self.api_version, collection, f"{model_id}:{method}")
+        return url.with_query(alt="sse") if stream else url
 
     def _headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"content-type": "application/json"}
