@@ -13,6 +13,7 @@ from aiohttp import web
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.mock.server import start_mock
 from proxy.server import make_app
+from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
 from proxy.store import MemoryStore
 from proxy.tools.schema_mode import parse_schema_modes
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="seconds to connect upstream")
     serve.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
                        help="seconds to wait between bytes from upstream")
+    _auth_arguments(serve)
 
     ca = sub.add_parser("ca", help="generate the proxy's CA (mitmproxy layout) into a directory")
     ca.add_argument("--dir", default=str(CERTS_DIR), help=f"target directory (default {CERTS_DIR})")
@@ -70,12 +72,36 @@ def _parser() -> argparse.ArgumentParser:
     mitm.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
                       help="serve a client's model name with a Gemini model (repeatable)")
     mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
+    _auth_arguments(mitm)
     mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
 
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
     mock.add_argument("--port", type=int, default=DEFAULT_MOCK_PORT, help=f"port (default {DEFAULT_MOCK_PORT})")
     return p
+
+
+def _auth_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--api-key", action="append", default=[], metavar="KEY",
+                   help=f"a key clients must present to the front-end (repeatable; also --api-keys-file and "
+                        f"${KEYS_ENV}); Gemini is then called with the server's GEMINI_API_KEY")
+    p.add_argument("--api-keys-file", metavar="FILE", help="file of client keys, one per line (# comments)")
+    p.add_argument("--allow-unauthenticated", action="store_true",
+                   help="allow listening beyond loopback without client keys (only behind something that "
+                        "authenticates)")
+
+
+def _keys(args: argparse.Namespace, *hosts: str) -> ClientKeys:
+    """The client keys, or exit with a clear message (bad keys, or an open bind without any)."""
+    try:
+        keys = load_keys(args.api_key, args.api_keys_file)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    for host in hosts:
+        refusal = refuse_open_bind(host, keys, args.allow_unauthenticated, "--allow-unauthenticated")
+        if refusal:
+            raise SystemExit(f"error: {refusal}")
+    return keys
 
 
 async def _until_stopped() -> None:
@@ -99,6 +125,7 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    keys = _keys(args, args.host)
     runners = []
     base = args.upstream
     if base == "mock":
@@ -111,10 +138,12 @@ async def _serve(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {e}") from None
     upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout)
     runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes,
-                                        fill_missing=args.fill_missing_required, forced_choice=args.forced_choice),
+                                        fill_missing=args.fill_missing_required, forced_choice=args.forced_choice,
+                                        keys=keys),
                                args.host, args.port)
     runners.append(runner)
-    log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s)", args.host, args.port, base)
+    log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s)", args.host, args.port, base,
+             f"{len(keys)} client key(s)" if keys else "no client authentication")
     print(f"gemini-tool-proxy ready on http://{args.host}:{args.port}", flush=True)
     try:
         await _until_stopped()
@@ -144,12 +173,16 @@ def _ca(args: argparse.Namespace) -> None:
 def _mitm(args: argparse.Namespace) -> None:
     from mitmproxy.tools.main import mitmdump
 
+    _keys(args)  # the addon checks both addresses (its options are the same for plain mitmdump)
     ensure_ca(Path(args.confdir))
+    auth = [*[a for key in args.api_key for a in ("--set", f"gtp_api_key={key}")],
+            *(["--set", f"gtp_api_keys_file={args.api_keys_file}"] if args.api_keys_file else []),
+            *(["--set", "gtp_allow_unauthenticated=true"] if args.allow_unauthenticated else [])]
     mitmdump(["-s", str(ADDON_SCRIPT), "--listen-host", args.listen_host, "--listen-port", str(args.listen_port),
               "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys
               "--set", f"gtp_frontend_port={args.port}", "--set", f"gtp_upstream={args.upstream}",
               *[a for alias in args.model_alias for a in ("--set", f"gtp_model_aliases={alias}")],
-              *args.mitmdump_args])
+              *auth, *args.mitmdump_args])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,6 @@
 """Errors raised by the translation core; the shell renders them in the caller's protocol."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -16,6 +16,7 @@ class ProxyError(Exception):
     param: str | None = None
     code: str | None = None
     type: str = "invalid_request_error"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After, WWW-Authenticate
 
     def __str__(self) -> str:
         return self.message

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from proxy.mock.server import ACCEPTED, RECEIVED, SEEN, start_mock
 from proxy.server import make_app
+from proxy.server.auth import ClientKeys
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import GeminiUpstream
 
@@ -34,13 +35,15 @@ class LoopThread:
 class Stack:
     """Mock Gemini + front-end, both on ephemeral loopback ports."""
 
-    def __init__(self, max_body: int | None = None, wrap: Any = None) -> None:
+    def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None) -> None:
         """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection)."""
         self.lt = LoopThread()
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
         self.store = MemoryStore()
         self.upstream = GeminiUpstream(self.mock_url, api_key="test-key")
-        kwargs = {"max_body": max_body} if max_body else {}
+        kwargs: dict[str, Any] = {"max_body": max_body} if max_body else {}
+        if keys:
+            kwargs["keys"] = ClientKeys(keys)
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
         upstream = wrap(self.upstream) if wrap else self.upstream
         self.app = make_app(self.store, upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"},

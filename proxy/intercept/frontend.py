@@ -39,7 +39,8 @@ class Frontend:
         else:
             upstream = GeminiUpstream(base)
         app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
-                       fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice)
+                       fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice,
+                       keys=self.options.keys)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)

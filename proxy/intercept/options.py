@@ -8,6 +8,7 @@ from mitmproxy import ctx, exceptions
 
 from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER
 from proxy.intercept.relay import DEFAULT_TIMEOUT
+from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.forced_choice import POLICIES
@@ -21,6 +22,7 @@ class Options:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         self.schema_modes: list[tuple[str, str]] = []
+        self.keys = ClientKeys(())
 
     def load(self, loader: Any) -> None:
         loader.add_option("gtp_frontend_port", int, 8741,
@@ -58,9 +60,30 @@ class Options:
         loader.add_option("gtp_placeholder", str, DEFAULT_PLACEHOLDER,
                           "Model text that stands for an earlier captured call in an app's history; such turns "
                           "are rewritten into the real functionCall and functionResponse turns.")
+        loader.add_option("gtp_api_key", Sequence[str], [],
+                          f"Keys clients must present to the front-end (also gtp_api_keys_file and ${KEYS_ENV}); "
+                          "Gemini is then called with the server's GEMINI_API_KEY, and sessions are per key.")
+        loader.add_option("gtp_api_keys_file", str | None, None, "File of front-end client keys, one per line.")
+        loader.add_option("gtp_allow_unauthenticated", bool, False,
+                          "Allow the front-end without keys, or the proxy itself without proxyauth, to listen "
+                          "beyond loopback (only behind something that authenticates).")
         loader.add_option("gtp_route", str | None, None,
                           "host:port every upstream connection goes to instead (a local Gemini, for testing; "
                           "use with connection_strategy=lazy). TLS still names the original host.")
+
+    def _refuse_open_binds(self) -> None:
+        opts = ctx.options
+        allow = opts.gtp_allow_unauthenticated
+        # mitmproxy's listen_host "" means every interface; the proxy authenticates only with proxyauth.
+        proxy_host = getattr(opts, "listen_host", "127.0.0.1") or "0.0.0.0"
+        if not (getattr(opts, "proxyauth", None) or allow or is_loopback(proxy_host)):
+            raise exceptions.OptionsError(
+                f"refusing to intercept on {proxy_host}: the proxy has no client authentication. Pass "
+                "--listen-host 127.0.0.1, set proxyauth, or set gtp_allow_unauthenticated=true.")
+        if opts.gtp_frontend_port >= 0:
+            refusal = refuse_open_bind(opts.gtp_frontend_host, self.keys, allow, "gtp_allow_unauthenticated=true")
+            if refusal:
+                raise exceptions.OptionsError(refusal)
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -84,5 +107,13 @@ class Options:
                 ("http://", "https://"))):
             raise exceptions.OptionsError(f"gtp_upstream must be an http(s) URL, 'mock' or 'relay', "
                                           f"not {opts.gtp_upstream!r}")
+        if updated & {"gtp_api_key", "gtp_api_keys_file"}:
+            try:
+                self.keys = load_keys(opts.gtp_api_key, opts.gtp_api_keys_file)
+            except ValueError as e:
+                raise exceptions.OptionsError(str(e)) from None
+        if updated & {"listen_host", "proxyauth", "gtp_allow_unauthenticated", "gtp_frontend_host", "gtp_api_key",
+                      "gtp_api_keys_file", "gtp_frontend_port"}:
+            self._refuse_open_binds()
         if opts.gtp_upstream == "relay" and not opts.gtp_relay:
             raise exceptions.OptionsError("gtp_upstream=relay needs gtp_relay (a URL or a command line)")

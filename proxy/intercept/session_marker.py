@@ -6,7 +6,7 @@ Removed from every user text part before the request leaves (the app's history r
 import re
 from typing import Any
 
-MARKER = re.compile(r"\s*<session:([A-Za-z0-9_.:\-]{1,128})>\s*")
+MARKER = re.compile(r"\s*<session:([A-Za-z0-9_.:\-]{1,160})>\s*")
 
 
 def marker_text(session: str) -> str:

@@ -1,7 +1,10 @@
-"""Build the front-end application; the CLI and (later) the mitmproxy addon run it."""
+"""Build the front-end application; the CLI and the mitmproxy addon run it."""
+
+from typing import Any
 
 from aiohttp import web
 
+from proxy.server.auth import ClientKeys, authenticate
 from proxy.server.chat_routes import chat_completions
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware
@@ -17,17 +20,26 @@ from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
 MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Inside the error middleware, so a 401 is rendered in the caller's protocol."""
+    authenticate(request, request.app[CONTEXT].keys)
+    return await handler(request)
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
 def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_BYTES,
              aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
-             fill_missing: bool = False, forced_choice: Policy = "retry") -> web.Application:
-    app = web.Application(middlewares=[error_middleware], client_max_size=max_body)
+             fill_missing: bool = False, forced_choice: Policy = "retry",
+             keys: ClientKeys | None = None) -> web.Application:
+    app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=max_body)
     upstream = ForcedChoiceUpstream(upstream, forced_choice)
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
-                           schema_modes=list(schema_modes or []), fill_missing=fill_missing)
+                           schema_modes=list(schema_modes or []), fill_missing=fill_missing,
+                           keys=keys or ClientKeys(()))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)

@@ -6,6 +6,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import decode_carriers
 from proxy.store.base import SessionStore
@@ -31,6 +32,7 @@ class Context:
     # (model pattern, "json" | "parameters") rules; see translate/prepare_tools.schema_mode_for.
     schema_modes: list[tuple[str, str]] = field(default_factory=list)
     fill_missing: bool = False  # opt-in null placeholders for missing required call arguments
+    keys: ClientKeys = field(default_factory=lambda: ClientKeys(()))  # none: no authentication (loopback)
 
     def gemini_model(self, name: str) -> str:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar
@@ -70,13 +72,13 @@ CONTEXT = web.AppKey("context", Context)
 
 
 def session_of(request: web.Request) -> str:
-    """The session a request belongs to: the x-gtp-session header, else the default session."""
-    return request.headers.get(SESSION_HEADER) or DEFAULT_SESSION
+    """The session a request belongs to: the x-gtp-session header, else the default session,
+    inside the authenticated client's scope (auth.py)."""
+    return scoped_session(request, request.headers.get(SESSION_HEADER) or DEFAULT_SESSION, SESSION_HEADER)
 
 
 def api_key_of(request: web.Request) -> str | None:
-    """The caller's Gemini key (never logged): Bearer token or x-goog-api-key; None -> GEMINI_API_KEY."""
-    auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer ") and auth[7:].strip():
-        return auth[7:].strip()
-    return request.headers.get("x-goog-api-key") or request.query.get("key") or None
+    """The Gemini key for this request (never logged): the caller's own when the front-end has no
+    client keys; with client keys the caller's key only admitted it, and the server's key
+    (GEMINI_API_KEY) is used (None)."""
+    return None if SCOPE in request else presented_key(request)

@@ -44,7 +44,7 @@ def openai_error_body(e: ProxyError) -> dict[str, Any]:
 
 def render(request: web.Request, e: ProxyError) -> web.Response:
     body = gemini_error_body(e) if is_gemini_path(request.path) else openai_error_body(e)
-    return web.json_response(body, status=e.status)
+    return web.json_response(body, status=e.status, headers=e.headers)
 
 
 @web.middleware

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.errors import ProxyError
 from proxy.intercept.output_pairing import pair_outputs
+from proxy.server.auth import SCOPE, scoped_session
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import read_json, validate
 from proxy.tools.prepare_tools import prepare_tools
@@ -39,44 +40,56 @@ class ToolOutputs(BaseModel):
 
 async def put_tools(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
-    session = request.match_info["session"]
+    name, session = _session(request)
     req = validate(SessionTools, await read_json(request))
     prepared = prepare_tools(req.tools)
     config = tool_choice_to_config(req.tool_choice, prepared)
     await ctx.store.set_tools(session, prepared.declarations, config, prepared.names.to_client)
-    return web.json_response({"session": session, "functionDeclarations": prepared.declarations,
+    return web.json_response({**_names(request, name, session), "functionDeclarations": prepared.declarations,
                               "toolConfig": config})
 
 
 async def get_session(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
-    session = request.match_info["session"]
+    name, session = _session(request)
     tc = await ctx.store.get_tool_context(session)
     if tc is None:
-        raise ProxyError(f"Session '{session}' has no tools or captured calls.", status=404, param="session")
+        raise ProxyError(f"Session '{name}' has no tools or captured calls.", status=404, param="session")
     rounds = [{"calls": [{"call_id": c.call_id, "name": tc.client_names.get(c.gemini_name, c.name),
                           "arguments": json.dumps(c.args or {}, ensure_ascii=False)} for c in r.calls],
                "outputs": r.results} for r in tc.rounds]
-    return web.json_response({"session": session, "functionDeclarations": tc.declarations,
+    return web.json_response({**_names(request, name, session), "functionDeclarations": tc.declarations,
                               "toolConfig": tc.tool_config, "rounds": rounds})
 
 
 async def post_outputs(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
-    session = request.match_info["session"]
+    name, session = _session(request)
     req = validate(ToolOutputs, await read_json(request))
     outputs = [(o.call_id, o.output if isinstance(o.output, dict) else {"output": o.output}) for o in req.outputs]
     results = pair_outputs(await ctx.store.get_tool_context(session), outputs)
     unknown = await ctx.store.add_results(session, results)
     if unknown:
         raise ProxyError(f"No tool call found for function call output with call_id {unknown[0]}.", param="outputs")
-    return web.json_response({"session": session, "recorded": list(results)})
+    return web.json_response({**_names(request, name, session), "recorded": list(results)})
 
 
 async def delete_session(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
-    await ctx.store.drop_tool_context(request.match_info["session"])
+    await ctx.store.drop_tool_context(_session(request)[1])
     return web.json_response({"deleted": True})
+
+
+def _session(request: web.Request) -> tuple[str, str]:
+    """(the name the client used, the store's name for it within the client's scope)."""
+    name = request.match_info["session"]
+    return name, scoped_session(request, name, "session")
+
+
+def _names(request: web.Request, name: str, session: str) -> dict[str, str]:
+    """The session as the client named it; with authentication also the name intercepted traffic uses
+    for it (the x-gtp-session header or <session:ID> marker an app sends through the addon)."""
+    return {"session": name, "intercept_session": session} if SCOPE in request else {"session": name}
 
 
 def add_routes(app: web.Application) -> None:

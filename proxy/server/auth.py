@@ -1,0 +1,126 @@
+"""Front-end authentication: who is calling, and which sessions are theirs.
+
+With no keys configured the front-end is a loopback tool for one user (the CLI refuses a
+non-loopback bind then, unless told `--allow-unauthenticated`). With keys, every route but
+`/healthz` needs one, in the header the caller's protocol uses (`Authorization: Bearer`,
+`x-goog-api-key`, `?key=`); the key then only admits the client, and Gemini is called with the
+server's own key. Each key is a principal: its sessions, stored responses and conversations live
+under a scope derived from the key (`c-` + 12 hex digits of its SHA-256, the same on every
+instance), so two clients never share `default` and never see each other's state.
+"""
+
+import hashlib
+import hmac
+import ipaddress
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from aiohttp import web
+
+from proxy.errors import ProxyError
+
+KEYS_ENV = "GTP_API_KEYS"
+SESSION_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")  # as session markers spell them
+# A key shorter than this is refused: guessable keys on a network port spend the operator's quota.
+MIN_KEY_LENGTH = 16
+
+
+def scope_of(key: str) -> str:
+    return "c-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class ClientKeys:
+    """The keys that admit clients; looked up by digest, compared in constant time."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self._by_digest: dict[bytes, str] = {}
+        for key in keys:
+            if len(key) < MIN_KEY_LENGTH:
+                raise ValueError(f"an API key must be at least {MIN_KEY_LENGTH} characters "
+                                 f"(one given has {len(key)})")
+            self._by_digest[hashlib.sha256(key.encode()).digest()] = scope_of(key)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_digest)
+
+    def __len__(self) -> int:
+        return len(self._by_digest)
+
+    def scope(self, presented: str | None) -> str | None:
+        """The presented key's scope, or None when it admits no one."""
+        if not presented:
+            return None
+        digest = hashlib.sha256(presented.encode()).digest()
+        for known, scope in self._by_digest.items():
+            if hmac.compare_digest(known, digest):
+                return scope
+        return None
+
+
+def load_keys(keys: Iterable[str] = (), keys_file: str | None = None, env: dict[str, str] | None = None) -> ClientKeys:
+    """Keys from `--api-key`, a keys file (one per line, `#` comments) and `$GTP_API_KEYS`
+    (comma or whitespace separated). A bad file or short key is a ValueError naming it."""
+    found = [k.strip() for k in keys if k.strip()]
+    if keys_file:
+        try:
+            text = Path(keys_file).read_text()
+        except OSError as e:
+            raise ValueError(f"cannot read the API keys file {keys_file}: {e.strerror or e}") from None
+        found += [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    found += re.split(r"[\s,]+", (env if env is not None else os.environ).get(KEYS_ENV, "").strip())
+    return ClientKeys(k for k in found if k)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything
+
+
+def refuse_open_bind(host: str, keys: ClientKeys, allow_unauthenticated: bool, flag: str) -> str | None:
+    """The message that stops a start-up binding `host` with no keys, or None when it may go on."""
+    if keys or allow_unauthenticated or is_loopback(host):
+        return None
+    return (f"refusing to listen on {host} without authentication: anyone who reaches it could spend the "
+            f"operator's Gemini key and read every session. Give client keys (--api-key, --api-keys-file or "
+            f"${KEYS_ENV}), bind 127.0.0.1, or pass {flag} if something in front of it authenticates.")
+
+
+def presented_key(request: web.BaseRequest) -> str | None:
+    """The key in the caller's usual place: `Authorization: Bearer` (OpenAI), `x-goog-api-key` or
+    `?key=` (Gemini)."""
+    auth = request.headers.get("authorization", "")
+    if auth[:7].lower() == "bearer " and auth[7:].strip():
+        return auth[7:].strip()
+    return request.headers.get("x-goog-api-key") or request.query.get("key") or None
+
+
+SCOPE = web.RequestKey("scope", str)  # the authenticated client's scope (absent when auth is off)
+OPEN_PATHS = frozenset({"/healthz"})
+
+
+def authenticate(request: web.Request, keys: ClientKeys) -> None:
+    """Admit the request or raise a 401 (rendered in the caller's protocol by the error middleware)."""
+    if not keys or request.path in OPEN_PATHS:
+        return
+    scope = keys.scope(presented_key(request))
+    if scope is None:
+        given = presented_key(request) is not None
+        raise ProxyError("Incorrect API key provided." if given else
+                         "Missing API key: send it as 'Authorization: Bearer KEY', 'x-goog-api-key' or '?key='.",
+                         status=401, code="invalid_api_key", type="invalid_request_error")
+    request[SCOPE] = scope
+
+
+def scoped_session(request: web.Request, name: str, param: str) -> str:
+    """The store's name for a client's session: the client's scope, then the name it used."""
+    if not SESSION_NAME.fullmatch(name):
+        raise ProxyError(f"Invalid session name {name[:80]!r}: 1 to 128 letters, digits or '_.:-'.",
+                         param=param, code="invalid_value")
+    scope = request.get(SCOPE)
+    return f"{scope}:{name}" if scope else name
