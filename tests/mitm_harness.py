@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MITMDUMP = Path(sys.executable).with_name("mitmdump")
 GOOGLE_HOSTS = ["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com",
                 "us-central1-aiplatform.googleapis.com", "aiplatform.googleapis.com", "www.googleapis.com"]
+FOREIGN_HOST = "not-google.example"  # also served by the mock's certificate: a destination the addon must leave alone
 
 
 def free_port() -> int:
@@ -45,7 +46,8 @@ def upstream_tls(tmp: Path) -> tuple[ssl.SSLContext, Path]:
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, GOOGLE_HOSTS[0])]))
             .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in GOOGLE_HOSTS]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in [*GOOGLE_HOSTS, FOREIGN_HOST]]),
+                           critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256()))
     (tmp / "leaf.pem").write_bytes(leaf.public_bytes(serialization.Encoding.PEM))

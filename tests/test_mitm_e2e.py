@@ -255,3 +255,24 @@ def test_outputs_without_call_ids_pair_by_position(mitm: MitmStack) -> None:
     calls = run(session_state(mitm, "pos"))["rounds"][-1]["calls"]
     assert [outputs[c["call_id"]]["output"] for c in calls] == ["noon", "warm"]
     assert run(post_outputs(mitm, "pos", [{"output": "one too many"}])) == 400
+
+
+def test_spoofed_host_header_is_not_intercepted(mitm: MitmStack) -> None:
+    """Issue 8 item 3: a request that really goes to another host but claims Google's in its Host
+    header passes through untouched: no session tools, the marker stays, nothing captured."""
+    from tests.mitm_harness import FOREIGN_HOST
+
+    run(set_tools(mitm, "spoof", [WEATHER]))
+    own = {"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": {"type": "object"}}]}
+    body = {"contents": [user("<session:spoof> call get_weather city=Paris")], "tools": [own]}
+    before = mitm.accepted
+    status, _, _ = run(gemini(mitm, f"https://{FOREIGN_HOST}/v1beta/models/gemini-2.5-flash:generateContent", body,
+                              headers={"Host": "generativelanguage.googleapis.com", "x-gtp-session": "spoof"}))
+    assert status == 200 and mitm.accepted == before + 1
+    rec = mitm.received[-1]
+    assert rec["body"] == body, "the request went elsewhere than its Host header says: not ours to touch"
+    assert rec["headers"].get("x-gtp-session") == "spoof"
+    assert run(session_state(mitm, "spoof")).get("rounds") == []
+    # The same request to the host it names is intercepted as before.
+    status, _, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:generateContent", body))
+    assert status == 200 and mitm.received[-1]["body"]["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"

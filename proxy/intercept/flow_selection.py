@@ -1,15 +1,21 @@
 """Where the addon decides to touch a flow: a POST to a Gemini generate path on an intercepted
 host, with a JSON body that passes the Gemini wire model. Everything else passes through untouched.
 
+The host is the connection's real destination (the CONNECT target, an absolute-form URL's host, or
+in transparent mode the TLS server name, which mitmproxy verifies upstream), never a Host header
+the client wrote: a request whose Host header names another host than where it goes is not ours.
+
 The decision is made once per flow (the first addon to ask); the result rides in flow.metadata.
 """
 
 import fnmatch
+import ipaddress
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from mitmproxy import http
+from mitmproxy.net.http import url
 
 from proxy.errors import ProxyError
 from proxy.intercept.capture_calls import CallCapture
@@ -59,10 +65,30 @@ def select(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], session_head
     return found
 
 
+def destination(flow: http.HTTPFlow) -> str | None:
+    """The host name the request really goes to, or None when its Host header names another."""
+    host = flow.request.host.lower().rstrip(".")
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        host = (flow.client_conn.sni or host).lower().rstrip(".")  # transparent mode: the verified server name
+    except ValueError:
+        pass
+    header = flow.request.host_header
+    if header:
+        try:
+            claimed = url.parse_authority(header, check=True)[0].lower().rstrip(".")
+        except ValueError:
+            return None
+        if claimed != host:
+            return None
+    return host
+
+
 def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiRequest | None:
     if flow.response or flow.error or not flow.live or flow.request.method != "POST":
         return None
-    if not any(fnmatch.fnmatch(flow.request.pretty_host, pattern) for pattern in hosts):
+    host = destination(flow)
+    if host is None or not any(fnmatch.fnmatch(host, pattern) for pattern in hosts):
         return None
     target = classify(flow.request.path)
     if target is None:
