@@ -7,7 +7,7 @@ Schema for that tool:
   a number or bool -> string, "null" -> null when allowed, enums matched case-insensitively;
 - a missing required field gets the schema's `default`; it is never invented unless the
   `fill_missing` option asks for a null placeholder;
-- what still does not validate (jsonschema) is reported, not blocked.
+- what still does not validate (jsonschema, regexes on RE2: argument_validator.py) is reported, not blocked.
 """
 
 import hashlib
@@ -16,8 +16,7 @@ import logging
 import re
 from typing import Any
 
-import jsonschema
-
+from proxy.schema.argument_validator import validator_for
 from proxy.schema.json_pointer import resolve_ref
 
 log = logging.getLogger(__name__)
@@ -146,9 +145,8 @@ def _errors(value: Any, schema: Any, root: dict[str, Any]) -> list[str]:
     if isinstance(schema, dict) and root is not schema:
         schema = {**schema, "$defs": root.get("$defs", {}), "definitions": root.get("definitions", {})}
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:200]}"
-                for e in cls(schema).iter_errors(value)]
+                for e in validator_for(schema).iter_errors(value)]
     except Exception as e:  # noqa: BLE001 - a schema jsonschema cannot use (a JS-style pattern, an odd keyword)
         _skip_once(schema, f"validation skipped: {type(e).__name__}: {e}")
         return []  # validates nothing: the arguments pass through
