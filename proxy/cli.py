@@ -18,7 +18,14 @@ from proxy.server.context import parse_aliases
 from proxy.store import MemoryStore
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.forced_choice import POLICIES
-from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, GeminiUpstream
+from proxy.upstream.gemini import (
+    DEFAULT_BASE_URL,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_TOTAL_TIMEOUT,
+    GeminiUpstream,
+)
+from proxy.upstream.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 DEFAULT_PORT = 8741
 DEFAULT_MOCK_PORT = 8742
@@ -27,6 +34,20 @@ PROJECT = Path(__file__).resolve().parents[1]
 CERTS_DIR = PROJECT / "certs"
 ADDON_SCRIPT = PROJECT / "addons" / "gemini_tools.py"
 log = logging.getLogger("gemini-tool-proxy")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,10 +71,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--forced-choice", choices=POLICIES, default="retry",
                        help="when Gemini ignores a forced tool_choice: retry once with a directive, then fail "
                             "(retry, default), fail at once (error), or pass its answer on (allow)")
-    serve.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
+    serve.add_argument("--connect-timeout", type=_seconds, default=DEFAULT_CONNECT_TIMEOUT,
                        help="seconds to connect upstream")
-    serve.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
-                       help="seconds to wait between bytes from upstream")
+    serve.add_argument("--read-timeout", type=_seconds, default=DEFAULT_READ_TIMEOUT,
+                       help=f"seconds Gemini may send nothing meaningful (no whole event) before the first byte "
+                            f"and between events of a stream (default {DEFAULT_READ_TIMEOUT:g})")
+    serve.add_argument("--total-timeout", type=_seconds, default=DEFAULT_TOTAL_TIMEOUT,
+                       help=f"seconds for a whole upstream exchange, retries included (default "
+                            f"{DEFAULT_TOTAL_TIMEOUT:g})")
+    serve.add_argument("--max-retries", type=_count, default=DEFAULT_MAX_RETRIES,
+                       help=f"retries of a 429/500/503 or failed connection before anything reached the client, "
+                            f"with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})")
     _auth_arguments(serve)
 
     ca = sub.add_parser("ca", help="generate the proxy's CA (mitmproxy layout) into a directory")
@@ -136,7 +164,11 @@ async def _serve(args: argparse.Namespace) -> None:
         aliases, modes = parse_aliases(args.model_alias), parse_schema_modes(args.schema_mode)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
-    upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout)
+    try:
+        upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
+                                  total_timeout=args.total_timeout, retry=RetryPolicy(args.max_retries))
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
     runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes,
                                         fill_missing=args.fill_missing_required, forced_choice=args.forced_choice,
                                         keys=keys),

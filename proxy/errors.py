@@ -27,6 +27,7 @@ class UpstreamError(ProxyError):
     """Gemini answered with an error; `gemini_error` is its `error` object, kept as sent."""
 
     gemini_error: dict | None = None
+    retry_after: float | None = None  # seconds Gemini asked to wait (RetryInfo / Retry-After)
 
     @classmethod
     def from_gemini(cls, err: dict | None, status: int | None = None, fallback: str = "") -> "UpstreamError":
@@ -41,6 +42,8 @@ class UpstreamError(ProxyError):
             text = f"Gemini error {head}: {message}"
         else:
             text = f"Gemini error: {message or f'HTTP {status}'}"
+        if status == 429:  # OpenAI's spelling of a rate limit, which its SDKs act on
+            return cls(text, status=status, gemini_error=err, type="rate_limit_error", code="rate_limit_exceeded")
         return cls(text, status=status, gemini_error=err,
                    type="invalid_request_error" if 400 <= status < 500 else "server_error")
 

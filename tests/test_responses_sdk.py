@@ -245,7 +245,7 @@ def test_upstream_errors_reach_the_client_with_geminis_message(client, directive
         client.responses.create(model="gemini-2.5-flash", input=f"[[mock:{directive}]]", stream=stream)
     assert info.value.status_code == status
     assert info.value.body["message"].startswith("Gemini error: ")
-    assert info.value.body["type"] in ("invalid_request_error", "server_error")
+    assert info.value.body["type"] == ("rate_limit_error" if status == 429 else "server_error")
 
 
 def test_bad_api_key_message_kept(stack) -> None:

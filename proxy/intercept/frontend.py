@@ -12,6 +12,7 @@ from proxy.server import make_app
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,9 @@ class Frontend:
         if base == "relay":
             upstream = RelayUpstream(self.broker, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)
         else:
-            upstream = GeminiUpstream(base)
+            o = ctx.options
+            upstream = GeminiUpstream(base, connect_timeout=o.gtp_connect_timeout, read_timeout=o.gtp_read_timeout,
+                                      total_timeout=o.gtp_total_timeout, retry=RetryPolicy(o.gtp_max_retries))
         app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
                        fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice,
                        keys=self.options.keys)

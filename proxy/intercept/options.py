@@ -12,7 +12,8 @@ from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refu
 from proxy.server.context import parse_aliases
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.forced_choice import POLICIES
-from proxy.upstream.gemini import DEFAULT_BASE_URL
+from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
+from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 
 DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
                  "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
@@ -67,6 +68,15 @@ class Options:
         loader.add_option("gtp_allow_unauthenticated", bool, False,
                           "Allow the front-end without keys, or the proxy itself without proxyauth, to listen "
                           "beyond loopback (only behind something that authenticates).")
+        loader.add_option("gtp_connect_timeout", float, DEFAULT_CONNECT_TIMEOUT,
+                          "Seconds the front-end waits to connect to Gemini.")
+        loader.add_option("gtp_read_timeout", float, DEFAULT_READ_TIMEOUT,
+                          "Seconds Gemini may send nothing meaningful to the front-end (before the first byte and "
+                          "between stream events).")
+        loader.add_option("gtp_total_timeout", float, DEFAULT_TOTAL_TIMEOUT,
+                          "Seconds for a whole upstream exchange of the front-end, retries included.")
+        loader.add_option("gtp_max_retries", int, DEFAULT_MAX_RETRIES,
+                          "Retries of a 429/500/503 or failed connection before anything reached the client.")
         loader.add_option("gtp_route", str | None, None,
                           "host:port every upstream connection goes to instead (a local Gemini, for testing; "
                           "use with connection_strategy=lazy). TLS still names the original host.")
@@ -93,6 +103,9 @@ class Options:
             raise exceptions.OptionsError(f"gtp_tools must be 'replace' or 'merge', not {opts.gtp_tools!r}")
         if "gtp_frontend_port" in updated and not -1 <= opts.gtp_frontend_port < 65536:
             raise exceptions.OptionsError(f"gtp_frontend_port out of range: {opts.gtp_frontend_port}")
+        for name in ("gtp_connect_timeout", "gtp_read_timeout", "gtp_total_timeout", "gtp_max_retries"):
+            if name in updated and getattr(opts, name) < (0 if name == "gtp_max_retries" else 0.001):
+                raise exceptions.OptionsError(f"{name} must be positive, not {getattr(opts, name)}")
         if "gtp_route" in updated and opts.gtp_route:
             host, _, port = opts.gtp_route.rpartition(":")
             if not host or not port.isdigit():

@@ -7,7 +7,9 @@ Behaviour, driven by the latest user text of the request:
 - after function responses: answer with text quoting every result (or call again, see `rounds`);
 - otherwise: a text answer echoing the prompt, streamed in several chunks.
 Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for N rounds),
-`max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE`, `stream_error`,
+`max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE [DELAY]` (with a delay
+such as `1.5s`: Gemini's RetryInfo detail and a Retry-After header), `flaky N CODE [DELAY]` (the
+first N requests with this text fail so, later ones are answered: server.py counts), `stream_error`,
 `slow SECONDS` (pause between stream chunks), `empty KIND` (a 200 with nothing usable, as Gemini
 sends on Gemini 3 call-id mismatches: `body` {}, `candidates` [], `parts` a STOP candidate with no
 parts, `thoughts` only a thought), `cut` (the answer ends without a finishReason, as when a load
@@ -42,6 +44,7 @@ class Reply:
     error: tuple[int, str, str] | None = None                     # (http status, status name, message)
     delay: float = 0.0                                             # pause between stream chunks
     stream_error_after: int | None = None                          # send an error chunk after N chunks
+    retry_delay: str | None = None                                 # RetryInfo.retryDelay of an error ("1.5s")
 
 
 def _texts(content: dict[str, Any]) -> list[str]:
@@ -136,9 +139,9 @@ def respond(body: dict[str, Any], model: str) -> Reply:
     if "slow" in directives:
         reply.delay = float(directives["slow"] or 0.2)
     if "error" in directives:
-        code = int(directives["error"] or 500)
-        name, msg = ERRORS.get(code, ("INTERNAL", "An internal error has occurred."))
-        reply.error = (code, name, msg)
+        code, _, delay = (directives["error"] or "500").partition(" ")
+        name, msg = ERRORS.get(int(code), ("INTERNAL", "An internal error has occurred."))
+        reply.error, reply.retry_delay = (int(code), name, msg), delay.strip() or None
         return reply
     if "empty" in directives:
         kind = directives["empty"] or "parts"

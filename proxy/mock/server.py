@@ -8,6 +8,7 @@ proxy really sent upstream.
 import asyncio
 import collections
 import json
+import math
 import re
 import ssl
 from typing import Any
@@ -15,11 +16,12 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock.model import respond
+from proxy.mock.model import ERRORS, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
 
 RECEIVED = web.AppKey("received", collections.deque)
 ACCEPTED = web.AppKey("accepted", list)  # [count]: every request accepted, unlike RECEIVED which keeps the last 256
+FLAKY = web.AppKey("flaky", dict)  # request text -> how many times a `flaky` directive was seen
 SEEN = web.AppKey("seen", collections.deque)  # every request that reached the mock at all: "METHOD path?query"
 MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
 NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
@@ -44,7 +46,25 @@ async def userinfo(request: web.Request) -> web.Response:
 
 
 def _error(e: GeminiRejection) -> web.Response:
-    return web.json_response(e.body(), status=e.status)
+    headers = {}
+    if e.retry_delay:  # Google's front ends send both on quota errors
+        headers["retry-after"] = str(math.ceil(float(e.retry_delay.rstrip("s"))))
+    return web.json_response(e.body(), status=e.status, headers=headers)
+
+
+def _flaky(request: web.Request, body: dict[str, Any]) -> GeminiRejection | None:
+    """`[[mock:flaky N CODE [DELAY]]]`: the first N requests with the same text fail with CODE."""
+    text = json.dumps(body.get("contents") or [])
+    found = re.search(r"\[\[mock:flaky (\d+) (\d{3})(?: ([0-9.]+s))?\]\]", text)
+    if not found:
+        return None
+    seen = request.app[FLAKY]
+    seen[text] = seen.get(text, 0) + 1
+    if seen[text] > int(found.group(1)):
+        return None
+    code = int(found.group(2))
+    name, message = ERRORS.get(code, ("INTERNAL", "An internal error has occurred."))
+    return GeminiRejection(code, message, name, retry_delay=found.group(3))
 
 
 def _api_key(request: web.Request) -> str | None:
@@ -102,10 +122,13 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
     request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": key,
                                   "path": request.path_qs, "headers": dict(request.headers)})
     request.app[ACCEPTED][0] += 1
+    flaky = _flaky(request, body)
+    if flaky:
+        return _error(flaky)
     reply = respond(body, model)
     if reply.error:
         status, name, message = reply.error
-        return _error(GeminiRejection(status, message, name))
+        return _error(GeminiRejection(status, message, name, retry_delay=reply.retry_delay))
 
     def wrap(chunk: dict[str, Any]) -> dict[str, Any]:
         return {"response": chunk, "traceId": "mock-trace"} if cloudcode and "error" not in chunk else chunk
@@ -151,6 +174,7 @@ async def _record(request: web.Request, handler: Any) -> web.StreamResponse:
 def make_mock_app() -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[_record])
     app[SEEN] = collections.deque(maxlen=1024)
+    app[FLAKY] = {}
     app[RECEIVED] = collections.deque(maxlen=256)
     app[ACCEPTED] = [0]
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)

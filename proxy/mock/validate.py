@@ -62,12 +62,17 @@ class GeminiRejection(Exception):
     message: str
     status_name: str = "INVALID_ARGUMENT"
     violations: list[dict[str, str]] = field(default_factory=list)
+    retry_delay: str | None = None  # "1.5s": a google.rpc.RetryInfo detail, as Gemini sends on 429
 
     def body(self) -> dict[str, Any]:
         err: dict[str, Any] = {"code": self.status, "message": self.message, "status": self.status_name}
+        details = []
         if self.violations:
-            err["details"] = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
-                               "fieldViolations": self.violations}]
+            details.append({"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": self.violations})
+        if self.retry_delay:
+            details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": self.retry_delay})
+        if details:
+            err["details"] = details
         return {"error": err}
 
 

@@ -1,7 +1,15 @@
-"""HTTP client for the Gemini API (or any server speaking it: the mock, a local gateway)."""
+"""HTTP client for the Gemini API (or any server speaking it: the mock, a local gateway).
 
+Time is bounded at every step (defaults below, options of the same names): connecting, waiting
+for the first byte and between meaningful data (a whole SSE event; comments or trickled bytes do
+not count), and the whole exchange. Refusals Gemini marks as passing (429, 500, 503) and failed
+connections are retried (retry.py) while nothing has reached the client yet.
+"""
+
+import asyncio
 import json
 import logging
+import math
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -10,6 +18,7 @@ import aiohttp
 from yarl import URL
 
 from proxy.errors import UpstreamError
+from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
 
@@ -17,20 +26,26 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_CONNECT_TIMEOUT = 10.0
-# Between two bytes of a stream; thinking models can pause for a long time before the first token.
-DEFAULT_READ_TIMEOUT = 300.0
+# Idle time allowed between meaningful data of a stream (and before its first byte): thinking
+# models pause before their first token, rarely for more than a minute.
+DEFAULT_READ_TIMEOUT = 120.0
+# The whole exchange, retries included: a long agent turn streams for minutes, never for this long.
+DEFAULT_TOTAL_TIMEOUT = 900.0
 
 
 class GeminiUpstream:
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT) -> None:
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
+                 total_timeout: float = DEFAULT_TOTAL_TIMEOUT, retry: RetryPolicy | None = None) -> None:
         base = URL(base_url.rstrip("/"))
         if base.scheme not in ("http", "https") or not base.host or base.query_string or base.fragment:
             raise ValueError(f"the Gemini base URL must be http(s)://host[:port][/path], not {base_url!r}")
         self.base_url = str(base)
         self.api_key = api_key if api_key is not None else os.environ.get("GEMINI_API_KEY")
         self.api_version = api_version
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=read_timeout)
+        self.read_timeout, self.total_timeout = read_timeout, total_timeout
+        self.retry = retry or RetryPolicy()
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
 
     async def close(self) -> None:
@@ -58,51 +73,102 @@ class GeminiUpstream:
             headers["x-goog-api-key"] = key
         return headers
 
-    async def _post(self, model: str, body: dict[str, Any], api_key: str | None,
-                    stream: bool) -> aiohttp.ClientResponse:
-        url = self._url(model, stream)
-        try:
-            resp = await self._http().post(url, data=json.dumps(body, ensure_ascii=False).encode(),
-                                           headers=self._headers(api_key))
-        except TimeoutError as e:
-            raise UpstreamError(f"Gemini did not answer in time ({self.base_url}).", status=504,
-                                type="server_error") from e
-        except aiohttp.ClientError as e:
-            raise UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
-                                type="server_error") from e
-        if resp.status != 200:
-            text = await resp.text(errors="replace")
-            resp.release()
-            raise _error_from(resp.status, text)
-        return resp
+    def _timed_out(self, what: str) -> UpstreamError:
+        return UpstreamError(f"Gemini {what} ({self.base_url}).", status=504, type="server_error",
+                             gemini_error={"code": 504, "status": "DEADLINE_EXCEEDED",
+                                           "message": f"The proxy's deadline passed: Gemini {what}."})
+
+    async def _post(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
+                    deadline: float) -> aiohttp.ClientResponse:
+        url, data = self._url(model, stream), json.dumps(body, ensure_ascii=False).encode()
+        loop = asyncio.get_running_loop()
+        for attempt in range(self.retry.max_retries + 1):
+            # A stream's headers come at once; a whole answer's only when it is done.
+            limit = min(loop.time() + self.read_timeout, deadline) if stream else deadline
+            try:
+                async with asyncio.timeout_at(limit):
+                    resp = await self._http().post(url, data=data, headers=self._headers(api_key))
+                    if resp.status == 200:
+                        return resp
+                    text = await resp.text(errors="replace")
+                    resp.release()
+                error = _error_from(resp.status, text, resp.headers)
+                if resp.status not in RETRYABLE_STATUS:
+                    raise error
+            except TimeoutError as e:
+                raise self._timed_out(f"did not answer within {self.read_timeout:g}s" if stream and limit < deadline
+                                      else f"did not answer within the total deadline of {self.total_timeout:g}s"
+                                      ) from e
+            except aiohttp.ClientConnectionError as e:
+                error = UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
+                                      type="server_error")
+            except aiohttp.ClientError as e:
+                raise UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
+                                    type="server_error") from e
+            wait = self.retry.wait(attempt, error.retry_after)
+            if wait is None or loop.time() + wait >= deadline:
+                raise error
+            log.info("Gemini answered %s; retry %d of %d in %.1fs", error.status, attempt + 1,
+                     self.retry.max_retries, wait)
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable: the last attempt raises")
+
+    def _deadline(self) -> float:
+        return asyncio.get_running_loop().time() + self.total_timeout
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
-        resp = await self._post(model, body, api_key, stream=False)
+        deadline = self._deadline()
+        resp = await self._post(model, body, api_key, stream=False, deadline=deadline)
         try:
-            return await resp.json(content_type=None)
-        except (json.JSONDecodeError, aiohttp.ClientError, TimeoutError) as e:
+            async with asyncio.timeout_at(deadline):
+                answer = await resp.json(content_type=None)
+        except TimeoutError as e:
+            resp.close()
+            raise self._timed_out(f"did not finish its answer within the total deadline of "
+                                  f"{self.total_timeout:g}s") from e
+        except (json.JSONDecodeError, aiohttp.ClientError) as e:
+            resp.close()
             raise UpstreamError(f"Gemini sent an unreadable answer: {e}", status=502, type="server_error") from e
-        finally:
-            resp.release()
+        resp.release()  # read to the end: the connection can serve the next request
+        return answer
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
                      ) -> AsyncIterator[dict[str, Any]]:
         """Open the stream (raising UpstreamError before any chunk) and return a chunk iterator."""
-        resp = await self._post(model, body, api_key, stream=True)
-        return self._chunks(resp)
+        deadline = self._deadline()
+        resp = await self._post(model, body, api_key, stream=True, deadline=deadline)
+        return self._chunks(resp, deadline)
 
-    async def _chunks(self, resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    async def _chunks(self, resp: aiohttp.ClientResponse, deadline: float) -> AsyncIterator[dict[str, Any]]:
+        """Gemini's chunks as they arrive. Only a whole event resets the idle clock, and only time
+        spent waiting on Gemini counts (not the time the client takes to read what was sent)."""
+        loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
+        last, ended = loop.time(), False
         try:
-            async for data in resp.content.iter_any():
+            while True:
+                limit = min(last + self.read_timeout, deadline)
+                try:
+                    async with asyncio.timeout_at(limit):
+                        data = await resp.content.readany()
+                except TimeoutError:
+                    what = (f"took longer than the total deadline of {self.total_timeout:g}s" if limit == deadline
+                            else f"sent nothing meaningful for {self.read_timeout:g}s")
+                    yield {"error": {"code": 504, "status": "DEADLINE_EXCEEDED", "message": f"Gemini {what}."}}
+                    return
+                if not data:
+                    ended = True
+                    break
                 for payload in decoder.feed(data):
                     yield _parse_chunk(payload)
+                    last = loop.time()
             for payload in decoder.close():
                 yield _parse_chunk(payload)
-        except (TimeoutError, aiohttp.ClientError, ValueError) as e:
+        except (aiohttp.ClientError, ValueError) as e:
             yield {"error": {"code": 502, "status": "UNAVAILABLE", "message": f"Gemini stream broke off: {e}"}}
         finally:
-            resp.release()
+            # Cut short (the client went away, a deadline passed): drop the connection and its buffers.
+            resp.release() if ended else resp.close()
 
 
 def _parse_chunk(payload: str) -> dict[str, Any]:
@@ -113,7 +179,7 @@ def _parse_chunk(payload: str) -> dict[str, Any]:
     return chunk if isinstance(chunk, dict) else {"error": {"code": 502, "message": "unexpected stream chunk"}}
 
 
-def _error_from(status: int, text: str) -> UpstreamError:
+def _error_from(status: int, text: str, headers: Any = None) -> UpstreamError:
     err: dict[str, Any] | None = None
     try:
         body = json.loads(text)
@@ -123,4 +189,9 @@ def _error_from(status: int, text: str) -> UpstreamError:
             err = body["error"]
     except json.JSONDecodeError:
         pass
-    return UpstreamError.from_gemini(err, status, fallback=text[:500])
+    error = UpstreamError.from_gemini(err, status, fallback=text[:500])
+    hint = retry_hint(err, {k.lower(): v for k, v in (headers or {}).items()})
+    if hint is not None:
+        error.retry_after = hint
+        error.headers = {**error.headers, "Retry-After": str(max(1, math.ceil(hint)))}
+    return error
