@@ -15,6 +15,9 @@ from proxy.mock.server import start_mock
 from proxy.server import make_app
 from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
+from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
+from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
+from proxy.signatures.carrier_keys import load_carrier_keys, rotate
 from proxy.store import MemoryStore
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.forced_choice import POLICIES
@@ -83,6 +86,17 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"retries of a 429/500/503 or failed connection before anything reached the client, "
                             f"with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})")
     _auth_arguments(serve)
+    serve.add_argument("--carrier-key", action="append", default=[], metavar="KEY",
+                       help=f"key sealing the signatures handed to stateless clients (repeatable: the first seals, "
+                            f"all open; also ${CARRIER_KEYS_ENV}); default: the keys file")
+    serve.add_argument("--carrier-keys-file", default=str(CERTS_DIR / CARRIER_KEYS_FILE), metavar="FILE",
+                       help="carrier keys file, made (0600) on first use; share it between instances "
+                            "(default %(default)s)")
+
+    carrier = sub.add_parser("carrier-key", help="make or rotate the carrier keys file")
+    carrier.add_argument("--file", default=str(CERTS_DIR / CARRIER_KEYS_FILE), help="keys file (default %(default)s)")
+    carrier.add_argument("--rotate", action="store_true",
+                         help="put a new sealing key first; older keys keep opening what they sealed")
 
     ca = sub.add_parser("ca", help="generate the proxy's CA (mitmproxy layout) into a directory")
     ca.add_argument("--dir", default=str(CERTS_DIR), help=f"target directory (default {CERTS_DIR})")
@@ -154,6 +168,10 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
 
 async def _serve(args: argparse.Namespace) -> None:
     keys = _keys(args, args.host)
+    try:
+        carrier = load_carrier_keys(args.carrier_key, Path(args.carrier_keys_file))
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"error: carrier keys: {e}") from None
     runners = []
     base = args.upstream
     if base == "mock":
@@ -171,7 +189,7 @@ async def _serve(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {e}") from None
     runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes,
                                         fill_missing=args.fill_missing_required, forced_choice=args.forced_choice,
-                                        keys=keys),
+                                        keys=keys, carrier=carrier),
                                args.host, args.port)
     runners.append(runner)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s)", args.host, args.port, base,
@@ -202,6 +220,12 @@ def _ca(args: argparse.Namespace) -> None:
           f"  SSL_CERT_FILE={cert}  REQUESTS_CA_BUNDLE={cert}  NODE_EXTRA_CA_CERTS={cert}")
 
 
+def _carrier_key(args: argparse.Namespace) -> None:
+    path = Path(args.file)
+    keys = rotate(path) if args.rotate or not path.exists() else load_carrier_keys([], path, env={})
+    print(f"carrier keys in {path} (mode 0600): {keys.count} key(s), the first seals")
+
+
 def _mitm(args: argparse.Namespace) -> None:
     from mitmproxy.tools.main import mitmdump
 
@@ -225,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
         return _ca(args)
     if args.command == "mitm":
         return _mitm(args)
+    if args.command == "carrier-key":
+        return _carrier_key(args)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args) if args.command == "serve" else _mock(args))
 

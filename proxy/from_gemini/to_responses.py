@@ -19,6 +19,7 @@ from proxy.from_gemini.model_turn import add_part
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import encode_carrier
+from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.tools.tool_names import ToolRef
 from proxy.wire.gemini import first_candidate_parts
@@ -28,14 +29,14 @@ Event = dict[str, Any]
 
 class ResponsesTranslator:
     def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
-                 keep_first_call_only: bool = False, carry_signatures: bool = False) -> None:
+                 keep_first_call_only: bool = False, carrier: CarrierKeys | None = None) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
         self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
         self._tools = tools or PreparedTools()
         # parallel_tool_calls=false: Gemini has no such switch, so later calls of a turn are dropped
         # from the output and from the history kept for the next turn (translators.md §3).
         self._first_call_only = keep_first_call_only
-        self._carry = carry_signatures  # include=["reasoning.encrypted_content"]: see signature_carrier.py
+        self._carrier = carrier  # given for include=["reasoning.encrypted_content"]: see signatures/carrier.py
         self._seq = 0
         self._open: dict[str, Any] | None = None  # the item currently streaming (message/reasoning)
         self.calls: list[CallRecord] = []
@@ -66,9 +67,9 @@ class ResponsesTranslator:
         if self.done:
             return []
         events = self._close_open()
-        if self._carry and self.calls:
+        if self._carrier and self.calls:
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
-                    "encrypted_content": encode_carrier(self.calls)}
+                    "encrypted_content": encode_carrier(self.calls, self._carrier)}
             events += self._add_item(item) + self._done_item(item)
         self.response["usage"] = map_usage(self._usage)
         problem = self.check.problem()

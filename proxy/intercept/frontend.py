@@ -43,7 +43,7 @@ class Frontend:
                                       total_timeout=o.gtp_total_timeout, retry=RetryPolicy(o.gtp_max_retries))
         app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
                        fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice,
-                       keys=self.options.keys)
+                       keys=self.options.keys, carrier=self.options.carrier)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)

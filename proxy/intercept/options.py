@@ -2,6 +2,7 @@
 validated in one place; parsed values are kept here for the other addons."""
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from mitmproxy import ctx, exceptions
@@ -10,6 +11,8 @@ from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER
 from proxy.intercept.relay import DEFAULT_TIMEOUT
 from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
+from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
+from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
@@ -24,6 +27,7 @@ class Options:
         self.aliases: dict[str, str] = {}
         self.schema_modes: list[tuple[str, str]] = []
         self.keys = ClientKeys(())
+        self.carrier = CarrierKeys.ephemeral()
 
     def load(self, loader: Any) -> None:
         loader.add_option("gtp_frontend_port", int, 8741,
@@ -77,6 +81,11 @@ class Options:
                           "Seconds for a whole upstream exchange of the front-end, retries included.")
         loader.add_option("gtp_max_retries", int, DEFAULT_MAX_RETRIES,
                           "Retries of a 429/500/503 or failed connection before anything reached the client.")
+        loader.add_option("gtp_carrier_key", Sequence[str], [],
+                          "Keys sealing the signatures handed to stateless clients (the first seals, all open); "
+                          "default: the keys file.")
+        loader.add_option("gtp_carrier_keys_file", str | None, None,
+                          f"Carrier keys file, made (0600) on first use (default: {CARRIER_KEYS_FILE} in confdir).")
         loader.add_option("gtp_route", str | None, None,
                           "host:port every upstream connection goes to instead (a local Gemini, for testing; "
                           "use with connection_strategy=lazy). TLS still names the original host.")
@@ -128,5 +137,11 @@ class Options:
         if updated & {"listen_host", "proxyauth", "gtp_allow_unauthenticated", "gtp_frontend_host", "gtp_api_key",
                       "gtp_api_keys_file", "gtp_frontend_port"}:
             self._refuse_open_binds()
+        if updated & {"gtp_carrier_key", "gtp_carrier_keys_file", "confdir"}:
+            path = Path(opts.gtp_carrier_keys_file or Path(opts.confdir).expanduser() / CARRIER_KEYS_FILE)
+            try:
+                self.carrier = load_carrier_keys(list(opts.gtp_carrier_key), path)
+            except (ValueError, OSError) as e:
+                raise exceptions.OptionsError(f"carrier keys: {e}") from None
         if opts.gtp_upstream == "relay" and not opts.gtp_relay:
             raise exceptions.OptionsError("gtp_upstream=relay needs gtp_relay (a URL or a command line)")

@@ -9,6 +9,7 @@ from proxy.errors import ProxyError
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import decode_carriers
+from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.store.base import SessionStore
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
@@ -33,6 +34,7 @@ class Context:
     schema_modes: list[tuple[str, str]] = field(default_factory=list)
     fill_missing: bool = False  # opt-in null placeholders for missing required call arguments
     keys: ClientKeys = field(default_factory=lambda: ClientKeys(()))  # none: no authentication (loopback)
+    carrier: CarrierKeys = field(default_factory=CarrierKeys.ephemeral)  # seals stateless clients' carriers
 
     def gemini_model(self, name: str) -> str:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar
@@ -50,7 +52,7 @@ class Context:
         prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing)
         call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
                                                                | FunctionCallOutputItem)]
-        calls = {**decode_carriers(items), **await self.store.get_calls(session, call_ids)}
+        calls = {**decode_carriers(items, self.carrier), **await self.store.get_calls(session, call_ids)}
         return model, prepared, calls
 
 

@@ -40,7 +40,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     body = build_gemini_request(req, conv, tools, model)
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
-                                     carry_signatures="reasoning.encrypted_content" in (req.include or []))
+                                     carrier=ctx.carrier if "reasoning.encrypted_content" in (req.include or [])
+                                     else None)
     key = api_key_of(request)
 
     async def remember(ok: bool) -> None:
