@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import sys
 from pathlib import Path
@@ -15,6 +16,13 @@ from proxy.mock.server import start_mock
 from proxy.server import make_app
 from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
+from proxy.server.site import (
+    DEFAULT_CLIENT_TIMEOUT,
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    ServerLimits,
+    raise_fd_limit,
+    start_site,
+)
 from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import load_carrier_keys, rotate
@@ -86,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"retries of a 429/500/503 or failed connection before anything reached the client, "
                             f"with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})")
     _auth_arguments(serve)
+    _client_arguments(serve)
     serve.add_argument("--carrier-key", action="append", default=[], metavar="KEY",
                        help=f"key sealing the signatures handed to stateless clients (repeatable: the first seals, "
                             f"all open; also ${CARRIER_KEYS_ENV}); default: the keys file")
@@ -115,12 +124,29 @@ def _parser() -> argparse.ArgumentParser:
                       help="serve a client's model name with a Gemini model (repeatable)")
     mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
     _auth_arguments(mitm)
+    _client_arguments(mitm)
     mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
 
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
     mock.add_argument("--port", type=int, default=DEFAULT_MOCK_PORT, help=f"port (default {DEFAULT_MOCK_PORT})")
     return p
+
+
+def _client_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--client-timeout", type=_seconds, default=DEFAULT_CLIENT_TIMEOUT,
+                   help=f"seconds a client has to send a request's headers, again for its body, and the longest "
+                        f"a stream waits on a client that stopped reading (default {DEFAULT_CLIENT_TIMEOUT:g})")
+    p.add_argument("--shutdown-timeout", type=_seconds, default=DEFAULT_SHUTDOWN_TIMEOUT,
+                   help=f"seconds from SIGTERM to exit; requests still running then end with their protocol's "
+                        f"failure (default {DEFAULT_SHUTDOWN_TIMEOUT:g})")
+    p.add_argument("--max-connections", type=_count, default=None,
+                   help="client connections served at once; more get a 503 (default: half the fd limit)")
+
+
+def _limits(args: argparse.Namespace) -> ServerLimits:
+    extra = {"max_connections": args.max_connections} if args.max_connections else {}
+    return ServerLimits(client_timeout=args.client_timeout, shutdown_timeout=args.shutdown_timeout, **extra)
 
 
 def _auth_arguments(p: argparse.ArgumentParser) -> None:
@@ -155,13 +181,10 @@ async def _until_stopped() -> None:
     await stop.wait()
 
 
-async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunner:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
+async def _start_site(app: web.Application, host: str, port: int, limits: ServerLimits) -> web.AppRunner:
     try:
-        await web.TCPSite(runner, host, port).start()
+        runner, _ = await start_site(app, host, port, limits)
     except OSError as e:
-        await runner.cleanup()
         raise SystemExit(f"error: cannot listen on {host}:{port}: {e.strerror or e}") from None
     return runner
 
@@ -172,6 +195,8 @@ async def _serve(args: argparse.Namespace) -> None:
         carrier = load_carrier_keys(args.carrier_key, Path(args.carrier_keys_file))
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: carrier keys: {e}") from None
+    raise_fd_limit()
+    limits = _limits(args)
     runners = []
     base = args.upstream
     if base == "mock":
@@ -189,8 +214,8 @@ async def _serve(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {e}") from None
     runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes,
                                         fill_missing=args.fill_missing_required, forced_choice=args.forced_choice,
-                                        keys=keys, carrier=carrier),
-                               args.host, args.port)
+                                        keys=keys, carrier=carrier, limits=limits),
+                               args.host, args.port, limits)
     runners.append(runner)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s)", args.host, args.port, base,
              f"{len(keys)} client key(s)" if keys else "no client authentication")
@@ -233,7 +258,10 @@ def _mitm(args: argparse.Namespace) -> None:
     ensure_ca(Path(args.confdir))
     auth = [*[a for key in args.api_key for a in ("--set", f"gtp_api_key={key}")],
             *(["--set", f"gtp_api_keys_file={args.api_keys_file}"] if args.api_keys_file else []),
-            *(["--set", "gtp_allow_unauthenticated=true"] if args.allow_unauthenticated else [])]
+            *(["--set", "gtp_allow_unauthenticated=true"] if args.allow_unauthenticated else []),
+            "--set", f"gtp_client_timeout={math.ceil(args.client_timeout)}",
+            "--set", f"gtp_shutdown_timeout={math.ceil(args.shutdown_timeout)}",
+            *(["--set", f"gtp_max_connections={args.max_connections}"] if args.max_connections else [])]
     mitmdump(["-s", str(ADDON_SCRIPT), "--listen-host", args.listen_host, "--listen-port", str(args.listen_port),
               "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys
               "--set", f"gtp_frontend_port={args.port}", "--set", f"gtp_upstream={args.upstream}",

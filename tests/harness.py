@@ -14,6 +14,8 @@ from aiohttp import web
 from proxy.mock.server import ACCEPTED, RECEIVED, SEEN, start_mock
 from proxy.server import make_app
 from proxy.server.auth import ClientKeys
+from proxy.server.context import CONTEXT
+from proxy.server.site import ServerLimits, start_site
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import GeminiUpstream
 
@@ -35,7 +37,8 @@ class LoopThread:
 class Stack:
     """Mock Gemini + front-end, both on ephemeral loopback ports."""
 
-    def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None) -> None:
+    def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None,
+                 limits: ServerLimits | None = None) -> None:
         """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection)."""
         self.lt = LoopThread()
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
@@ -44,6 +47,8 @@ class Stack:
         kwargs: dict[str, Any] = {"max_body": max_body} if max_body else {}
         if keys:
             kwargs["keys"] = ClientKeys(keys)
+        if limits:
+            kwargs["limits"] = limits
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
         upstream = wrap(self.upstream) if wrap else self.upstream
         self.app = make_app(self.store, upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"},
@@ -52,12 +57,8 @@ class Stack:
 
     @staticmethod
     async def _start(app: web.Application) -> tuple[web.AppRunner, str]:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return runner, f"http://127.0.0.1:{port}"
+        runner, site = await start_site(app, "127.0.0.1", 0, app[CONTEXT].limits)
+        return runner, f"http://127.0.0.1:{site.bound_port}"
 
     @property
     def accepted(self) -> int:

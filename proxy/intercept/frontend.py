@@ -9,6 +9,7 @@ from proxy.intercept.options import Options
 from proxy.intercept.relay import RelayBroker, RelayUpstream
 from proxy.mock.server import start_mock
 from proxy.server import make_app
+from proxy.server.site import start_site
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.gemini import GeminiUpstream
@@ -16,9 +17,6 @@ from proxy.upstream.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
-# aiohttp waits this long for open responses (SSE clients) when stopping; its default of 60 s made
-# mitmdump take two minutes to exit with one client attached (reference/mitmproxy.md §3).
-SHUTDOWN_TIMEOUT = 2.0
 
 
 class Frontend:
@@ -43,20 +41,17 @@ class Frontend:
                                       total_timeout=o.gtp_total_timeout, retry=RetryPolicy(o.gtp_max_retries))
         app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
                        fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice,
-                       keys=self.options.keys, carrier=self.options.carrier)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
-        await runner.setup()
-        site = web.TCPSite(runner, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port)
+                       keys=self.options.keys, carrier=self.options.carrier, limits=self.options.limits())
         try:
-            await site.start()
+            runner, site = await start_site(app, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port,
+                                            self.options.limits())
         except OSError as e:
-            await runner.cleanup()
             # An error logged during start-up makes mitmdump exit (ErrorCheck): fail fast on a busy port.
             log.error("front-end cannot listen on %s:%s: %s", ctx.options.gtp_frontend_host,
                       ctx.options.gtp_frontend_port, e.strerror or e)
             return
         self._runners.append(runner)
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = site.bound_port
         self.url = f"http://{ctx.options.gtp_frontend_host}:{port}"
         log.info("gemini-tool-proxy front-end listening at %s (upstream %s)", self.url, base)
 

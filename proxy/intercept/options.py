@@ -1,5 +1,6 @@
 """The addon's options (`mitmdump --options` lists them with these help texts), declared and
-validated in one place; parsed values are kept here for the other addons."""
+validated in one place; parsed values are kept here for the other addons. Durations are whole
+seconds: mitmproxy's `--set` parses no floats."""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER
 from proxy.intercept.relay import DEFAULT_TIMEOUT
 from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
+from proxy.server.site import DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, ServerLimits
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes
@@ -72,12 +74,20 @@ class Options:
         loader.add_option("gtp_allow_unauthenticated", bool, False,
                           "Allow the front-end without keys, or the proxy itself without proxyauth, to listen "
                           "beyond loopback (only behind something that authenticates).")
-        loader.add_option("gtp_connect_timeout", float, DEFAULT_CONNECT_TIMEOUT,
+        loader.add_option("gtp_client_timeout", int, int(DEFAULT_CLIENT_TIMEOUT),
+                          "Seconds a front-end client has to send its headers, again for its body, and the longest a "
+                          "stream waits on a client that stopped reading.")
+        loader.add_option("gtp_shutdown_timeout", int, int(DEFAULT_SHUTDOWN_TIMEOUT),
+                          "Seconds the front-end takes to stop; requests still running then end with their "
+                          "protocol's failure.")
+        loader.add_option("gtp_max_connections", int, 0,
+                          "Front-end client connections served at once (0: half the fd limit); more get a 503.")
+        loader.add_option("gtp_connect_timeout", int, int(DEFAULT_CONNECT_TIMEOUT),
                           "Seconds the front-end waits to connect to Gemini.")
-        loader.add_option("gtp_read_timeout", float, DEFAULT_READ_TIMEOUT,
+        loader.add_option("gtp_read_timeout", int, int(DEFAULT_READ_TIMEOUT),
                           "Seconds Gemini may send nothing meaningful to the front-end (before the first byte and "
                           "between stream events).")
-        loader.add_option("gtp_total_timeout", float, DEFAULT_TOTAL_TIMEOUT,
+        loader.add_option("gtp_total_timeout", int, int(DEFAULT_TOTAL_TIMEOUT),
                           "Seconds for a whole upstream exchange of the front-end, retries included.")
         loader.add_option("gtp_max_retries", int, DEFAULT_MAX_RETRIES,
                           "Retries of a 429/500/503 or failed connection before anything reached the client.")
@@ -104,6 +114,12 @@ class Options:
             if refusal:
                 raise exceptions.OptionsError(refusal)
 
+    def limits(self) -> ServerLimits:
+        opts = ctx.options
+        extra = {"max_connections": opts.gtp_max_connections} if opts.gtp_max_connections else {}
+        return ServerLimits(client_timeout=opts.gtp_client_timeout, shutdown_timeout=opts.gtp_shutdown_timeout,
+                            **extra)
+
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
         if "gtp_forced_choice" in updated and opts.gtp_forced_choice not in POLICIES:
@@ -112,8 +128,10 @@ class Options:
             raise exceptions.OptionsError(f"gtp_tools must be 'replace' or 'merge', not {opts.gtp_tools!r}")
         if "gtp_frontend_port" in updated and not -1 <= opts.gtp_frontend_port < 65536:
             raise exceptions.OptionsError(f"gtp_frontend_port out of range: {opts.gtp_frontend_port}")
-        for name in ("gtp_connect_timeout", "gtp_read_timeout", "gtp_total_timeout", "gtp_max_retries"):
-            if name in updated and getattr(opts, name) < (0 if name == "gtp_max_retries" else 0.001):
+        for name in ("gtp_connect_timeout", "gtp_read_timeout", "gtp_total_timeout", "gtp_client_timeout",
+                     "gtp_shutdown_timeout", "gtp_max_retries", "gtp_max_connections"):
+            if name in updated and getattr(opts, name) < (0 if name in ("gtp_max_retries", "gtp_max_connections")
+                                                          else 1):
                 raise exceptions.OptionsError(f"{name} must be positive, not {getattr(opts, name)}")
         if "gtp_route" in updated and opts.gtp_route:
             host, _, port = opts.gtp_route.rpartition(":")

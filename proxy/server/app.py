@@ -11,6 +11,7 @@ from proxy.server.errors import error_middleware
 from proxy.server.gemini_routes import native_generate, rest_generate
 from proxy.server.responses_routes import create_response, get_response, list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
+from proxy.server.site import FINAL_PHASE, ServerLimits
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
@@ -35,12 +36,14 @@ async def healthz(request: web.Request) -> web.Response:
 def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_BYTES,
              aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
              fill_missing: bool = False, forced_choice: Policy = "retry",
-             keys: ClientKeys | None = None, carrier: CarrierKeys | None = None) -> web.Application:
+             keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
+             limits: ServerLimits | None = None) -> web.Application:
     app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=max_body)
     upstream = ForcedChoiceUpstream(upstream, forced_choice)
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
-                           keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral())
+                           keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
+                           limits=limits or ServerLimits())
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)
@@ -53,5 +56,11 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()
 
+    async def end_requests(_: web.Application) -> None:
+        """Requests get the shutdown time but its final phase to finish, then end in their protocol."""
+        ctx = app[CONTEXT]
+        await ctx.in_flight.stop(grace=max(0.0, ctx.limits.shutdown_timeout - FINAL_PHASE))
+
+    app.on_shutdown.append(end_requests)
     app.on_cleanup.append(close_upstream)
     return app

@@ -7,6 +7,8 @@ from aiohttp import web
 
 from proxy.errors import ProxyError
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
+from proxy.server.in_flight import InFlight
+from proxy.server.site import ServerLimits
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import decode_carriers
 from proxy.signatures.carrier_keys import CarrierKeys
@@ -35,6 +37,8 @@ class Context:
     fill_missing: bool = False  # opt-in null placeholders for missing required call arguments
     keys: ClientKeys = field(default_factory=lambda: ClientKeys(()))  # none: no authentication (loopback)
     carrier: CarrierKeys = field(default_factory=CarrierKeys.ephemeral)  # seals stateless clients' carriers
+    limits: ServerLimits = field(default_factory=ServerLimits)
+    in_flight: InFlight = field(default_factory=InFlight)
 
     def gemini_model(self, name: str) -> str:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar

@@ -4,6 +4,7 @@ Every answer the front-end gives — its own refusals, Gemini's errors, aiohttp'
 unknown paths and methods, and the unexpected — goes through here, so none is ever plain text.
 """
 
+import asyncio
 import logging
 from typing import Any
 
@@ -17,6 +18,7 @@ from proxy.wire.json_body import field_path, parse_json
 log = logging.getLogger(__name__)
 
 _GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                  408: "DEADLINE_EXCEEDED",
                   405: "UNIMPLEMENTED", 409: "ABORTED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
                   500: "INTERNAL", 501: "UNIMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
                   504: "DEADLINE_EXCEEDED"}
@@ -49,8 +51,18 @@ def render(request: web.Request, e: ProxyError) -> web.Response:
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    in_flight = request.app[CONTEXT].in_flight
+    if in_flight.closing:
+        return render(request, in_flight.refusal())
+    with in_flight.track():
+        return await _handle(request, handler)
+
+
+async def _handle(request: web.Request, handler: Any) -> web.StreamResponse:
     try:
         return await handler(request)
+    except asyncio.CancelledError as e:  # a shutdown ends this request (anything else re-raises)
+        return render(request, request.app[CONTEXT].in_flight.absorb(e))
     except ProxyError as e:
         log.info("%s %s -> %s: %s", request.method, request.path, e.status, e.message)
         return render(request, e)
@@ -73,8 +85,16 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
 
 
 async def read_json(request: web.Request) -> Any:
-    """The request body as JSON, within the edge's limits (wire/json_body.py)."""
-    return parse_json(await request.read())
+    """The request body as JSON, within the edge's limits (wire/json_body.py) and the client
+    timeout (a body trickled byte by byte ties up nothing for longer)."""
+    timeout = request.app[CONTEXT].limits.client_timeout
+    try:
+        async with asyncio.timeout(timeout):
+            raw = await request.read()
+    except TimeoutError:
+        raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
+                         code="request_timeout", headers={"Connection": "close"}) from None
+    return parse_json(raw)
 
 
 def validate[M: BaseModel](model: type[M], body: Any) -> M:

@@ -8,6 +8,7 @@ bare cut. The writer (stream_writers.py) decides what a clean end means; a clien
 closes the upstream.
 """
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
@@ -15,6 +16,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.server.context import CONTEXT
 from proxy.wire.gemini import checked
 
 log = logging.getLogger(__name__)
@@ -38,34 +40,53 @@ class StreamWriter(Protocol):
         """The client was told the answer failed."""
 
 
+def _sender(request: web.Request, resp: web.StreamResponse, timeout: float
+            ) -> Callable[..., Awaitable[None]]:
+    """Writes that give up on a client who stopped reading: after `timeout` seconds the connection
+    is dropped (and with it every buffer this stream holds), as if the client had gone."""
+    async def send(data: bytes, eof: bool = False) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                await (resp.write_eof(data) if eof else resp.write(data))
+        except TimeoutError:
+            if request.transport is not None:
+                request.transport.abort()
+            raise ConnectionResetError(f"the client read nothing for {timeout:g}s") from None
+    return send
+
+
 async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],
                      writer: StreamWriter, headers: dict[str, str] | None = None,
                      on_end: Callable[[bool], Awaitable[None]] | None = None) -> web.StreamResponse:
     """Stream `open_upstream`'s chunks through `writer`. `on_end(ok)` runs once the stream is over
     (ok: the writer finished cleanly, nothing failed) — the route stores its turn only then."""
     chunks = await open_upstream
+    ctx = request.app[CONTEXT]
     ok = False
     try:
         resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
                                            "x-accel-buffering": "no", **(headers or {})})
         await resp.prepare(request)
+        send = _sender(request, resp, ctx.limits.client_timeout)
         try:
-            await resp.write(writer.start())
+            await send(writer.start())
             async for chunk in chunks:
-                await resp.write(writer.feed(checked(chunk)))
+                await send(writer.feed(checked(chunk)))
                 if writer.done:
                     break
-            await resp.write(writer.finish())
+            await send(writer.finish())
             ok = True
         except ProxyError as e:
             log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
-            await resp.write(writer.fail(e))
+            await send(writer.fail(e))
+        except asyncio.CancelledError as e:  # a shutdown: the stream ends with its failure event
+            await send(writer.fail(ctx.in_flight.absorb(e)))
         except ConnectionError:
             raise  # the client went away: nothing can reach it (the middleware logs it at INFO)
         except Exception:
             log.exception("stream failed on %s %s", request.method, request.path)
-            await resp.write(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
-        await resp.write_eof()
+            await send(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
+        await send(b"", eof=True)
         return resp
     finally:
         await chunks.aclose()  # type: ignore[attr-defined]

@@ -1,0 +1,137 @@
+"""Run the front-end on a socket with limits against slow and abundant clients.
+
+aiohttp alone waits on a client as long as it likes: no deadline for headers or body, no cap on
+connections (at the fd limit every client fails and asyncio logs each failed accept), and its own
+protocol errors (an 8,190-byte header) come as text/plain. Here:
+- a client has `client_timeout` to send its headers (aiohttp's keep-alive timer, which also closes
+  a connection that sends nothing) and again for its body (server/errors.read_json), and a stream
+  it stops reading is dropped after the same time (server/stream.py);
+- above `max_connections` a new connection gets one 503 and is closed, before fds run out;
+- aiohttp's own errors are JSON both SDK families can read.
+"""
+
+import asyncio
+import json
+import logging
+import resource
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+
+log = logging.getLogger(__name__)
+DEFAULT_CLIENT_TIMEOUT = 60.0   # headers, then body, each; and the longest a stream may wait on a reader
+DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # SIGTERM to exit, every open stream ended with its failure event
+
+
+def default_max_connections() -> int:
+    """Half the fds left after a reserve: each client connection may hold one upstream connection."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    soft = 65536 if soft == resource.RLIM_INFINITY else soft
+    return max(16, (soft - 128) // 2)
+
+
+def raise_fd_limit() -> None:
+    """Use the hard fd limit (a process may): more clients before the cap refuses any."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 65536
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(target, 65536), hard))
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    client_timeout: float = DEFAULT_CLIENT_TIMEOUT
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
+    max_connections: int = field(default_factory=default_max_connections)
+
+
+def neutral_error(status: int, message: str, retry_after: int | None = None) -> bytes:
+    """A whole HTTP/1.1 error answer for when the caller's protocol is unknown (no request line
+    yet): one object both OpenAI's and Gemini's SDKs read (`message`, `type`; `code`, `status`)."""
+    body = json.dumps({"error": {"message": message, "type": "server_error" if status >= 500 else
+                                 "invalid_request_error", "param": None, "code": status,
+                                 "status": "UNAVAILABLE" if status == 503 else "INVALID_ARGUMENT"}}).encode()
+    head = (f"HTTP/1.1 {status} {'Service Unavailable' if status == 503 else 'Bad Request'}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\nconnection: close\r\n"
+            + (f"retry-after: {retry_after}\r\n" if retry_after else "") + "\r\n")
+    return head.encode() + body
+
+
+class _Refuse(asyncio.Protocol):
+    """A connection over the cap: one 503, then closed (its fd is back at once)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.write(neutral_error(503, f"The proxy is at its limit of {self.limit} connections; retry shortly.",
+                                      retry_after=1))
+        transport.close()
+
+
+class GuardedHandler(RequestHandler):
+    """aiohttp's request handler, with its protocol errors (bad request line, header too large...)
+    answered as JSON instead of text/plain."""
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        if request.writer.output_size > 0:
+            raise ConnectionError("the answer had started; the connection is dropped")
+        if status == 500:
+            log.error("unexpected error reading a request", exc_info=exc)
+            text = "The proxy failed while reading this request."
+        else:  # the client's mistake (a header over the limit, a malformed request line): no traceback
+            text = (message or str(exc or "") or "Bad request.").strip()
+            log.info("refused a malformed request (%s): %s", status, text[:200])
+        body = json.loads(neutral_error(status, text).split(b"\r\n\r\n", 1)[1])
+        out = web.json_response(body, status=status)
+        out.force_close()
+        return out
+
+
+class GuardedSite(web.TCPSite):
+    def __init__(self, runner: web.AppRunner, host: str, port: int, limits: ServerLimits) -> None:
+        super().__init__(runner, host, port)
+        self.limits = limits
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner, as TCPSite.start does
+        server = self._runner.server
+        assert server is not None
+        limit = self.limits.max_connections
+
+        def protocol() -> asyncio.Protocol:
+            if len(server.connections) >= limit:
+                return _Refuse(limit)
+            return GuardedHandler(server, loop=server._loop, **server._kwargs)  # what Server.__call__ does
+
+        self._server = await asyncio.get_running_loop().create_server(
+            protocol, self._host, self._port, backlog=self._backlog, reuse_address=self._reuse_address)
+
+    @property
+    def bound_port(self) -> int:
+        assert self._server is not None
+        return self._server.sockets[0].getsockname()[1]
+
+
+async def start_site(app: web.Application, host: str, port: int, limits: ServerLimits
+                     ) -> tuple[web.AppRunner, GuardedSite]:
+    """Start `app` on host:port; the runner's cleanup is the bounded shutdown (make_app's on_shutdown
+    ends open streams first)."""
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=limits.client_timeout,
+                           shutdown_timeout=FINAL_PHASE)
+    await runner.setup()
+    site = GuardedSite(runner, host, port, limits)
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    return runner, site
+
+
+# The last part of a shutdown: handlers told to stop have this long to write their failure events.
+FINAL_PHASE = 2.0
