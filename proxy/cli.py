@@ -11,6 +11,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from proxy import log_limits
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.mock.server import start_mock
 from proxy.server import make_app
@@ -273,6 +274,7 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_limits.install()
     if args.command == "ca":
         return _ca(args)
     if args.command == "mitm":

@@ -134,6 +134,8 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         return {"response": chunk, "traceId": "mock-trace"} if cloudcode and "error" not in chunk else chunk
 
     if method == "generateContent":
+        if reply.delay:  # `slow`: a whole answer takes as long as its stream would
+            await asyncio.sleep(reply.delay * max(1, len(reply.chunks) - 1))
         return web.json_response(wrap(merge_chunks(reply.chunks)))
 
     sse = request.query.get("alt") == "sse"

@@ -74,7 +74,15 @@ class _Refuse(asyncio.Protocol):
 
 class GuardedHandler(RequestHandler):
     """aiohttp's request handler, with its protocol errors (bad request line, header too large...)
-    answered as JSON instead of text/plain."""
+    answered as JSON instead of text/plain, and counted by its site while its connection lives."""
+
+    def __init__(self, site: "GuardedSite", server: web.Server) -> None:
+        super().__init__(server, loop=server._loop, **server._kwargs)  # what Server.__call__ does
+        self.site = site
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.site.open_connections -= 1
+        super().connection_lost(exc)
 
     def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
@@ -96,6 +104,9 @@ class GuardedSite(web.TCPSite):
     def __init__(self, runner: web.AppRunner, host: str, port: int, limits: ServerLimits) -> None:
         super().__init__(runner, host, port)
         self.limits = limits
+        # Counted when asyncio asks for the protocol: it accepts a batch before any connection_made,
+        # so aiohttp's own list of connections lags behind a burst.
+        self.open_connections = 0
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site with its runner, as TCPSite.start does
@@ -104,9 +115,10 @@ class GuardedSite(web.TCPSite):
         limit = self.limits.max_connections
 
         def protocol() -> asyncio.Protocol:
-            if len(server.connections) >= limit:
+            if self.open_connections >= limit:
                 return _Refuse(limit)
-            return GuardedHandler(server, loop=server._loop, **server._kwargs)  # what Server.__call__ does
+            self.open_connections += 1
+            return GuardedHandler(self, server)
 
         self._server = await asyncio.get_running_loop().create_server(
             protocol, self._host, self._port, backlog=self._backlog, reuse_address=self._reuse_address)
