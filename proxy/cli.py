@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from proxy import log_limits
+from proxy import log_limits, malloc_tuning
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.mock.server import start_mock
 from proxy.server import make_app
@@ -28,6 +28,7 @@ from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import load_carrier_keys, rotate
 from proxy.store import MemoryStore
+from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.gemini import (
@@ -52,6 +53,18 @@ def _seconds(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    scale = units.get(text[-1:].upper(), 1)
+    try:
+        value = int(float(text[:-1] if scale > 1 else text) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of bytes such as 64M, not {text}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
     return value
 
 
@@ -96,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
                             f"with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})")
     _auth_arguments(serve)
     _client_arguments(serve)
+    serve.add_argument("--store-max-bytes", type=_bytes, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
+                       help="bytes (as JSON) the session store keeps in all; least recently used go first "
+                            "(default 512M)")
+    serve.add_argument("--session-max-bytes", type=_bytes, default=DEFAULT_SESSION_BYTES, metavar="N[K|M|G]",
+                       help="bytes one session keeps (default 128M)")
     serve.add_argument("--carrier-key", action="append", default=[], metavar="KEY",
                        help=f"key sealing the signatures handed to stateless clients (repeatable: the first seals, "
                             f"all open; also ${CARRIER_KEYS_ENV}); default: the keys file")
@@ -213,7 +231,11 @@ async def _serve(args: argparse.Namespace) -> None:
                                   total_timeout=args.total_timeout, retry=RetryPolicy(args.max_retries))
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
-    runner = await _start_site(make_app(MemoryStore(), upstream, aliases=aliases, schema_modes=modes,
+    try:
+        store = MemoryStore(max_bytes=args.store_max_bytes, session_bytes=args.session_max_bytes)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    runner = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
                                         fill_missing=args.fill_missing_required, forced_choice=args.forced_choice,
                                         keys=keys, carrier=carrier, limits=limits),
                                args.host, args.port, limits)
@@ -275,6 +297,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log_limits.install()
+    malloc_tuning.tune()
     if args.command == "ca":
         return _ca(args)
     if args.command == "mitm":

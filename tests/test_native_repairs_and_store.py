@@ -3,7 +3,6 @@ are appended atomically; a long previous_response_id chain costs memory linear i
 
 import asyncio
 import copy
-import dataclasses
 import json
 import urllib.request
 from typing import Any
@@ -109,8 +108,7 @@ def test_a_long_chain_is_stored_in_linear_bytes(stack: Stack) -> None:
         r = client.responses.create(model="gemini-2.5-flash", input=f"turn {i} {filler}", previous_response_id=prev)
         assert r.status == "completed"
         prev = r.id
-        stored = stack.store._session("chain").responses.values()
-        sizes.append(sum(len(json.dumps(dataclasses.asdict(s))) for s in stored))
+        sizes.append(stack.store.entries.session_size("chain"))
     # Linear: doubling the turns doubles the bytes (a copy of the history per turn would quadruple them).
     assert sizes[199] / sizes[99] < 2.2, sizes[::20]
     steps = [b - a for a, b in zip(sizes[100:], sizes[101:], strict=False)]

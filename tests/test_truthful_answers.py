@@ -279,6 +279,6 @@ def test_a_client_that_goes_away_closes_the_upstream_and_stores_nothing() -> Non
         while wrapper[0].closed == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert wrapper[0].closed == 1, "the upstream stream was closed"
-        assert not stack.store._session("gone").responses, "a turn the client never received is not stored"
+        assert stack.store.entries.session_size("gone") == 0, "a turn the client never received is not stored"
     finally:
         stack.close()

@@ -1,20 +1,47 @@
 """Collect a model turn from streamed Gemini parts, for replay in later requests' history.
 
 Signatures must go back exactly as received, on the same part (reference/protocols.md §B7), so
-only unsigned text parts of the same kind are joined; everything else is kept as sent.
+only unsigned text parts of the same kind are joined; everything else is kept as sent. Text is
+joined once at the end (a list of pieces, not `+=` on a string: a 5 MB answer in 300 chunks would
+otherwise copy ~750 MB and fragment the heap).
 """
 
 import copy
 from typing import Any
 
+_PLAIN = {"text", "thought"}
 
-def add_part(parts: list[dict[str, Any]], part: dict[str, Any]) -> None:
-    prev = parts[-1] if parts else None
-    plain = {"text", "thought"}
-    if (prev is not None and "text" in part and set(part) <= plain and "text" in prev and set(prev) <= plain
-            and bool(prev.get("thought")) == bool(part.get("thought"))):
-        prev["text"] += part["text"]
-        return
-    if part.get("text") == "" and "thoughtSignature" not in part:
-        return
-    parts.append(copy.deepcopy(part))
+
+class ModelTurn:
+    def __init__(self) -> None:
+        self._parts: list[dict[str, Any]] = []
+        self._pieces: list[list[str] | None] = []  # per part: text pieces still to join, or None
+
+    def add(self, part: dict[str, Any]) -> None:
+        prev = self._parts[-1] if self._parts else None
+        if (prev is not None and "text" in part and set(part) <= _PLAIN and "text" in prev and set(prev) <= _PLAIN
+                and bool(prev.get("thought")) == bool(part.get("thought"))):
+            pieces = self._pieces[-1]
+            if pieces is None:
+                pieces = self._pieces[-1] = [prev["text"]]
+            pieces.append(part["text"])
+            return
+        if part.get("text") == "" and "thoughtSignature" not in part:
+            return
+        self._join_last()
+        self._parts.append(copy.deepcopy(part))
+        self._pieces.append(None)
+
+    def _join_last(self) -> None:
+        if self._pieces and self._pieces[-1] is not None:
+            self._parts[-1]["text"] = "".join(self._pieces[-1])
+            self._pieces[-1] = None
+
+    @property
+    def parts(self) -> list[dict[str, Any]]:
+        """The turn's parts so far (joined text; the list is the builder's own)."""
+        self._join_last()
+        return self._parts
+
+    def __bool__(self) -> bool:
+        return bool(self._parts)

@@ -26,7 +26,8 @@ class ChatTranslator:
         self.model, self.created = model, int(time.time())
         self._tools = tools or PreparedTools()
         self._first_only = keep_first_call_only
-        self.text, self.reasoning = "", ""
+        self._text: list[str] = []  # pieces, joined once (linear in the answer)
+        self._reasoning: list[str] = []
         self.tool_calls: list[dict[str, Any]] = []
         self.calls: list[CallRecord] = []
         self.check = AnswerCheck()
@@ -67,10 +68,18 @@ class ChatTranslator:
         if not isinstance(text, str) or not text:
             return []
         if part.get("thought"):
-            self.reasoning += text
+            self._reasoning.append(text)
             return [self._chunk({"reasoning_content": text})]
-        self.text += text
+        self._text.append(text)
         return [self._chunk({"content": text})]
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self._reasoning)
 
     def outcome(self) -> tuple[str, str | None]:
         """(finish_reason, failure message or None)."""

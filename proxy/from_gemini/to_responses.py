@@ -15,7 +15,7 @@ from proxy import ids
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call
 from proxy.from_gemini.finish_reason import map_finish_reason
-from proxy.from_gemini.model_turn import add_part
+from proxy.from_gemini.model_turn import ModelTurn
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import encode_carrier
@@ -40,7 +40,7 @@ class ResponsesTranslator:
         self._seq = 0
         self._open: dict[str, Any] | None = None  # the item currently streaming (message/reasoning)
         self.calls: list[CallRecord] = []
-        self.model_parts: list[dict[str, Any]] = []  # the model turn as Gemini sent it, for history
+        self.model_turn = ModelTurn()  # the model turn as Gemini sent it, for history
         self.check = AnswerCheck()
         self._usage: dict[str, Any] | None = None
         self.done = False
@@ -101,7 +101,7 @@ class ResponsesTranslator:
 
     def model_content(self) -> dict[str, Any] | None:
         """The model turn for history: parts exactly as received (signatures on the same parts)."""
-        return {"role": "model", "parts": copy.deepcopy(self.model_parts)} if self.model_parts else None
+        return {"role": "model", "parts": copy.deepcopy(self.model_turn.parts)} if self.model_turn else None
 
     # -- parts --------------------------------------------------------------------------------
 
@@ -109,7 +109,7 @@ class ResponsesTranslator:
         refuse_unrepresented(part, "Responses")
         if "functionCall" in part and self._first_call_only and self.calls:
             return []
-        add_part(self.model_parts, part)
+        self.model_turn.add(part)
         if "functionCall" in part:
             return self._function_call(part)
         text = part.get("text")
@@ -128,8 +128,8 @@ class ResponsesTranslator:
             events += self._add_item(item)
             events.append(self._ev("response.content_part.added", item_id=item["id"], output_index=self._index,
                                    content_index=0, part={"type": "output_text", "text": "", "annotations": []}))
-            self._open = {**item, "_text": ""}
-        self._open["_text"] += text
+            self._open = {**item, "_text": []}
+        self._open["_text"].append(text)
         events.append(self._ev("response.output_text.delta", item_id=self._open["id"], output_index=self._index,
                                content_index=0, delta=text, logprobs=[]))
         return events
@@ -143,8 +143,8 @@ class ResponsesTranslator:
             events.append(self._ev("response.reasoning_summary_part.added", item_id=item["id"],
                                    output_index=self._index, summary_index=0,
                                    part={"type": "summary_text", "text": ""}))
-            self._open = {**item, "_text": ""}
-        self._open["_text"] += text
+            self._open = {**item, "_text": []}
+        self._open["_text"].append(text)
         events.append(self._ev("response.reasoning_summary_text.delta", item_id=self._open["id"],
                                output_index=self._index, summary_index=0, delta=text))
         return events
@@ -202,7 +202,7 @@ class ResponsesTranslator:
         if self._open is None:
             return []
         item, self._open = self._open, None
-        text = item.pop("_text")
+        text = "".join(item.pop("_text"))  # joined once: linear in the answer
         if item["type"] == "message":
             part = {"type": "output_text", "text": text, "annotations": []}
             events = [

@@ -5,7 +5,7 @@ import logging
 from aiohttp import web
 from mitmproxy import ctx
 
-from proxy import log_limits
+from proxy import log_limits, malloc_tuning
 from proxy.intercept.options import Options
 from proxy.intercept.relay import RelayBroker, RelayUpstream
 from proxy.mock.server import start_mock
@@ -28,6 +28,7 @@ class Frontend:
 
     async def running(self) -> None:
         log_limits.install()  # mitmproxy's handlers too: a flood of refused clients stays a trickle in its log
+        malloc_tuning.tune()
         if ctx.options.gtp_frontend_port < 0:
             return
         base = ctx.options.gtp_upstream

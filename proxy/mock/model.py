@@ -10,7 +10,8 @@ Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for 
 `max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE [DELAY]` (with a delay
 such as `1.5s`: Gemini's RetryInfo detail and a Retry-After header), `flaky N CODE [DELAY]` (the
 first N requests with this text fail so, later ones are answered: server.py counts), `stream_error`,
-`slow SECONDS` (pause between stream chunks), `empty KIND` (a 200 with nothing usable, as Gemini
+`slow SECONDS` (pause between stream chunks), `bulk BYTES` (a text answer that long, in 16 KB
+chunks), `empty KIND` (a 200 with nothing usable, as Gemini
 sends on Gemini 3 call-id mismatches: `body` {}, `candidates` [], `parts` a STOP candidate with no
 parts, `thoughts` only a thought), `cut` (the answer ends without a finishReason, as when a load
 balancer closes the body early), `stringly` (every call argument sent as a string, as
@@ -211,6 +212,12 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         parts = [{"text": "This answer was cut"}]
         finish = "MAX_TOKENS"
     reply.chunks = _stream_chunks(parts, finish, body, model)
+    if "bulk" in directives:  # a long answer: N bytes of text in 16 KB chunks
+        size, step = int(directives["bulk"] or 1_000_000), 16 * 1024
+        text = ("all work and no play " * (size // 21 + 1))[:size]
+        reply.chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": text[i:i + step]}]},
+                                         "index": 0}], "modelVersion": model} for i in range(0, size, step)]
+        reply.chunks[-1]["candidates"][0]["finishReason"] = "STOP"
     if "cut" in directives:
         del reply.chunks[-1]["candidates"][0]["finishReason"]
     if "stream_error" in directives:

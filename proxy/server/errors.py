@@ -75,8 +75,9 @@ async def _handle(request: web.Request, handler: Any) -> web.StreamResponse:
         what = {404: f"Unknown path {request.path}.", 405: f"Method {request.method} is not allowed on {request.path}."}
         return render(request, ProxyError(what.get(e.status, e.reason or "error"), status=e.status,
                                           type="not_found_error" if e.status == 404 else "invalid_request_error"))
-    except ConnectionError:
+    except ConnectionError as e:
         log.info("%s %s: the client went away", request.method, request.path)  # expected, no traceback
+        e.__traceback__ = e.__context__ = e.__cause__ = None  # no cycle keeping the request's frames alive
         raise
     except Exception:
         log.exception("unexpected error on %s %s", request.method, request.path)

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck
-from proxy.from_gemini.model_turn import add_part
+from proxy.from_gemini.model_turn import ModelTurn
 from proxy.intercept.tool_context import apply_tool_context
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
@@ -88,14 +88,14 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     if req.stream:
         writer = GeminiWriter()
         return await run_stream(request, ctx.upstream.stream(model, body, key), writer, headers,
-                                on_end=lambda ok: save(ok, writer.parts))
+                                on_end=lambda ok: save(ok, writer.turn.parts))
 
     data = checked(await ctx.upstream.generate(model, body, key))
     answer_problem(data)
-    turn: list[dict[str, Any]] = []
+    turn = ModelTurn()
     for part in first_candidate_parts(data):
-        add_part(turn, part)
-    await save(True, turn)
+        turn.add(part)
+    await save(True, turn.parts)
     return web.json_response(data, headers=headers)
 
 

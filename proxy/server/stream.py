@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from proxy import malloc_tuning
 from proxy.errors import ProxyError
 from proxy.server.context import CONTEXT
 from proxy.wire.gemini import checked
@@ -40,19 +41,36 @@ class StreamWriter(Protocol):
         """The client was told the answer failed."""
 
 
-def _sender(request: web.Request, resp: web.StreamResponse, timeout: float
-            ) -> Callable[..., Awaitable[None]]:
-    """Writes that give up on a client who stopped reading: after `timeout` seconds the connection
-    is dropped (and with it every buffer this stream holds), as if the client had gone."""
-    async def send(data: bytes, eof: bool = False) -> None:
+class _Sender:
+    """Writes that give up on a client who stopped reading: a write pending for longer than
+    `timeout` aborts the connection (and with it every buffer this stream holds), as if the client
+    had gone. One timer per stream, rescheduled, not one per write: a 5 MB answer is hundreds of
+    writes, and per-write timeouts left as many timer handles behind."""
+
+    def __init__(self, request: web.Request, resp: web.StreamResponse, timeout: float) -> None:
+        self.request, self.resp, self.timeout = request, resp, timeout
+        self.loop = asyncio.get_running_loop()
+        self.writing_since: float | None = None
+        self.handle = self.loop.call_later(timeout / 2, self._check)
+
+    def _check(self) -> None:
+        if self.writing_since is not None and self.loop.time() - self.writing_since >= self.timeout:
+            log.info("%s %s: the client read nothing for %gs; dropped", self.request.method, self.request.path,
+                     self.timeout)
+            if self.request.transport is not None:
+                self.request.transport.abort()  # the pending write fails with a ConnectionError
+            return
+        self.handle = self.loop.call_later(self.timeout / 2, self._check)
+
+    async def __call__(self, data: bytes, eof: bool = False) -> None:
+        self.writing_since = self.loop.time()
         try:
-            async with asyncio.timeout(timeout):
-                await (resp.write_eof(data) if eof else resp.write(data))
-        except TimeoutError:
-            if request.transport is not None:
-                request.transport.abort()
-            raise ConnectionResetError(f"the client read nothing for {timeout:g}s") from None
-    return send
+            await (self.resp.write_eof(data) if eof else self.resp.write(data))
+        finally:
+            self.writing_since = None
+
+    def close(self) -> None:
+        self.handle.cancel()
 
 
 async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],
@@ -67,28 +85,37 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
         resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
                                            "x-accel-buffering": "no", **(headers or {})})
         await resp.prepare(request)
-        send = _sender(request, resp, ctx.limits.client_timeout)
+        send = _Sender(request, resp, ctx.limits.client_timeout)
         try:
-            await send(writer.start())
-            async for chunk in chunks:
-                await send(writer.feed(checked(chunk)))
-                if writer.done:
-                    break
-            await send(writer.finish())
-            ok = True
-        except ProxyError as e:
-            log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
-            await send(writer.fail(e))
-        except asyncio.CancelledError as e:  # a shutdown: the stream ends with its failure event
-            await send(writer.fail(ctx.in_flight.absorb(e)))
-        except ConnectionError:
-            raise  # the client went away: nothing can reach it (the middleware logs it at INFO)
-        except Exception:
-            log.exception("stream failed on %s %s", request.method, request.path)
-            await send(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
-        await send(b"", eof=True)
+            try:
+                await send(writer.start())
+                async for chunk in chunks:
+                    await send(writer.feed(checked(chunk)))
+                    if writer.done:
+                        break
+                await send(writer.finish())
+                ok = True
+            except ProxyError as e:
+                log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
+                await send(writer.fail(e))
+            except asyncio.CancelledError as e:  # a shutdown: the stream ends with its failure event
+                await send(writer.fail(ctx.in_flight.absorb(e)))
+            except ConnectionError as e:
+                # The client went away: nothing can reach it. Not re-raised: the exception's traceback
+                # and its context (asyncio's timeout frames) would keep this whole answer in a
+                # reference cycle until the next full garbage collection.
+                log.info("%s %s: the client went away (%s)", request.method, request.path, type(e).__name__)
+                e.__traceback__ = e.__context__ = e.__cause__ = None
+                return resp
+            except Exception:
+                log.exception("stream failed on %s %s", request.method, request.path)
+                await send(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
+            await send(b"", eof=True)
+        finally:
+            send.close()
         return resp
     finally:
         await chunks.aclose()  # type: ignore[attr-defined]
+        malloc_tuning.trim_soon()  # a long answer's buffers are free now: give the pages back
         if on_end is not None:
             await on_end(ok and not writer.failed)

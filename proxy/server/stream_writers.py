@@ -13,7 +13,7 @@ from typing import Any
 
 from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck
-from proxy.from_gemini.model_turn import add_part
+from proxy.from_gemini.model_turn import ModelTurn
 from proxy.from_gemini.to_chat import ChatTranslator, error_chunk
 from proxy.from_gemini.to_responses import ResponsesTranslator
 from proxy.server.errors import gemini_error_body
@@ -88,7 +88,7 @@ class GeminiWriter:
         self.sse = sse
         self.content_type = SSE if sse else "application/json; charset=utf-8"
         self.check = AnswerCheck()
-        self.parts: list[dict[str, Any]] = []  # the model turn, for /v1/gemini's conversation
+        self.turn = ModelTurn()  # the model turn, for /v1/gemini's conversation
         self.done = self.failed = False
         self._first = True
 
@@ -104,7 +104,7 @@ class GeminiWriter:
     def feed(self, chunk: dict[str, Any]) -> bytes:
         self.check.feed(chunk)
         for part in first_candidate_parts(chunk):
-            add_part(self.parts, part)
+            self.turn.add(part)
         if chunk.get("candidates") == []:
             # An empty list carries nothing, and google-genai's stream reader indexes candidates[0]
             # (IndexError) before it could see the error event that follows.

@@ -1,95 +1,113 @@
-"""In-memory session store: bounded and expiring, for one proxy process."""
+"""In-memory session store for one proxy process: bounded by bytes, least recently used first out.
 
-import copy
+Everything a session keeps (stored responses, call records, conversations, its tool context) is
+one entry of a ByteLRU, as compact JSON: the limits below are exact, per session and in total.
+An evicted conversation or response is reported as evicted, never continued as if it were new.
+"""
+
+import json
+from dataclasses import asdict
 from typing import Any
 
-from cachetools import TTLCache
-
+from proxy.errors import ProxyError
 from proxy.intercept.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse
+from proxy.store.byte_lru import ByteLRU, Key, TooLarge
 
-# Defaults sized for a developer machine: a session is one client conversation or tool loop.
-DEFAULT_MAX_SESSIONS = 1024
-DEFAULT_MAX_ENTRIES = 4096  # responses, calls and conversations per session, each
+# Defaults sized for a developer machine; JSON bytes (Python's own objects would take 2-3x more).
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024      # the whole store
+DEFAULT_SESSION_BYTES = 128 * 1024 * 1024  # one session: a long agent conversation with some images
 DEFAULT_TTL_SECONDS = 6 * 3600  # long enough for a working day's agent session to pause and resume
+DEFAULT_MAX_ROUNDS = 4096       # captured tool rounds kept per session (the oldest go first)
 
 
-class _Session:
-    def __init__(self, max_entries: int, ttl: float) -> None:
-        self.responses: TTLCache[str, StoredResponse] = TTLCache(max_entries, ttl)
-        self.calls: TTLCache[str, CallRecord] = TTLCache(max_entries * 4, ttl)
-        self.conversations: TTLCache[str, list[dict[str, Any]]] = TTLCache(max_entries, ttl)
-        self.tools: ToolContext | None = None
-        self.max_rounds = max_entries
+def _dump(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class MemoryStore:
-    def __init__(self, max_sessions: int = DEFAULT_MAX_SESSIONS, max_entries: int = DEFAULT_MAX_ENTRIES,
-                 ttl: float = DEFAULT_TTL_SECONDS) -> None:
-        self._sessions: TTLCache[str, _Session] = TTLCache(max_sessions, ttl)
-        self._max_entries, self._ttl = max_entries, ttl
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, session_bytes: int = DEFAULT_SESSION_BYTES,
+                 ttl: float = DEFAULT_TTL_SECONDS, max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
+        if session_bytes > max_bytes:
+            raise ValueError(f"a session's limit ({session_bytes} bytes) exceeds the store's ({max_bytes} bytes)")
+        self.entries = ByteLRU(max_bytes, session_bytes, ttl)
+        self.max_rounds = max_rounds
 
-    def _session(self, name: str) -> _Session:
-        s = self._sessions.get(name)
-        if s is None:
-            s = self._sessions[name] = _Session(self._max_entries, self._ttl)
-        else:
-            self._sessions[name] = s  # touch: an active session does not expire
-        return s
+    def _put(self, key: Key, value: list[bytes], what: str) -> None:
+        try:
+            self.entries.put(key, value)
+        except TooLarge as e:
+            raise ProxyError(f"{what} is too large to keep: {e}.", status=413, code="session_too_large") from None
 
     async def put_response(self, session: str, stored: StoredResponse) -> None:
-        self._session(session).responses[stored.id] = copy.deepcopy(stored)
+        self._put((session, "response", stored.id), [_dump(asdict(stored))], f"Response '{stored.id}'")
 
     async def get_response(self, session: str, response_id: str) -> StoredResponse | None:
-        found = self._session(session).responses.get(response_id)
-        return copy.deepcopy(found) if found else None
+        found = self.entries.get((session, "response", response_id))
+        return StoredResponse(**json.loads(found[0])) if found else None
 
     async def put_calls(self, session: str, calls: list[CallRecord]) -> None:
-        s = self._session(session)
         for c in calls:
-            s.calls[c.call_id] = c
+            self._put((session, "call", c.call_id), [_dump(c.to_dict())], f"Call '{c.call_id}'")
 
     async def get_calls(self, session: str, call_ids: list[str]) -> dict[str, CallRecord]:
-        s = self._session(session)
-        return {cid: s.calls[cid] for cid in call_ids if cid in s.calls}
+        out = {}
+        for cid in call_ids:
+            found = self.entries.get((session, "call", cid))
+            if found:
+                out[cid] = CallRecord.from_dict(json.loads(found[0]))
+        return out
 
     async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]:
-        return copy.deepcopy(self._session(session).conversations.get(conversation, []))
+        key = (session, "conversation", conversation)
+        found = self.entries.get(key)
+        if found is None and self.entries.evicted(key):
+            raise ProxyError(f"Conversation '{conversation}' was evicted to stay within the store's memory limits; "
+                             "start a new one (or resend its history).", status=409, param="conversation",
+                             code="conversation_evicted")
+        return [turn for doc in found or [] for turn in json.loads(doc)]
 
     async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
-        s = self._session(session)
-        history = s.conversations.get(conversation) or []
-        history.extend(copy.deepcopy(contents))
-        s.conversations[conversation] = history
+        key = (session, "conversation", conversation)
+        found = self.entries.get(key)
+        if found is None and self.entries.evicted(key):
+            raise ProxyError(f"Conversation '{conversation}' was evicted while this turn ran; its turn is not kept.",
+                             status=409, param="conversation", code="conversation_evicted")
+        self._put(key, [*(found or []), _dump(contents)], f"Conversation '{conversation}'")
+
+    def _tools(self, session: str) -> ToolContext | None:
+        found = self.entries.get((session, "tools", ""))
+        return ToolContext.from_dict(json.loads(found[0])) if found else None
+
+    def _save_tools(self, session: str, ctx: ToolContext) -> None:
+        del ctx.rounds[:-self.max_rounds]
+        self._put((session, "tools", ""), [_dump(ctx.to_dict())], f"Session '{session}'s tool context")
 
     async def get_tool_context(self, session: str) -> ToolContext | None:
-        ctx = self._session(session).tools
-        return copy.deepcopy(ctx) if ctx else None
+        return self._tools(session)
 
     async def set_tools(self, session: str, declarations: list[dict[str, Any]], tool_config: dict[str, Any] | None,
                         client_names: dict[str, str]) -> None:
-        s = self._session(session)
-        rounds = s.tools.rounds if s.tools else []
-        s.tools = ToolContext(copy.deepcopy(declarations), copy.deepcopy(tool_config), dict(client_names), rounds)
+        old = self._tools(session)
+        self._save_tools(session, ToolContext(declarations, tool_config, dict(client_names), old.rounds if old else []))
 
     async def add_round(self, session: str, rnd: ToolRound) -> None:
-        s = self._session(session)
-        if s.tools is None:
-            s.tools = ToolContext()
-        s.tools.rounds.append(copy.deepcopy(rnd))
-        del s.tools.rounds[:-s.max_rounds]
+        ctx = self._tools(session) or ToolContext()
+        ctx.rounds.append(rnd)
+        self._save_tools(session, ctx)
 
     async def add_results(self, session: str, results: dict[str, dict[str, Any]]) -> list[str]:
-        ctx = self._session(session).tools
+        ctx = self._tools(session)
         unknown = [cid for cid in results if ctx is None or ctx.find_call(cid) is None]
         if unknown or ctx is None:
             return unknown
         for cid, response in results.items():
             found = ctx.find_call(cid)
             assert found is not None
-            found[0].results[cid] = copy.deepcopy(response)
+            found[0].results[cid] = response
+        self._save_tools(session, ctx)
         return []
 
     async def drop_tool_context(self, session: str) -> None:
-        self._session(session).tools = None
+        self.entries.pop((session, "tools", ""))

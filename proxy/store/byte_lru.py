@@ -1,0 +1,108 @@
+"""A least-recently-used map bounded by bytes, per session and in total, with expiry.
+
+Entries are serialized JSON (bytes): their size is exact, a reader always gets its own copy, and
+nothing is kept twice as Python objects (which take 2-3x their JSON size). Over a budget, the
+least recently used entries go — first the session's own, then anyone's. Every eviction leaves a
+tombstone (bounded in count), so the store can say "was evicted" instead of "never existed".
+"""
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Key = tuple[str, str, str]  # (session, kind, key)
+MAX_TOMBSTONES = 100_000
+
+
+class TooLarge(Exception):
+    """One entry larger than a session's whole budget."""
+
+
+@dataclass
+class _Entry:
+    value: list[bytes]  # one or more JSON documents (a conversation grows by appending turns)
+    size: int
+    expires: float
+
+
+class ByteLRU:
+    def __init__(self, max_bytes: int, session_bytes: int, ttl: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_bytes, self.session_bytes, self.ttl, self.clock = max_bytes, session_bytes, ttl, clock
+        self._all: OrderedDict[Key, _Entry] = OrderedDict()
+        self._sessions: dict[str, OrderedDict[Key, None]] = {}
+        self._session_size: dict[str, int] = {}
+        self.total = 0
+        self._tombstones: OrderedDict[Key, None] = OrderedDict()
+
+    def get(self, key: Key) -> list[bytes] | None:
+        entry = self._all.get(key)
+        if entry is None:
+            return None
+        now = self.clock()
+        if entry.expires <= now:
+            self._drop(key, tombstone=False)
+            return None
+        entry.expires = now + self.ttl
+        self._all.move_to_end(key)
+        self._sessions[key[0]].move_to_end(key)
+        return entry.value
+
+    def put(self, key: Key, value: list[bytes]) -> None:
+        size = sum(len(v) for v in value)
+        if size > self.session_bytes:
+            self._drop(key, tombstone=True)
+            raise TooLarge(f"{size} bytes is more than a session may keep ({self.session_bytes} bytes)")
+        self._drop(key, tombstone=False)
+        self._tombstones.pop(key, None)
+        self._expire()
+        session = key[0]
+        self._all[key] = _Entry(value, size, self.clock() + self.ttl)
+        self._sessions.setdefault(session, OrderedDict())[key] = None
+        self._session_size[session] = self._session_size.get(session, 0) + size
+        self.total += size
+        self._evict(key)
+
+    def evicted(self, key: Key) -> bool:
+        return key in self._tombstones
+
+    def pop(self, key: Key) -> None:
+        self._drop(key, tombstone=False)
+
+    def session_size(self, session: str) -> int:
+        return self._session_size.get(session, 0)
+
+    def _expire(self) -> None:
+        """Drop expired entries: the least recently used come first, so they are at the front."""
+        now = self.clock()
+        while self._all:
+            key, entry = next(iter(self._all.items()))
+            if entry.expires > now:
+                break
+            self._drop(key, tombstone=False)
+
+    def _evict(self, keep: Key) -> None:
+        session = keep[0]
+        mine = self._sessions[session]
+        while self._session_size[session] > self.session_bytes:
+            oldest = next(k for k in mine if k != keep)
+            self._drop(oldest, tombstone=True)
+        while self.total > self.max_bytes:
+            oldest = next(k for k in self._all if k != keep)
+            self._drop(oldest, tombstone=True)
+
+    def _drop(self, key: Key, tombstone: bool) -> None:
+        entry = self._all.pop(key, None)
+        if entry is None:
+            return
+        session = key[0]
+        del self._sessions[session][key]
+        self._session_size[session] -= entry.size
+        self.total -= entry.size
+        if not self._sessions[session]:
+            del self._sessions[session], self._session_size[session]
+        if tombstone:
+            self._tombstones[key] = None
+            while len(self._tombstones) > MAX_TOMBSTONES:
+                self._tombstones.popitem(last=False)

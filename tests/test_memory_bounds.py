@@ -1,0 +1,119 @@
+"""Issue 8 item 6: memory bounded by bytes. A real `serve` in front of a real mock process; its RSS
+is read from /proc after batches of aborted, stalled and completed 5 MB streams and of 1 MB
+requests. Bounds are in bytes, never in time."""
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.mitm_harness import ROOT, free_port
+
+MB = 1 << 20
+BULK = "[[mock:bulk 5000000]] a long answer"
+
+
+def rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mem")
+    mock_port, port = free_port(), free_port()
+    env = {**os.environ, "GTP_API_KEYS": ""}
+    logs = [open(tmp / "mock.log", "w"), open(tmp / "serve.log", "w")]  # noqa: SIM115 - closed below
+    mock = subprocess.Popen([sys.executable, "-m", "proxy", "mock", "--port", str(mock_port)], cwd=ROOT,
+                            stdout=logs[0], stderr=subprocess.STDOUT, env=env)
+    serve = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream",
+                              f"http://127.0.0.1:{mock_port}", "--client-timeout", "2", "--store-max-bytes", "40M",
+                              "--session-max-bytes", "20M"], cwd=ROOT, stdout=logs[1], stderr=subprocess.STDOUT,
+                             env=env)
+    url = f"http://127.0.0.1:{port}"
+
+    async def ready() -> None:
+        async with aiohttp.ClientSession() as s:
+            for _ in range(300):
+                try:
+                    async with s.get(url + "/healthz") as r:
+                        if r.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.1)
+        raise AssertionError("serve did not start")
+
+    asyncio.run(ready())
+    yield serve.pid, url
+    for p in (serve, mock):
+        p.terminate()
+        p.wait(20)
+    for f in logs:
+        f.close()
+    assert "Traceback" not in (tmp / "serve.log").read_text()
+
+
+async def _stream(s: aiohttp.ClientSession, url: str, how: str, session: str = "mem") -> None:
+    body = {"model": "gemini-2.5-flash", "input": BULK, "stream": True}
+    headers = {"authorization": "Bearer k", "x-gtp-session": session}
+    async with s.post(url + "/v1/responses", json=body, headers=headers) as r:
+        assert r.status == 200
+        if how == "abort":  # read a little, then close
+            await r.content.read(200_000)
+        elif how == "stall":  # read nothing for longer than the client timeout
+            await asyncio.sleep(4)
+        else:
+            try:
+                await r.read()
+            except aiohttp.ClientPayloadError:
+                raise
+
+
+def _batch(url: str, how: str, n: int = 20) -> None:
+    async def go() -> None:
+        async with aiohttp.ClientSession() as s:
+            await asyncio.gather(*(_stream(s, url, how, f"mem-{how}-{i}") for i in range(n)),
+                                 return_exceptions=how == "stall")
+        await asyncio.sleep(1.5)  # the server hands freed pages back at most once a second
+    asyncio.run(go())
+
+
+def test_aborted_and_stalled_streams_give_their_memory_back(served) -> None:
+    pid, url = served
+    _batch(url, "abort")  # warm-up: the allocator's first growth is not a leak
+    base = rss(pid)
+    after = []
+    for _ in range(3):
+        _batch(url, "abort")
+        after.append(rss(pid))
+    assert max(after) - base < 48 * MB, [a // MB for a in [base, *after]]
+    for _ in range(2):
+        _batch(url, "stall")
+        after.append(rss(pid))
+    assert after[-1] - base < 48 * MB, [a // MB for a in [base, *after]]
+
+
+def test_completed_streams_and_big_requests_stay_within_the_store_limit(served) -> None:
+    pid, url = served
+    _batch(url, "full", 10)
+    base = rss(pid)
+    for _ in range(3):  # 150 MB of answers, each kept for previous_response_id: the store holds 40 MB
+        _batch(url, "full", 10)
+    grew = rss(pid) - base
+
+    async def big_requests() -> None:
+        async with aiohttp.ClientSession() as s:
+            for i in range(120):  # 120 MB of input into one session (it may keep 20 MB)
+                body = {"model": "gemini-2.5-flash", "input": f"[[mock:max_tokens]] {i} " + "x" * MB}
+                async with s.post(url + "/v1/responses", json=body, headers={"x-gtp-session": "big",
+                                                                             "authorization": "Bearer k"}) as r:
+                    assert r.status == 200, await r.text()
+    asyncio.run(big_requests())
+    grew_more = rss(pid) - base
+    assert grew < 100 * MB and grew_more < 160 * MB, (grew // MB, grew_more // MB)
