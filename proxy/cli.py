@@ -163,11 +163,6 @@ def _client_arguments(p: argparse.ArgumentParser) -> None:
                    help="client connections served at once; more get a 503 (default: half the fd limit)")
 
 
-def _limits(args: argparse.Namespace) -> ServerLimits:
-    extra = {"max_connections": args.max_connections} if args.max_connections else {}
-    return ServerLimits(client_timeout=args.client_timeout, shutdown_timeout=args.shutdown_timeout, **extra)
-
-
 def _auth_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", action="append", default=[], metavar="KEY",
                    help=f"a key clients must present to the front-end (repeatable; also --api-keys-file and "
@@ -215,7 +210,7 @@ async def _serve(args: argparse.Namespace) -> None:
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: carrier keys: {e}") from None
     raise_fd_limit()
-    limits = _limits(args)
+    limits = ServerLimits.configured(args.client_timeout, args.shutdown_timeout, args.max_connections)
     runners = []
     base = args.upstream
     if base == "mock":

@@ -42,12 +42,12 @@ class Frontend:
             o = ctx.options
             upstream = GeminiUpstream(base, connect_timeout=o.gtp_connect_timeout, read_timeout=o.gtp_read_timeout,
                                       total_timeout=o.gtp_total_timeout, retry=RetryPolicy(o.gtp_max_retries))
+        limits = self.options.limits()
         app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
                        fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice,
-                       keys=self.options.keys, carrier=self.options.carrier, limits=self.options.limits())
+                       keys=self.options.keys, carrier=self.options.carrier, limits=limits)
         try:
-            runner, site = await start_site(app, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port,
-                                            self.options.limits())
+            runner, site = await start_site(app, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port, limits)
         except OSError as e:
             # An error logged during start-up makes mitmdump exit (ErrorCheck): fail fast on a busy port.
             log.error("front-end cannot listen on %s:%s: %s", ctx.options.gtp_frontend_host,

@@ -116,9 +116,7 @@ class Options:
 
     def limits(self) -> ServerLimits:
         opts = ctx.options
-        extra = {"max_connections": opts.gtp_max_connections} if opts.gtp_max_connections else {}
-        return ServerLimits(client_timeout=opts.gtp_client_timeout, shutdown_timeout=opts.gtp_shutdown_timeout,
-                            **extra)
+        return ServerLimits.configured(opts.gtp_client_timeout, opts.gtp_shutdown_timeout, opts.gtp_max_connections)
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options

@@ -15,6 +15,7 @@ import json
 import logging
 import resource
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
@@ -46,17 +47,29 @@ class ServerLimits:
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     max_connections: int = field(default_factory=default_max_connections)
 
+    @classmethod
+    def configured(cls, client_timeout: float, shutdown_timeout: float, max_connections: int | None
+                   ) -> "ServerLimits":
+        """From the options (`serve`'s or the addon's): no cap given (None or 0) is the default cap."""
+        cap = {"max_connections": max_connections} if max_connections else {}
+        return cls(client_timeout=client_timeout, shutdown_timeout=shutdown_timeout, **cap)
 
-def neutral_error(status: int, message: str, retry_after: int | None = None) -> bytes:
-    """A whole HTTP/1.1 error answer for when the caller's protocol is unknown (no request line
-    yet): one object both OpenAI's and Gemini's SDKs read (`message`, `type`; `code`, `status`)."""
-    body = json.dumps({"error": {"message": message, "type": "server_error" if status >= 500 else
-                                 "invalid_request_error", "param": None, "code": status,
-                                 "status": "UNAVAILABLE" if status == 503 else "INVALID_ARGUMENT"}}).encode()
-    head = (f"HTTP/1.1 {status} {'Service Unavailable' if status == 503 else 'Bad Request'}\r\n"
-            f"content-type: application/json\r\ncontent-length: {len(body)}\r\nconnection: close\r\n"
-            + (f"retry-after: {retry_after}\r\n" if retry_after else "") + "\r\n")
-    return head.encode() + body
+
+def neutral_error(status: int, message: str) -> dict[str, Any]:
+    """An error object for when the caller's protocol is unknown (no request line yet, or one
+    aiohttp could not parse): one object both OpenAI's and Gemini's SDKs read (`message`, `type`;
+    `code`, `status`)."""
+    return {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error",
+                      "param": None, "code": status,
+                      "status": "UNAVAILABLE" if status == 503 else "INVALID_ARGUMENT"}}
+
+
+def _raw_answer(status: int, body: dict[str, Any], retry_after: int) -> bytes:
+    """A whole HTTP/1.1 answer, for a connection refused before aiohttp sees it."""
+    data = json.dumps(body).encode()
+    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(data)}\r\nconnection: close\r\nretry-after: {retry_after}\r\n\r\n")
+    return head.encode() + data
 
 
 class _Refuse(asyncio.Protocol):
@@ -67,8 +80,8 @@ class _Refuse(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        transport.write(neutral_error(503, f"The proxy is at its limit of {self.limit} connections; retry shortly.",
-                                      retry_after=1))
+        message = f"The proxy is at its limit of {self.limit} connections; retry shortly."
+        transport.write(_raw_answer(503, neutral_error(503, message), retry_after=1))
         transport.close()
 
 
@@ -94,8 +107,7 @@ class GuardedHandler(RequestHandler):
         else:  # the client's mistake (a header over the limit, a malformed request line): no traceback
             text = (message or str(exc or "") or "Bad request.").strip()
             log.info("refused a malformed request (%s): %s", status, text[:200])
-        body = json.loads(neutral_error(status, text).split(b"\r\n\r\n", 1)[1])
-        out = web.json_response(body, status=status)
+        out = web.json_response(neutral_error(status, text), status=status)
         out.force_close()
         return out
 

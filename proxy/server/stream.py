@@ -51,7 +51,7 @@ class _Sender:
         self.request, self.resp, self.timeout = request, resp, timeout
         self.loop = asyncio.get_running_loop()
         self.writing_since: float | None = None
-        self.handle = self.loop.call_later(timeout / 2, self._check)
+        self.handle: asyncio.TimerHandle | None = None  # started by the first write
 
     def _check(self) -> None:
         if self.writing_since is not None and self.loop.time() - self.writing_since >= self.timeout:
@@ -63,6 +63,8 @@ class _Sender:
         self.handle = self.loop.call_later(self.timeout / 2, self._check)
 
     async def __call__(self, data: bytes, eof: bool = False) -> None:
+        if self.handle is None:
+            self.handle = self.loop.call_later(self.timeout / 2, self._check)
         self.writing_since = self.loop.time()
         try:
             await (self.resp.write_eof(data) if eof else self.resp.write(data))
@@ -70,7 +72,8 @@ class _Sender:
             self.writing_since = None
 
     def close(self) -> None:
-        self.handle.cancel()
+        if self.handle is not None:
+            self.handle.cancel()
 
 
 async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],
@@ -78,43 +81,41 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
                      on_end: Callable[[bool], Awaitable[None]] | None = None) -> web.StreamResponse:
     """Stream `open_upstream`'s chunks through `writer`. `on_end(ok)` runs once the stream is over
     (ok: the writer finished cleanly, nothing failed) — the route stores its turn only then."""
-    chunks = await open_upstream
     ctx = request.app[CONTEXT]
+    resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
+                                       "x-accel-buffering": "no", **(headers or {})})
+    send = _Sender(request, resp, ctx.limits.client_timeout)
+    chunks = await open_upstream
     ok = False
     try:
-        resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
-                                           "x-accel-buffering": "no", **(headers or {})})
         await resp.prepare(request)
-        send = _Sender(request, resp, ctx.limits.client_timeout)
         try:
-            try:
-                await send(writer.start())
-                async for chunk in chunks:
-                    await send(writer.feed(checked(chunk)))
-                    if writer.done:
-                        break
-                await send(writer.finish())
-                ok = True
-            except ProxyError as e:
-                log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
-                await send(writer.fail(e))
-            except asyncio.CancelledError as e:  # a shutdown: the stream ends with its failure event
-                await send(writer.fail(ctx.in_flight.absorb(e)))
-            except ConnectionError as e:
-                # The client went away: nothing can reach it. Not re-raised: the exception's traceback
-                # and its context (asyncio's timeout frames) would keep this whole answer in a
-                # reference cycle until the next full garbage collection.
-                log.info("%s %s: the client went away (%s)", request.method, request.path, type(e).__name__)
-                e.__traceback__ = e.__context__ = e.__cause__ = None
-                return resp
-            except Exception:
-                log.exception("stream failed on %s %s", request.method, request.path)
-                await send(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
-            await send(b"", eof=True)
-        finally:
-            send.close()
+            await send(writer.start())
+            async for chunk in chunks:
+                await send(writer.feed(checked(chunk)))
+                if writer.done:
+                    break
+            await send(writer.finish())
+            ok = True
+        except ProxyError as e:
+            log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
+            await send(writer.fail(e))
+        except asyncio.CancelledError as e:  # a shutdown: the stream ends with its failure event
+            await send(writer.fail(ctx.in_flight.absorb(e)))
+        except ConnectionError as e:
+            # The client went away: nothing can reach it. Not re-raised: the exception's traceback
+            # and its context (asyncio's timeout frames) would keep this whole answer in a
+            # reference cycle until the next full garbage collection.
+            log.info("%s %s: the client went away (%s)", request.method, request.path, type(e).__name__)
+            e.__traceback__ = e.__context__ = e.__cause__ = None
+            return resp
+        except Exception:
+            log.exception("stream failed on %s %s", request.method, request.path)
+            await send(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
+        await send(b"", eof=True)
         return resp
     finally:
+        send.close()
         await chunks.aclose()  # type: ignore[attr-defined]
         malloc_tuning.trim_soon()  # a long answer's buffers are free now: give the pages back
         if on_end is not None:

@@ -59,22 +59,23 @@ class MemoryStore:
                 out[cid] = CallRecord.from_dict(json.loads(found[0]))
         return out
 
-    async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]:
-        key = (session, "conversation", conversation)
+    def _conversation(self, key: Key, evicted: str) -> list[bytes]:
+        """A conversation's turns (none: a new one); one that was evicted is a 409 saying `evicted`."""
         found = self.entries.get(key)
         if found is None and self.entries.evicted(key):
-            raise ProxyError(f"Conversation '{conversation}' was evicted to stay within the store's memory limits; "
-                             "start a new one (or resend its history).", status=409, param="conversation",
+            raise ProxyError(f"Conversation '{key[2]}' {evicted}", status=409, param="conversation",
                              code="conversation_evicted")
-        return [turn for doc in found or [] for turn in json.loads(doc)]
+        return found or []
+
+    async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]:
+        docs = self._conversation((session, "conversation", conversation), "was evicted to stay within the store's "
+                                  "memory limits; start a new one (or resend its history).")
+        return [turn for doc in docs for turn in json.loads(doc)]
 
     async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
         key = (session, "conversation", conversation)
-        found = self.entries.get(key)
-        if found is None and self.entries.evicted(key):
-            raise ProxyError(f"Conversation '{conversation}' was evicted while this turn ran; its turn is not kept.",
-                             status=409, param="conversation", code="conversation_evicted")
-        self._put(key, [*(found or []), _dump(contents)], f"Conversation '{conversation}'")
+        docs = self._conversation(key, "was evicted while this turn ran; its turn is not kept.")
+        self._put(key, [*docs, _dump(contents)], f"Conversation '{conversation}'")
 
     def _tools(self, session: str) -> ToolContext | None:
         found = self.entries.get((session, "tools", ""))
