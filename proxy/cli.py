@@ -14,6 +14,7 @@ from aiohttp import web
 from proxy import log_limits, malloc_tuning
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.mock.server import start_mock
+from proxy.model_rules import ModelRules
 from proxy.server import make_app
 from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
@@ -90,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--schema-mode", action="append", default=[], metavar="[PATTERN=]json|parameters",
                        help="declare tool schemas as parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' "
                             "(default) for models matching PATTERN (repeatable, first match wins)")
+    _model_rule_arguments(serve)
     serve.add_argument("--fill-missing-required", action="store_true",
                        help="give a call's missing required arguments a null placeholder "
                             "(default: report them, never invent)")
@@ -150,6 +152,23 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--host", default="127.0.0.1")
     mock.add_argument("--port", type=int, default=DEFAULT_MOCK_PORT, help=f"port (default {DEFAULT_MOCK_PORT})")
     return p
+
+
+def _model_rule_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tool-result-media", action="append", default=[], metavar="[PATTERN=]parts|siblings",
+                   help="how images/files returned by tools reach models matching PATTERN: in "
+                        "functionResponse.parts ('parts', default for gemini-3 and later) or as parts after the "
+                        "function responses ('siblings', default for older models); repeatable, first match wins")
+    p.add_argument("--stream-arguments", action="append", default=[], metavar="PATTERN",
+                   help="ask models matching PATTERN to stream call arguments (partialArgs), passed on as argument "
+                        "deltas (repeatable; default: none, as Google's Developer API documents it as Vertex-only)")
+
+
+def _model_rules(args: argparse.Namespace) -> ModelRules:
+    try:
+        return ModelRules.parse(args.tool_result_media, args.stream_arguments)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
 
 
 def _client_arguments(p: argparse.ArgumentParser) -> None:
@@ -232,7 +251,7 @@ async def _serve(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {e}") from None
     runner = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
                                         fill_missing=args.fill_missing_required, forced_choice=args.forced_choice,
-                                        keys=keys, carrier=carrier, limits=limits),
+                                        keys=keys, carrier=carrier, limits=limits, rules=_model_rules(args)),
                                args.host, args.port, limits)
     runners.append(runner)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s)", args.host, args.port, base,

@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.mock.server import ACCEPTED, RECEIVED, SEEN, start_mock
+from proxy.model_rules import ModelRules
 from proxy.server import make_app
 from proxy.server.auth import ClientKeys
 from proxy.server.context import CONTEXT
@@ -38,7 +39,7 @@ class Stack:
     """Mock Gemini + front-end, both on ephemeral loopback ports."""
 
     def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None,
-                 limits: ServerLimits | None = None) -> None:
+                 limits: ServerLimits | None = None, rules: ModelRules | None = None) -> None:
         """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection)."""
         self.lt = LoopThread()
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
@@ -49,6 +50,8 @@ class Stack:
             kwargs["keys"] = ClientKeys(keys)
         if limits:
             kwargs["limits"] = limits
+        if rules:
+            kwargs["rules"] = rules
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
         upstream = wrap(self.upstream) if wrap else self.upstream
         self.app = make_app(self.store, upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"},

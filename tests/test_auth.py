@@ -14,6 +14,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind, scope_of
+from proxy.server.errors import is_gemini_path
 from tests.harness import Stack
 from tests.mitm_harness import MITMDUMP, ROOT
 
@@ -47,8 +48,11 @@ def _routes(stack: Stack) -> list[tuple[str, str]]:
         info = route.resource.get_info() if route.resource else {}
         path = info.get("path") or info.get("formatter", "")
         path = (path.replace("{response_id}", "resp_x").replace("{session}", "s1")
-                .replace("{version}", "v1beta").replace("{target}", "gemini-2.5-flash:generateContent"))
-        if route.method != "HEAD":
+                .replace("{version}", "v1beta").replace("{target}", "gemini-2.5-flash:generateContent")
+                .replace("{tail}", "files/x"))
+        if route.method == "*":  # a catch-all: every method must be refused
+            out += [(m, path) for m in ("GET", "POST", "DELETE")]
+        elif route.method != "HEAD":
             out.append((route.method, path))
     return out
 
@@ -65,7 +69,7 @@ def test_every_route_but_healthz_needs_a_key(locked: Stack) -> None:
                 assert status == 200
                 continue
             assert status == 401, (method, path, headers, answer)
-            if path.startswith(("/v1beta", "/v1/gemini")):
+            if is_gemini_path(path):
                 assert answer["error"]["status"] == "UNAUTHENTICATED" and answer["error"]["code"] == 401
             else:
                 assert answer["error"]["code"] == "invalid_api_key"

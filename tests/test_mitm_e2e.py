@@ -276,3 +276,33 @@ def test_spoofed_host_header_is_not_intercepted(mitm: MitmStack) -> None:
     # The same request to the host it names is intercepted as before.
     status, _, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:generateContent", body))
     assert status == 200 and mitm.received[-1]["body"]["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
+
+
+def _afc_weather(city: str) -> str:
+    """Weather for a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize(("model", "stream"), [("gemini-2.5-flash", True), ("gemini-3-flash-preview", False),
+                                               ("gemini-3-flash-preview", True)])
+def test_google_genai_afc_history_repaired(mitm: MitmStack, model: str, stream: bool) -> None:
+    """google-genai's automatic function calling, unmodified, through the real mitmdump: its chunk turns
+    are merged and its id-less function responses get their calls' ids (issue 9, item 5)."""
+    from google import genai
+    from google.genai import types
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(
+        client_args={"proxy": mitm.proxy_url, "verify": mitm.client_ssl()}))
+    config = types.GenerateContentConfig(tools=[_afc_weather], thinking_config=types.ThinkingConfig(
+        include_thoughts=True))
+    text = f"[[mock:rounds 2]] call _afc_weather city=Quito {model} {stream}"
+    if stream:
+        answer = "".join(c.text or "" for c in client.models.generate_content_stream(model=model, contents=text,
+                                                                                      config=config))
+    else:
+        answer = client.models.generate_content(model=model, contents=text, config=config).text
+    assert "sunny in Quito" in answer
+    sent = mitm.received[-1]["body"]["contents"]
+    assert [c["role"] for c in sent] == ["user", "model", "user", "model", "user"]
+    calls = [p["functionCall"] for c in sent for p in c["parts"] if "functionCall" in p]
+    answers = [p["functionResponse"] for c in sent for p in c["parts"] if "functionResponse" in p]
+    assert [a.get("id") for a in answers] == [c.get("id") for c in calls]

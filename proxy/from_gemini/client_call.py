@@ -26,11 +26,12 @@ class ClientCall:
         return self.record.call_id
 
 
-def client_call(tools: PreparedTools, part: dict[str, Any]) -> ClientCall:
-    """What the client is shown for one Gemini functionCall part, and the record kept of it."""
+def client_call(tools: PreparedTools, part: dict[str, Any], call_id: str | None = None) -> ClientCall:
+    """What the client is shown for one Gemini functionCall part, and the record kept of it
+    (`call_id`: the id already shown for a streamed call)."""
     fc = part["functionCall"]
     gname = fc.get("name", "")
-    call_id = fc.get("id") or ids.call_id()
+    call_id = call_id or fc.get("id") or ids.call_id()
     declared = match_name(tools, gname)
     ref = tools.names.ref(declared)
     original = fc.get("args") if isinstance(fc.get("args"), dict) else {}

@@ -16,7 +16,16 @@ _FAILED_MESSAGES = {
     "MISSING_THOUGHT_SIGNATURE": "Gemini rejected the history for a missing thought signature "
                                  "(finishReason MISSING_THOUGHT_SIGNATURE)",
     "MALFORMED_RESPONSE": "Gemini produced a malformed response (finishReason MALFORMED_RESPONSE)",
+    "NO_IMAGE": "Gemini was expected to produce an image and produced none (finishReason NO_IMAGE)",
+    "LANGUAGE": "Gemini stopped: the answer would be in an unsupported language (finishReason LANGUAGE)",
 }
+# Responses `error.code` (an enum in the SDKs): the history is at fault for a missing signature.
+_FAILED_CODES = {"MISSING_THOUGHT_SIGNATURE": "invalid_prompt"}
+
+
+def failure_code(reason: str | None) -> str:
+    """The Responses error code of a failed finish."""
+    return _FAILED_CODES.get(reason or "", "server_error")
 
 
 def map_finish_reason(reason: str | None, block_reason: str | None = None) -> Outcome:

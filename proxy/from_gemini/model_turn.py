@@ -9,6 +9,8 @@ otherwise copy ~750 MB and fragment the heap).
 import copy
 from typing import Any
 
+from proxy.from_gemini.partial_args import PartialCalls
+
 _PLAIN = {"text", "thought"}
 
 
@@ -16,8 +18,18 @@ class ModelTurn:
     def __init__(self) -> None:
         self._parts: list[dict[str, Any]] = []
         self._pieces: list[list[str] | None] = []  # per part: text pieces still to join, or None
+        self._partial = PartialCalls()  # a call streamed in fragments is kept as one whole call
 
     def add(self, part: dict[str, Any]) -> None:
+        """Add a part as Gemini sent it (fragments of a streamed call are joined into one call)."""
+        events, whole = self._partial.feed(part)
+        for event in events:
+            if event.kind == "end":
+                self._add(event.call.whole_part())
+        if whole is not None:
+            self._add(whole)
+
+    def _add(self, part: dict[str, Any]) -> None:
         prev = self._parts[-1] if self._parts else None
         if (prev is not None and "text" in part and set(part) <= _PLAIN and "text" in prev and set(prev) <= _PLAIN
                 and bool(prev.get("thought")) == bool(part.get("thought"))):
@@ -39,7 +51,9 @@ class ModelTurn:
 
     @property
     def parts(self) -> list[dict[str, Any]]:
-        """The turn's parts so far (joined text; the list is the builder's own)."""
+        """The turn's parts so far (joined text, streamed calls ended; the list is the builder's own)."""
+        for event in self._partial.finish():
+            self._add(event.call.whole_part())
         self._join_last()
         return self._parts
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from proxy import ids
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
-from proxy.from_gemini.client_call import client_call
+from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
+from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.tools.prepare_tools import PreparedTools
@@ -33,6 +34,8 @@ class ChatTranslator:
         self.check = AnswerCheck()
         self._usage: dict[str, Any] | None = None
         self._started = False
+        self._partial = PartialCalls()  # calls whose arguments Gemini streams (partialArgs)
+        self._streaming: tuple[StreamedCall, dict[str, Any]] | None = None  # and the tool_calls entry they fill
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
@@ -51,8 +54,41 @@ class ChatTranslator:
             out += self._part(part)
         return out
 
-    def _part(self, part: dict[str, Any]) -> list[dict[str, Any]]:
-        refuse_unrepresented(part, "Chat Completions")
+    def _part(self, raw: dict[str, Any]) -> list[dict[str, Any]]:
+        refuse_unrepresented(raw, "Chat Completions")
+        call_events, part = self._partial.feed(raw)
+        out = self._call_events(call_events)
+        return out if part is None else out + self._whole_part(part)
+
+    def _call_events(self, call_events: list[CallEvent]) -> list[dict[str, Any]]:
+        """A streamed call: its id and name with the first fragment, then argument deltas as they
+        come (never taken back: the arguments are Gemini's as streamed)."""
+        out: list[dict[str, Any]] = []
+        for ev in call_events:
+            if ev.kind == "start":
+                if self._first_only and self.tool_calls:
+                    continue
+                ref = self._tools.names.ref(match_name(self._tools, ev.call.name))
+                entry = {"index": len(self.tool_calls), "id": ev.call.first["functionCall"].get("id") or ids.call_id(),
+                         "type": "function", "function": {"name": qualified(ref.name, ref.namespace), "arguments": ""}}
+                self.tool_calls.append(entry)
+                self._streaming = (ev.call, entry)
+                out.append(self._chunk({"tool_calls": [json.loads(json.dumps(entry))]}))
+                continue
+            if self._streaming is None or self._streaming[0] is not ev.call:
+                continue
+            entry = self._streaming[1]
+            if ev.text:
+                entry["function"]["arguments"] += ev.text
+                out.append(self._chunk({"tool_calls": [{"index": entry["index"],
+                                                        "function": {"arguments": ev.text}}]}))
+            if ev.kind == "end":
+                self._streaming = None
+                call = client_call(self._tools, ev.call.whole_part(), entry["id"])
+                self.calls.append(call.record)
+        return out
+
+    def _whole_part(self, part: dict[str, Any]) -> list[dict[str, Any]]:
         fc = part.get("functionCall")
         if isinstance(fc, dict):
             if self._first_only and self.tool_calls:
@@ -101,10 +137,11 @@ class ChatTranslator:
                 "completion_tokens_details": {"reasoning_tokens": u["output_tokens_details"]["reasoning_tokens"]}}
 
     def finish(self, include_usage: bool) -> list[dict[str, Any]]:
+        streamed = self._call_events(self._partial.finish())
         finish, failure = self.outcome()
         if failure:
             return [error_chunk(failure)]
-        out = [] if self._started else [self._chunk({"role": "assistant", "content": ""})]
+        out = streamed if self._started else [self._chunk({"role": "assistant", "content": ""}), *streamed]
         out.append(self._chunk({}, finish))
         if include_usage:
             out.append({**self._chunk({}), "choices": [], "usage": self.usage()})

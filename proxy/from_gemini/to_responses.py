@@ -9,13 +9,16 @@ stream accumulator enforces (one open item at a time; text deltas inside a conte
 
 import copy
 import json
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 from proxy import ids
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
-from proxy.from_gemini.client_call import client_call
-from proxy.from_gemini.finish_reason import map_finish_reason
+from proxy.from_gemini.client_call import client_call, match_name
+from proxy.from_gemini.finish_reason import failure_code, map_finish_reason
 from proxy.from_gemini.model_turn import ModelTurn
+from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import encode_carrier
@@ -25,6 +28,14 @@ from proxy.tools.tool_names import ToolRef
 from proxy.wire.gemini import first_candidate_parts
 
 Event = dict[str, Any]
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _StreamingItem:
+    call: StreamedCall
+    call_id: str
+    item: dict[str, Any] | None  # None for a custom tool: its input goes out whole
 
 
 class ResponsesTranslator:
@@ -43,6 +54,8 @@ class ResponsesTranslator:
         self.model_turn = ModelTurn()  # the model turn as Gemini sent it, for history
         self.check = AnswerCheck()
         self._usage: dict[str, Any] | None = None
+        self._partial = PartialCalls()  # calls whose arguments Gemini streams (partialArgs)
+        self._streaming: _StreamingItem | None = None  # the function_call item they stream into
         self.done = False
 
     # -- public API ---------------------------------------------------------------------------
@@ -66,7 +79,7 @@ class ResponsesTranslator:
     def finish(self) -> list[Event]:
         if self.done:
             return []
-        events = self._close_open()
+        events = self._call_events(self._partial.finish()) + self._close_open()
         if self._carrier and self.calls:
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
                     "encrypted_content": encode_carrier(self.calls, self._carrier)}
@@ -80,7 +93,7 @@ class ResponsesTranslator:
             msg = detail or "Gemini failed"
             if self.check.finish_message:
                 msg = f"{msg}: {self.check.finish_message}"
-            return events + self.fail(msg)
+            return events + self.fail(msg, failure_code(self.check.finish))
         self.response["status"] = status
         if status == "incomplete":
             self.response["incomplete_details"] = {"reason": detail}
@@ -105,8 +118,15 @@ class ResponsesTranslator:
 
     # -- parts --------------------------------------------------------------------------------
 
-    def _part(self, part: dict[str, Any]) -> list[Event]:
-        refuse_unrepresented(part, "Responses")
+    def _part(self, raw: dict[str, Any]) -> list[Event]:
+        refuse_unrepresented(raw, "Responses")
+        call_events, part = self._partial.feed(raw)
+        events = self._call_events(call_events)
+        if part is None:
+            return events
+        return events + self._whole_part(part)
+
+    def _whole_part(self, part: dict[str, Any]) -> list[Event]:
         if "functionCall" in part and self._first_call_only and self.calls:
             return []
         self.model_turn.add(part)
@@ -170,6 +190,54 @@ class ResponsesTranslator:
             events += self._done_item({**item, "status": "completed", "arguments": args})
         self.calls.append(call.record)
         return events
+
+    def _call_events(self, call_events: list[CallEvent]) -> list[Event]:
+        """A streamed call: its item opens with the first fragment, argument deltas follow as they
+        come, and it is done when the call ends. The deltas are never taken back, so the arguments
+        are Gemini's as streamed (the schema repairs of whole calls are only logged here)."""
+        events: list[Event] = []
+        for ev in call_events:
+            if ev.kind == "start":
+                if self._first_call_only and self.calls:
+                    continue  # parallel_tool_calls=false
+                declared = match_name(self._tools, ev.call.name)
+                ref = self._tools.names.ref(declared)
+                call_id = ev.call.first["functionCall"].get("id") or ids.call_id()
+                if ref.kind == "custom":  # free-form input goes out whole at the end
+                    self._streaming = _StreamingItem(ev.call, call_id, None)
+                    continue
+                events += self._close_open()
+                item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
+                        "call_id": call_id, "name": ref.name, "arguments": ""}
+                if ref.namespace:
+                    item["namespace"] = ref.namespace
+                events += self._add_item(item)
+                self._streaming = _StreamingItem(ev.call, call_id, item)
+                continue
+            streaming = self._streaming
+            if streaming is None or streaming.call is not ev.call:
+                continue  # a later call of parallel_tool_calls=false
+            if ev.text and streaming.item is not None:
+                events.append(self._ev("response.function_call_arguments.delta", item_id=streaming.item["id"],
+                                       output_index=self._index, delta=ev.text))
+            if ev.kind == "end":
+                events += self._end_streamed(streaming)
+        return events
+
+    def _end_streamed(self, streaming: "_StreamingItem") -> list[Event]:
+        self._streaming = None
+        whole = streaming.call.whole_part()
+        self.model_turn.add(whole)
+        call = client_call(self._tools, whole, streaming.call_id)
+        self.calls.append(call.record)
+        if streaming.item is None:
+            return self._close_open() + self._custom_call(call.call_id, call.ref, call.args)
+        args = streaming.call.arguments.text
+        if call.args != json.loads(args):
+            log.warning("streamed arguments of %s differ from their schema repair; sent as streamed", call.ref.name)
+        item = streaming.item
+        return [self._ev("response.function_call_arguments.done", item_id=item["id"], output_index=self._index,
+                         arguments=args)] + self._done_item({**item, "status": "completed", "arguments": args})
 
     def _custom_call(self, call_id: str, ref: ToolRef, args: dict[str, Any]) -> list[Event]:
         """A custom tool's call: its free-form input goes back as text, not JSON."""

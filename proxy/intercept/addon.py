@@ -26,7 +26,7 @@ class GeminiTools:
         self.relay = RelayBroker()
         self.options = Options()
         self.frontend = Frontend(self.store, self.relay, self.options)
-        self.addons = [self.options, Route(), Relay(self.relay), Rewrite(self.store), Capture(self.store),
+        self.addons = [self.options, Route(), Relay(self.relay), Rewrite(self.store, self.options), Capture(self.store),
                        self.frontend]
 
     @property

@@ -5,6 +5,7 @@ import logging
 from typing import Any
 
 from proxy import ids
+from proxy.from_gemini.partial_args import PartialArgsError, PartialCalls
 from proxy.signatures.call_record import CallRecord
 from proxy.wire.gemini import first_candidate_parts
 from proxy.wire.sse import SSEDecoder
@@ -26,20 +27,39 @@ class CallCapture:
         self.calls: list[CallRecord] = []
         self.chunks: int = 0
         self.error: dict[str, Any] | None = None
+        self._partial = PartialCalls()  # calls streamed in fragments (partialArgs), joined
 
     def feed(self, chunk: Any) -> dict[str, Any]:
         chunk = unwrap(chunk)
         self.chunks += 1
         if isinstance(chunk.get("error"), dict):
             self.error = chunk["error"]
-        for part in first_candidate_parts(chunk):
-            fc = part.get("functionCall") if isinstance(part, dict) else None
-            if isinstance(fc, dict) and isinstance(fc.get("name"), str):
-                gid = fc.get("id") if isinstance(fc.get("id"), str) else None
-                args = fc.get("args") if isinstance(fc.get("args"), dict) else {}
-                self.calls.append(CallRecord(gid or ids.call_id(), fc["name"], fc["name"], gid,
-                                             part.get("thoughtSignature"), args))
+        for raw in first_candidate_parts(chunk):
+            if not isinstance(raw, dict):
+                continue
+            try:
+                events, part = self._partial.feed(raw)
+            except PartialArgsError as e:
+                log.warning("streamed call arguments could not be joined: %s", e)
+                continue
+            for event in events:
+                if event.kind == "end":
+                    self._record(event.call.whole_part())
+            if part is not None:
+                self._record(part)
+        cands = chunk.get("candidates") or []
+        if cands and isinstance(cands[0], dict) and cands[0].get("finishReason"):
+            for event in self._partial.finish():
+                self._record(event.call.whole_part())
         return chunk
+
+    def _record(self, part: dict[str, Any]) -> None:
+        fc = part.get("functionCall")
+        if isinstance(fc, dict) and isinstance(fc.get("name"), str):
+            gid = fc.get("id") if isinstance(fc.get("id"), str) else None
+            args = fc.get("args") if isinstance(fc.get("args"), dict) else {}
+            self.calls.append(CallRecord(gid or ids.call_id(), fc["name"], fc["name"], gid,
+                                         part.get("thoughtSignature"), args))
 
     def feed_body(self, body: bytes) -> None:
         """A whole (non-SSE) answer: one object, or the JSON array `streamGenerateContent` sends without alt=sse."""

@@ -10,6 +10,7 @@ from mitmproxy import ctx, exceptions
 
 from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER
 from proxy.intercept.relay import DEFAULT_TIMEOUT
+from proxy.model_rules import ModelRules
 from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
 from proxy.server.site import DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, ServerLimits
@@ -29,6 +30,7 @@ class Options:
         self.aliases: dict[str, str] = {}
         self.schema_modes: list[tuple[str, str]] = []
         self.keys = ClientKeys(())
+        self.rules = ModelRules()
         self.carrier = CarrierKeys.ephemeral()
 
     def load(self, loader: Any) -> None:
@@ -50,6 +52,11 @@ class Options:
         loader.add_option("gtp_schema_mode", Sequence[str], [],
                           "[PATTERN=]json|parameters rules: the front-end declares tool schemas as "
                           "parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' (the default).")
+        loader.add_option("gtp_tool_result_media", Sequence[str], [],
+                          "[PATTERN=]parts|siblings rules: images/files returned by tools go in functionResponse.parts "
+                          "('parts', default for gemini-3 and later) or after the function responses ('siblings').")
+        loader.add_option("gtp_stream_arguments", Sequence[str], [],
+                          "Model patterns asked to stream call arguments (partialArgs); default none.")
         loader.add_option("gtp_forced_choice", str, "retry",
                           "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
                           "'error' at once, or 'allow' its answer through.")
@@ -139,6 +146,11 @@ class Options:
             try:
                 self.aliases = parse_aliases(opts.gtp_model_aliases)
                 self.schema_modes = parse_schema_modes(opts.gtp_schema_mode)
+            except ValueError as e:
+                raise exceptions.OptionsError(str(e)) from None
+        if updated & {"gtp_tool_result_media", "gtp_stream_arguments"}:
+            try:
+                self.rules = ModelRules.parse(opts.gtp_tool_result_media, opts.gtp_stream_arguments)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(

@@ -8,6 +8,7 @@ from mitmproxy import ctx, http
 
 from proxy.errors import ProxyError
 from proxy.intercept.flow_selection import META, FlowState, select
+from proxy.intercept.options import Options
 from proxy.intercept.tool_context import apply_tool_context
 from proxy.store.base import SessionStore
 
@@ -15,8 +16,8 @@ log = logging.getLogger(__name__)
 
 
 class Rewrite:
-    def __init__(self, store: SessionStore) -> None:
-        self.store = store
+    def __init__(self, store: SessionStore, options: Options) -> None:
+        self.store, self.options = store, options
 
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or META in flow.metadata:
@@ -28,7 +29,8 @@ class Rewrite:
         tool_ctx = await self.store.get_tool_context(req.session) if req.session else None
         try:
             rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=ctx.options.gtp_tools == "merge",
-                                           placeholder=ctx.options.gtp_placeholder)
+                                           placeholder=ctx.options.gtp_placeholder,
+                                           result_parts=self.options.rules.result_parts(req.model))
         except ProxyError as e:
             log.warning("refused intercepted request for session %s: %s", req.session, e.message)
             flow.response = http.Response.make(e.status, json.dumps({"error": {

@@ -22,7 +22,7 @@ from proxy.to_gemini.repair_history import repair_history
 
 
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
-                       placeholder: str = DEFAULT_PLACEHOLDER) -> dict[str, Any]:
+                       placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
     out = copy.copy(body)
     tools = repair_app_tools(out.pop("tools", None) or [])
@@ -44,7 +44,7 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
     if config is not None and declared_names(tools):
         out["toolConfig"] = config
     contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder)
-    contents = repair_history(copy.deepcopy(contents), model)
+    contents = repair_history(copy.deepcopy(contents), model, result_parts=result_parts)
     sign_current_turn(contents, model)
     out["contents"] = contents
     return out

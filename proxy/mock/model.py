@@ -7,7 +7,8 @@ Behaviour, driven by the latest user text of the request:
 - after function responses: answer with text quoting every result (or call again, see `rounds`);
 - otherwise: a text answer echoing the prompt, streamed in several chunks.
 Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for N rounds),
-`max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `error CODE [DELAY]` (with a delay
+`max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `finish REASON` (text, then that
+finishReason), `error CODE [DELAY]` (with a delay
 such as `1.5s`: Gemini's RetryInfo detail and a Retry-After header), `flaky N CODE [DELAY]` (the
 first N requests with this text fail so, later ones are answered: server.py counts), `stream_error`,
 `slow SECONDS` (pause between stream chunks), `bulk BYTES` (a text answer that long, in 16 KB
@@ -51,6 +52,18 @@ class Reply:
 def _texts(content: dict[str, Any]) -> list[str]:
     return [get(p, "text") for p in get(content, "parts") or [] if isinstance(get(p, "text"), str)
             and not get(p, "thought")]
+
+
+def _media(parts: list[dict[str, Any]]) -> list[str]:
+    """What media `parts` carry, as the model would see them: MIME types (and file URIs)."""
+    seen = []
+    for p in parts:
+        blob, file_data = get(p, "inlineData"), get(p, "fileData")
+        if isinstance(blob, dict):
+            seen.append(f"{get(blob, 'mimeType')} ({len(get(blob, 'data') or '') * 3 // 4} bytes)")
+        if isinstance(file_data, dict):
+            seen.append(f"{get(file_data, 'mimeType') or 'file'} at {get(file_data, 'fileUri')}")
+    return seen
 
 
 def _latest_user_text(contents: list[dict[str, Any]]) -> tuple[int, str]:
@@ -156,6 +169,9 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         reply.chunks = [{"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": _usage(body, "", 0),
                          "modelVersion": model}]
         return reply
+    if "finish" in directives:  # `finish REASON`: some text, then that finishReason (as on streams)
+        reply.chunks = _stream_chunks([{"text": "Partial answer before the end"}], directives["finish"], body, model)
+        return reply
     for directive, reason in (("safety", "SAFETY"), ("malformed", "MALFORMED_FUNCTION_CALL"),
                               ("unexpected_tool", "UNEXPECTED_TOOL_CALL")):
         if directive in directives:
@@ -182,8 +198,11 @@ def respond(body: dict[str, Any], model: str) -> Reply:
             # Gemini 3 answers an unmatched functionResponse.id with an empty turn (LiteLLM PR#34603).
             parts.append({"text": ""})
         else:
+            siblings = _media(get(last, "parts") or [])
             parts.append({"text": "Tool results: " + "; ".join(
-                f"{get(r, 'name')} returned {json.dumps(get(r, 'response'), sort_keys=True)}" for r in responses)})
+                f"{get(r, 'name')} returned {json.dumps(get(r, 'response'), sort_keys=True)}"
+                + (f" with parts [{', '.join(_media(get(r, 'parts') or []))}]" if get(r, "parts") else "")
+                for r in responses) + (f"; after them [{', '.join(siblings)}]" if siblings else "")})
     elif calls:
         seed = hashlib.sha256(json.dumps(contents, sort_keys=True).encode()).hexdigest()
         hints = _hints(text)
@@ -205,6 +224,9 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         parts.append({"text": json.dumps(ArgumentMaker(schema, _hints(text)).make(schema))})
     else:
         answer = f"Mock Gemini ({model}) heard: {DIRECTIVE.sub('', text).strip() or '(nothing)'}"
+        seen = _media(get(contents[start], "parts") or []) if start >= 0 else []
+        if seen:
+            answer += f" and saw [{', '.join(seen)}]"
         parts.append({"text": answer})
 
     finish = "STOP"
@@ -291,3 +313,74 @@ def _stream_chunks(parts: list[dict[str, Any]], finish: str, body: dict[str, Any
     for c in chunks:
         c["usageMetadata"] = _usage(body, out_text, thoughts)
     return chunks
+
+
+# How long the pieces of a streamed string argument are (a 20 KB argument arrives in ~20 fragments).
+FRAGMENT_CHARS = 1024
+
+
+def _leaves(value: Any, path: str) -> list[tuple[str, Any]] | None:
+    """(jsonPath, scalar) pairs in order; None when an empty object or list cannot be streamed."""
+    if isinstance(value, dict):
+        if not value:
+            return None
+        out: list[tuple[str, Any]] = []
+        for k, v in value.items():
+            quoted = k.replace("\\", "\\\\").replace("'", "\\'")
+            key = f".{k}" if re.match(r"^[A-Za-z_]\w*$", k) else f"['{quoted}']"
+            sub = _leaves(v, path + key)
+            if sub is None:
+                return None
+            out += sub
+        return out
+    if isinstance(value, list):
+        if not value:
+            return None
+        out = []
+        for i, v in enumerate(value):
+            sub = _leaves(v, f"{path}[{i}]")
+            if sub is None:
+                return None
+            out += sub
+        return out
+    return [(path, value)]
+
+
+def _partial(path: str, value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        pieces = [value[i:i + FRAGMENT_CHARS] for i in range(0, len(value), FRAGMENT_CHARS)] or [""]
+        return [{"jsonPath": path, "stringValue": p, **({"willContinue": True} if i < len(pieces) - 1 else {})}
+                for i, p in enumerate(pieces)]
+    if isinstance(value, bool):
+        return [{"jsonPath": path, "boolValue": value}]
+    if value is None:
+        return [{"jsonPath": path, "nullValue": "NULL_VALUE"}]
+    return [{"jsonPath": path, "numberValue": value}]
+
+
+def fragment_calls(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """streamFunctionCallArguments: each call as a naming fragment, then one partialArg per chunk
+    (strings in pieces), the last without willContinue (reference/peers-and-gemini-2026.md §3)."""
+    out: list[dict[str, Any]] = []
+    for chunk in chunks:
+        cand = (chunk.get("candidates") or [{}])[0]
+        parts = (cand.get("content") or {}).get("parts") or []
+        if len(parts) != 1 or "functionCall" not in parts[0]:
+            out.append(chunk)
+            continue
+        part, fc = parts[0], parts[0]["functionCall"]
+        leaves = _leaves(fc["args"], "$") if fc.get("args") else []
+        if leaves is None:  # an empty object or list inside: sent whole
+            out.append(chunk)
+            continue
+        partials = [pa for path, value in leaves for pa in _partial(path, value)]
+        head = {**{k: v for k, v in part.items() if k != "functionCall"},
+                "functionCall": {k: v for k, v in fc.items() if k != "args"} | {"willContinue": True}}
+        pieces = [head] + [{"functionCall": {"partialArgs": [pa], "willContinue": True}} for pa in partials]
+        pieces.append({"functionCall": {"willContinue": False}})
+        for i, piece in enumerate(pieces):
+            c = {k: v for k, v in chunk.items() if k != "candidates"}
+            piece_cand = {k: v for k, v in cand.items() if k != "finishReason" or i == len(pieces) - 1}
+            c["candidates"] = [{**piece_cand, "content": {"role": "model", "parts": [piece]}}]
+            out.append(c)
+    return out

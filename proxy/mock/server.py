@@ -7,6 +7,7 @@ proxy really sent upstream.
 
 import asyncio
 import collections
+import hashlib
 import json
 import math
 import re
@@ -16,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock.model import ERRORS, respond
+from proxy.mock.model import ERRORS, fragment_calls, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
 
 RECEIVED = web.AppKey("received", collections.deque)
@@ -27,6 +28,12 @@ MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
 NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
           "Please use API Key or other form of API consumer identity to call this API.")
 MODELS = ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview", "gemma-3-27b-it"]
+EMBEDDING_MODELS = ["gemini-embedding-001"]
+GENERATE_METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
+# One stored file, for the passed-through files API.
+FILES = {"files/mockfile1": {"name": "files/mockfile1", "displayName": "notes.txt", "mimeType": "text/plain",
+                             "sizeBytes": "11", "uri": "https://generativelanguage.googleapis.com/v1beta/files/mockfile1",
+                             "state": "ACTIVE"}}
 
 
 ACCOUNT_ANSWERS: dict[str, dict[str, Any]] = {
@@ -92,15 +99,79 @@ async def cloudcode(request: web.Request) -> web.StreamResponse:
     return await _answer(request, None, method, "v1internal", cloudcode=True)
 
 
-async def _answer(request: web.Request, model: str | None, method: str, version: str,
-                  cloudcode: bool) -> web.StreamResponse:
-    if method not in ("generateContent", "streamGenerateContent"):
-        return _error(GeminiRejection(404, f"Method {method} not found.", "NOT_FOUND"))
+def _key_problem(request: web.Request) -> GeminiRejection | None:
     key = _api_key(request)
     if not key:
-        return _error(GeminiRejection(403, NO_KEY, "PERMISSION_DENIED"))
+        return GeminiRejection(403, NO_KEY, "PERMISSION_DENIED")
     if key.startswith("bad"):
-        return _error(GeminiRejection(400, "API key not valid. Please pass a valid API key."))
+        return GeminiRejection(400, "API key not valid. Please pass a valid API key.")
+    return None
+
+
+def _not_supported(model: str, version: str, method: str) -> GeminiRejection:
+    return GeminiRejection(404, f"models/{model} is not found for API version {version}, or is not supported for "
+                                f"{method}. Call ListModels to see the list of available models and their supported "
+                                "methods.", "NOT_FOUND")
+
+
+async def _model_method(request: web.Request, model: str, method: str, version: str) -> web.Response:
+    """countTokens, embedContent, batchEmbedContents: as strict as generateContent about their bodies."""
+    try:
+        body = json.loads(await request.read())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _error(GeminiRejection(400, "Invalid JSON payload received. Unexpected token."))
+    request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": _api_key(request),
+                                  "path": request.path_qs, "headers": dict(request.headers)})
+    embedding = model in EMBEDDING_MODELS
+    try:
+        if method == "countTokens":
+            if embedding:
+                raise _not_supported(model, version, method)
+            inner = body.get("generateContentRequest") or {"contents": body.get("contents")}
+            if "generateContentRequest" in body and inner.get("model") != f"models/{model}":
+                raise GeminiRejection(400, "* CountTokensRequest.generate_content_request.model: the model must "
+                                           f"match the request's model, models/{model}\n")  # [inferred]
+            validate_request({k: v for k, v in inner.items() if k != "model"}, model)
+            tokens = max(1, len(json.dumps(inner.get("contents"))) // 4)
+            return web.json_response({"totalTokens": tokens,
+                                      "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}]})
+        if not embedding:
+            raise _not_supported(model, version, method)
+        requests = body.get("requests") if method == "batchEmbedContents" else [{**body, "model": f"models/{model}"}]
+        if not isinstance(requests, list) or not requests:
+            raise GeminiRejection(400, "* BatchEmbedContentsRequest.requests: requests must not be empty\n")
+        embeddings = []
+        for i, sub in enumerate(requests):
+            if not isinstance(sub, dict) or sub.get("model") != f"models/{model}":
+                named = sub.get("model") if isinstance(sub, dict) else sub
+                raise GeminiRejection(400, f"Model in request {i} ({named}) doesn't match the model in the URL "
+                                           f"(models/{model}).")  # [inferred]
+            content = sub.get("content")
+            texts = [p.get("text", "") for p in (content or {}).get("parts") or [] if isinstance(p, dict)]
+            if not texts:
+                raise GeminiRejection(400, "* EmbedContentRequest.content: contents is not specified\n")
+            seed = hashlib.sha256(" ".join(texts).encode()).digest()
+            size = int(sub.get("outputDimensionality") or 8)
+            embeddings.append({"values": [round(seed[j % 32] / 255 - 0.5, 6) for j in range(size)]})
+    except GeminiRejection as e:
+        return _error(e)
+    return web.json_response({"embedding": embeddings[0]} if method == "embedContent" else {"embeddings": embeddings})
+
+
+async def _answer(request: web.Request, model: str | None, method: str, version: str,
+                  cloudcode: bool) -> web.StreamResponse:
+    if method not in ("generateContent", "streamGenerateContent", "countTokens", "embedContent",
+                      "batchEmbedContents") or (cloudcode and method not in GENERATE_METHODS):
+        return _error(GeminiRejection(404, f"Method {method} not found.", "NOT_FOUND"))
+    problem = _key_problem(request)
+    if problem:
+        return _error(problem)
+    if method in ("countTokens", "embedContent", "batchEmbedContents"):
+        assert model is not None
+        if not MODEL_NAME.match(model):
+            return _error(_not_supported(model, version, method))
+        return await _model_method(request, model, method, version)
+    key = _api_key(request)
     try:
         body = json.loads(await request.read())
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -126,6 +197,9 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
     if flaky:
         return _error(flaky)
     reply = respond(body, model)
+    fcc = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    if method == "streamGenerateContent" and fcc.get("streamFunctionCallArguments"):
+        reply.chunks = fragment_calls(reply.chunks)
     if reply.error:
         status, name, message = reply.error
         return _error(GeminiRejection(status, message, name, retry_delay=reply.retry_delay))
@@ -160,11 +234,48 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
     return resp
 
 
+def _model_entry(model: str) -> dict[str, Any]:
+    methods = ["embedContent", "batchEmbedContents"] if model in EMBEDDING_MODELS else GENERATE_METHODS
+    return {"name": f"models/{model}", "version": "001", "displayName": model, "description": f"Mock {model}",
+            "inputTokenLimit": 1048576, "outputTokenLimit": 65536 if model not in EMBEDDING_MODELS else 1,
+            "supportedGenerationMethods": methods}
+
+
 async def list_models(request: web.Request) -> web.Response:
-    return web.json_response({"models": [
-        {"name": f"models/{m}", "displayName": m, "supportedGenerationMethods": ["generateContent",
-                                                                               "streamGenerateContent"]}
-        for m in MODELS]})
+    problem = _key_problem(request)
+    if problem:
+        return _error(problem)
+    return web.json_response({"models": [_model_entry(m) for m in MODELS + EMBEDDING_MODELS]})
+
+
+async def get_model(request: web.Request) -> web.Response:
+    problem = _key_problem(request)
+    if problem:
+        return _error(problem)
+    model = request.match_info["model"]
+    if model not in MODELS + EMBEDDING_MODELS:
+        return _error(GeminiRejection(404, f"models/{model} is not found for API version "
+                                           f"{request.match_info['version']}, or is not supported for GET.",
+                                      "NOT_FOUND"))
+    request.app[RECEIVED].append({"model": model, "method": "get", "body": None, "key": _api_key(request),
+                                  "path": request.path_qs, "headers": dict(request.headers)})
+    return web.json_response(_model_entry(model))
+
+
+async def files(request: web.Request) -> web.Response:
+    """`GET files` and `GET files/{id}`: a stand-in for the APIs the proxy passes through untouched."""
+    problem = _key_problem(request)
+    if problem:
+        return _error(problem)
+    request.app[RECEIVED].append({"model": None, "method": "files", "body": None, "key": _api_key(request),
+                                  "path": request.path_qs, "headers": dict(request.headers)})
+    name = request.match_info.get("name")
+    if name is None:
+        return web.json_response({"files": list(FILES.values())})
+    if f"files/{name}" not in FILES:
+        return _error(GeminiRejection(403, f"You do not have permission to access the File {name} or it may not "
+                                           "exist.", "PERMISSION_DENIED"))
+    return web.json_response(FILES[f"files/{name}"])
 
 
 @web.middleware
@@ -181,6 +292,9 @@ def make_mock_app() -> web.Application:
     app[ACCEPTED] = [0]
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
+    app.router.add_get("/{version:v1|v1beta|v1alpha}/models/{model}", get_model)
+    app.router.add_get("/{version:v1|v1beta|v1alpha}/files", files)
+    app.router.add_get("/{version:v1|v1beta|v1alpha}/files/{name}", files)
     app.router.add_post("/v1internal:{method}", cloudcode)
     app.router.add_get("/oauth2/v2/userinfo", userinfo)
     app.router.add_post(

@@ -45,13 +45,21 @@ SCHEMA = {"type", "format", "title", "description", "nullable", "enum", "maxItem
           "propertyOrdering", "default", "items", "minimum", "maximum"}
 TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
 TOOL_CONFIG = {"functionCallingConfig", "retrievalConfig"}
-CALLING_CONFIG = {"mode", "allowedFunctionNames"}
+CALLING_CONFIG = {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}
 MODES = {"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"}
 GENERATION = {"temperature", "topP", "topK", "candidateCount", "maxOutputTokens", "stopSequences",
               "presencePenalty", "frequencyPenalty", "seed", "responseMimeType", "responseSchema",
               "responseJsonSchema", "responseLogprobs", "logprobs", "responseModalities", "mediaResolution",
               "speechConfig", "thinkingConfig", "enableEnhancedCivicAnswers", "imageConfig"}
 THINKING = {"includeThoughts", "thinkingBudget", "thinkingLevel"}
+BLOB = {"mimeType", "data"}
+FILE_DATA = {"mimeType", "fileUri"}
+RESPONSE_BLOB = {"mimeType", "data", "displayName"}  # functionResponse.parts[] take a displayName to $ref
+RESPONSE_FILE_DATA = {"mimeType", "fileUri", "displayName"}
+MIME = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$")
+# Gemini 2.x answers multimodal function responses so (gemini-cli#19436).
+RESPONSE_PARTS_REFUSED = ("Unable to submit request because `function_response.parts` is not supported for this model. "
+                          "Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling")
 # Extra fields the Cloud Code Assist wrapper's inner request may carry (reference/protocols.md §B9).
 CLOUDCODE_FIELDS = frozenset({"sessionId", "labels"})
 
@@ -269,6 +277,8 @@ class _Checker:
                                f"google.ai.generativelanguage.v1beta.FunctionCallingConfig.Mode), {json.dumps(mode)}"))
         if not declared:
             raise GeminiRejection(400, "Function calling config is set without function_declarations.")
+        if get(fcc, "streamFunctionCallArguments") and not is_gemini3(self.model):
+            raise GeminiRejection(400, "stream_function_call_arguments is not supported for this model.")  # [inferred]
         allowed = get(fcc, "allowedFunctionNames")
         if allowed and mode not in ("ANY", "VALIDATED"):
             self.semantic.append("GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: "
@@ -308,9 +318,18 @@ class _Checker:
                     self.parse.append((f"{path}.parts[{pi}].function_call.args",
                                        f"Invalid value at '{path}.parts[{pi}].function_call.args' "
                                        f"(type.googleapis.com/google.protobuf.Struct), {json.dumps(get(fc, 'args'))}"))
+            self.media(p, f"{path}.parts[{pi}]", BLOB, FILE_DATA)
             fr = get(p, "functionResponse")
             if fr is not None:
                 fr = self.fields(fr, FUNCTION_RESPONSE, f"{path}.parts[{pi}].function_response")
+                frparts = get(fr, "parts")
+                if frparts:
+                    if not is_gemini3(self.model):
+                        raise GeminiRejection(400, RESPONSE_PARTS_REFUSED)
+                    for mi, m in enumerate(frparts if isinstance(frparts, list) else []):
+                        where = f"{path}.parts[{pi}].function_response.parts[{mi}]"
+                        self.media(self.fields(m, {"inlineData", "fileData"}, where), where, RESPONSE_BLOB,
+                                   RESPONSE_FILE_DATA)
                 if not isinstance(get(fr, "response"), dict):
                     self.parse.append((f"{path}.parts[{pi}].function_response.response",
                                        f"Invalid value at '{path}.parts[{pi}].function_response.response' "
@@ -319,6 +338,26 @@ class _Checker:
                 if not get(fr, "name"):
                     self.semantic.append(f"GenerateContentRequest.{path}.parts[{pi}].function_response.name: "
                                          "Name cannot be empty.")  # [inferred]
+
+    def media(self, p: dict[str, Any], path: str, blob_fields: set[str], file_fields: set[str]) -> None:
+        """inlineData: base64 bytes and a MIME type; fileData: a URI (and a MIME type)."""
+        blob = get(p, "inlineData")
+        if blob is not None:
+            blob = self.fields(blob, blob_fields, f"{path}.inline_data")
+            data, mime = get(blob, "data"), get(blob, "mimeType")
+            if not isinstance(data, str) or _b64(data, strict=True) is None:
+                self.parse.append((f"{path}.inline_data.data", f"Invalid value at '{path}.inline_data.data' "
+                                   f"(TYPE_BYTES), Base64 decoding failed for \"{str(data)[:40]}\""))
+            if not isinstance(mime, str) or not MIME.match(mime):
+                raise GeminiRejection(400, f"Unsupported MIME type: {mime}")  # [inferred wording]
+        file_data = get(p, "fileData")
+        if file_data is not None:
+            file_data = self.fields(file_data, file_fields, f"{path}.file_data")
+            if not isinstance(get(file_data, "fileUri"), str) or not get(file_data, "fileUri"):
+                self.semantic.append(f"GenerateContentRequest.{path}.file_data.file_uri: file_uri must be set.")
+            mime = get(file_data, "mimeType")
+            if mime is not None and (not isinstance(mime, str) or not MIME.match(mime)):
+                raise GeminiRejection(400, f"Unsupported MIME type: {mime}")  # [inferred wording]
 
     # -- history rules ---------------------------------------------------------------------------
 
@@ -329,7 +368,9 @@ class _Checker:
             for c in contents:
                 for p in get(c, "parts") or []:
                     fr = get(p, "functionResponse")
-                    ref = _first_ref(get(fr, "response")) if isinstance(fr, dict) else None
+                    labels = {get(d, "displayName") for m in (get(fr, "parts") or [] if isinstance(fr, dict) else [])
+                              for d in (get(m, "inlineData"), get(m, "fileData")) if isinstance(d, dict)}
+                    ref = _first_ref(get(fr, "response"), labels) if isinstance(fr, dict) else None
                     if ref is not None:
                         raise GeminiRejection(400, f"The referenced name '{ref}' in function_response.response does "
                                                    "not match to a display_name in the function_response.parts")
@@ -369,13 +410,14 @@ def _prefill_rejected(model: str) -> bool:
     return re.match(r"^gemini-(3\.[5-9]|[4-9])", model) is not None
 
 
-def _first_ref(value: Any) -> str | None:
+def _first_ref(value: Any, labels: set[Any]) -> str | None:
+    """The first `$ref` that names none of the function response's parts."""
     if isinstance(value, dict):
-        if isinstance(value.get("$ref"), str):
+        if isinstance(value.get("$ref"), str) and value["$ref"] not in labels:
             return value["$ref"]
-        return next((r for v in value.values() if (r := _first_ref(v)) is not None), None)
+        return next((r for v in value.values() if (r := _first_ref(v, labels)) is not None), None)
     if isinstance(value, list):
-        return next((r for v in value if (r := _first_ref(v)) is not None), None)
+        return next((r for v in value if (r := _first_ref(v, labels)) is not None), None)
     return None
 
 
@@ -397,10 +439,12 @@ def _recursive(root: Any) -> bool:
     return visit(root, ())
 
 
-def _b64(value: str) -> bytes | None:
-    """Proto JSON `bytes` accept the standard and the URL-safe base64 alphabets (the SDKs re-encode)."""
+def _b64(value: str, strict: bool = False) -> bytes | None:
+    """Proto JSON `bytes` accept the standard and the URL-safe base64 alphabets (the SDKs re-encode);
+    `strict`: characters outside them are an error (as for inlineData.data)."""
     try:
-        return base64.b64decode(value.replace("-", "+").replace("_", "/") + "==")
+        text = value.replace("-", "+").replace("_", "/")
+        return base64.b64decode(text + "=" * (-len(text) % 4) if strict else text + "==", validate=strict)
     except (ValueError, TypeError):
         return None
 

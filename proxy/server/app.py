@@ -4,10 +4,12 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, authenticate
 from proxy.server.chat_routes import chat_completions
 from proxy.server.context import CONTEXT, Context
-from proxy.server.errors import error_middleware
+from proxy.server.errors import error_middleware, is_gemini_path
+from proxy.server.gemini_rest import add_routes as add_gemini_rest_routes
 from proxy.server.gemini_routes import native_generate, rest_generate
 from proxy.server.responses_routes import create_response, get_response, list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
@@ -16,6 +18,7 @@ from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
+from proxy.upstream.gemini import CLIENT_HEADERS, GeminiUpstream, client_headers
 
 # Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
@@ -29,6 +32,18 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     return await handler(request)
 
 
+@web.middleware
+async def identity_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Gemini-native callers' User-Agent / x-goog-api-client go upstream with the proxy's token."""
+    if not is_gemini_path(request.path):
+        return await handler(request)
+    token = CLIENT_HEADERS.set(client_headers(request.headers))
+    try:
+        return await handler(request)
+    finally:
+        CLIENT_HEADERS.reset(token)
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
@@ -37,13 +52,15 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
              fill_missing: bool = False, forced_choice: Policy = "retry",
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
-             limits: ServerLimits | None = None) -> web.Application:
-    app = web.Application(middlewares=[error_middleware, auth_middleware], client_max_size=max_body)
+             limits: ServerLimits | None = None, rules: ModelRules | None = None) -> web.Application:
+    app = web.Application(middlewares=[error_middleware, auth_middleware, identity_middleware],
+                          client_max_size=max_body)
+    rest = upstream if isinstance(upstream, GeminiUpstream) else None
     upstream = ForcedChoiceUpstream(upstream, forced_choice)
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
-                           limits=limits or ServerLimits())
+                           limits=limits or ServerLimits(), rules=rules or ModelRules(), rest=rest)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)
@@ -52,6 +69,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app.router.add_post("/v1/gemini", native_generate)
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", rest_generate)
     add_session_routes(app)
+    add_gemini_rest_routes(app)  # last: its catch-all must not shadow the routes above
 
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()

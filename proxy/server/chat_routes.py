@@ -11,7 +11,7 @@ from proxy.server.stream_writers import ChatWriter
 from proxy.to_gemini.chat_to_items import chat_messages_to_items
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.reasoning import structured_output, thinking_config
-from proxy.to_gemini.request_body import assemble_request
+from proxy.to_gemini.request_body import assemble_request, stream_arguments
 from proxy.wire.chat import ChatRequest
 from proxy.wire.gemini import checked
 from proxy.wire.responses import wire_choice, wire_list
@@ -33,7 +33,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     items = parse_input(chat_messages_to_items(req.messages))
     model, tools, calls = await ctx.prepare(session, req.model, wire_list(req.tools), items)
     try:
-        conv = input_to_contents(items, calls=calls, names=tools.names, model=model)
+        conv = input_to_contents(items, calls=calls, names=tools.names, model=model,
+                                 result_parts=ctx.rules.result_parts(model))
     except PairingError as e:
         message = MISSING_TOOL_MESSAGE.format(e.call_id) if e.missing_output else UNKNOWN_TOOL_MESSAGE
         raise ProxyError(message, param="messages", code=None) from None
@@ -51,6 +52,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             await ctx.store.put_calls(session, translator.calls)
 
     if req.stream:
+        if ctx.rules.streams_arguments(model):
+            stream_arguments(body)
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
         return await run_stream(request, ctx.upstream.stream(model, body, key), ChatWriter(translator, include_usage),
                                 on_end=remember)

@@ -6,6 +6,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.model_rules import ModelRules
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
 from proxy.server.in_flight import InFlight
 from proxy.server.site import ServerLimits
@@ -16,6 +17,7 @@ from proxy.store.base import SessionStore
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
+from proxy.upstream.gemini import GeminiUpstream
 from proxy.wire.model_name import check_model_name
 from proxy.wire.responses import CustomToolCallItem, FunctionCallItem, FunctionCallOutputItem, InputItem
 
@@ -35,6 +37,8 @@ class Context:
     # (model pattern, "json" | "parameters") rules; see translate/prepare_tools.schema_mode_for.
     schema_modes: list[tuple[str, str]] = field(default_factory=list)
     fill_missing: bool = False  # opt-in null placeholders for missing required call arguments
+    rules: ModelRules = field(default_factory=ModelRules)  # what differs between model families
+    rest: GeminiUpstream | None = None  # Gemini itself, for the passed-through REST methods (not the relay)
     keys: ClientKeys = field(default_factory=lambda: ClientKeys(()))  # none: no authentication (loopback)
     carrier: CarrierKeys = field(default_factory=CarrierKeys.ephemeral)  # seals stateless clients' carriers
     limits: ServerLimits = field(default_factory=ServerLimits)

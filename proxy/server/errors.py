@@ -22,7 +22,8 @@ _GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISS
                   405: "UNIMPLEMENTED", 409: "ABORTED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
                   500: "INTERNAL", 501: "UNIMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
                   504: "DEADLINE_EXCEEDED"}
-_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini")
+_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/upload/", "/v1/files",
+                    "/v1/cachedContents", "/v1/operations", "/v1/tunedModels", "/v1/batches")
 
 
 def is_gemini_path(path: str) -> bool:

@@ -17,6 +17,7 @@ from proxy.from_gemini.model_turn import ModelTurn
 from proxy.intercept.tool_context import apply_tool_context
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
+from proxy.server.gemini_rest import MODEL_METHODS, model_method
 from proxy.server.stream import run_stream
 from proxy.server.stream_writers import GeminiWriter
 from proxy.signatures.sentinel import sign_unsigned_turns
@@ -29,11 +30,11 @@ CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
 METHODS = ("generateContent", "streamGenerateContent")
 
 
-def prepared_body(body: dict[str, Any], model: str) -> dict[str, Any]:
+def prepared_body(ctx: Context, body: dict[str, Any], model: str) -> dict[str, Any]:
     """A client's Gemini body, camelCase, checked, and repaired: what goes upstream."""
     body = to_camel_request(body)
     check_generate_request(body)
-    return apply_tool_context(body, None, model)
+    return apply_tool_context(body, None, model, result_parts=ctx.rules.result_parts(model))
 
 
 def answer_problem(answer: dict[str, Any]) -> None:
@@ -74,7 +75,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     session = session_of(request)
     model = ctx.gemini_model(req.model)
     history = await ctx.store.get_conversation(session, req.conversation) if req.conversation else []
-    body = prepared_body(_gemini_body(req, history + _new_contents(req)), model)
+    body = prepared_body(ctx, _gemini_body(req, history + _new_contents(req)), model)
     sign_unsigned_turns(body["contents"], model)  # the whole kept history, not only the current turn
     added = body["contents"][len(history):]
     key = api_key_of(request)
@@ -103,14 +104,16 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
     """`/{version}/models/{model}:generateContent` and `:streamGenerateContent` (JSON array, or SSE with alt=sse)."""
     ctx: Context = request.app[CONTEXT]
     model, _, method = request.match_info["target"].rpartition(":")
+    if method in MODEL_METHODS and model:
+        return await model_method(request, model, method)
     if method not in METHODS or not model:
         raise ProxyError(f"Method {method or request.match_info['target']} not found: this proxy serves "
-                         f"{' and '.join(METHODS)} on models.", status=404)
+                         f"{', '.join(METHODS + MODEL_METHODS)} on models.", status=404)
     model = ctx.gemini_model(model)
     raw = await read_json(request)
     if not isinstance(raw, dict):
         raise ProxyError("Invalid JSON payload received. Expected an object.")
-    body = prepared_body(raw, model)
+    body = prepared_body(ctx, raw, model)
     key = api_key_of(request)
     if method == "generateContent":
         data = checked(await ctx.upstream.generate(model, body, key))

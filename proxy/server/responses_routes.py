@@ -8,14 +8,16 @@ from aiohttp import web
 from proxy.errors import ProxyError
 from proxy.from_gemini.response_object import response_skeleton
 from proxy.from_gemini.to_responses import ResponsesTranslator
+from proxy.server import gemini_rest
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
+from proxy.server.gemini_rest import wants_gemini_list
 from proxy.server.stream import run_stream
 from proxy.server.stream_writers import ResponsesWriter
 from proxy.store.base import StoredResponse, conversation_at
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
-from proxy.to_gemini.request_body import build_gemini_request
+from proxy.to_gemini.request_body import build_gemini_request, stream_arguments
 from proxy.wire.gemini import checked
 from proxy.wire.responses import ResponsesRequest, wire_list
 
@@ -36,7 +38,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                              param="previous_response_id", code="previous_response_not_found")
 
     model, tools, calls = await ctx.prepare(session, req.model, wire_list(req.tools), items)
-    conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model)
+    conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model,
+                             result_parts=ctx.rules.result_parts(model))
     body = build_gemini_request(req, conv, tools, model)
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
@@ -49,6 +52,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             await _remember(ctx, session, req, prior, conv, translator)
 
     if req.stream:
+        if ctx.rules.streams_arguments(model):
+            stream_arguments(body)
         return await run_stream(request, ctx.upstream.stream(model, body, key), ResponsesWriter(translator),
                                 on_end=remember)
 
@@ -87,6 +92,9 @@ async def get_response(request: web.Request) -> web.Response:
 
 
 async def list_models(request: web.Request) -> web.Response:
+    """OpenAI's model list, or Gemini's for a Gemini client asking `GET /v1/models`."""
+    if wants_gemini_list(request):
+        return await gemini_rest.list_models(request)
     ctx: Context = request.app[CONTEXT]
     data: list[dict[str, Any]] = [{"id": m, "object": "model", "created": 0, "owned_by": "google"}
                                   for m in (*ctx.models, *ctx.aliases)]

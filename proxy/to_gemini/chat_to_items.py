@@ -3,7 +3,27 @@
 from typing import Any
 
 from proxy.errors import ProxyError
+from proxy.to_gemini.media import media_part
 from proxy.wire.chat import ChatMessage, ContentPart
+
+# Chat's media parts, passed on in their Responses spelling (input_to_contents/media.py convert them).
+_MEDIA = {"image_url": "input_image", "file": "input_file", "input_audio": "input_audio"}
+
+
+def _content(content: str | list[ContentPart] | None, where: str) -> str | list[dict[str, Any]]:
+    """A user or tool message's content: text, or typed parts with media kept (never dropped)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not any(part.type in _MEDIA for part in content):
+        return _text(content, where)
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(content):
+        if part.type in _MEDIA:
+            parts.append({**part.wire(), "type": _MEDIA[part.type]})
+            media_part(parts[-1], f"{where}.content[{j}]")  # a bad part is a 400 in the Chat request's terms
+        else:
+            parts.append({"type": "input_text", "text": _text([part], where)})
+    return parts
 
 
 def _text(content: str | list[ContentPart] | None, where: str) -> str:
@@ -28,7 +48,9 @@ def chat_messages_to_items(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
-        if m.role in ("system", "developer", "user"):
+        if m.role == "user":
+            items.append({"type": "message", "role": m.role, "content": _content(m.content, where)})
+        elif m.role in ("system", "developer"):
             items.append({"type": "message", "role": m.role, "content": _text(m.content, where)})
         elif m.role == "assistant":
             text = _text(m.content, where)
@@ -42,5 +64,5 @@ def chat_messages_to_items(messages: list[ChatMessage]) -> list[dict[str, Any]]:
                 raise ProxyError(f"Missing required parameter: '{where}.tool_call_id'.",
                                  param=f"{where}.tool_call_id", code="missing_required_parameter")
             items.append({"type": "function_call_output", "call_id": m.tool_call_id,
-                          "output": _text(m.content, where)})
+                          "output": _content(m.content, where)})
     return items

@@ -15,7 +15,9 @@ from proxy.errors import PairingError, ProxyError
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.sentinel import sign_unsigned_turns
 from proxy.to_gemini.conversation import Conversation
+from proxy.to_gemini.media import MEDIA_PARTS, media_part
 from proxy.to_gemini.repair_history import repair_history
+from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.tool_names import ToolNames
 from proxy.wire.responses import (
     ITEM_MODELS,
@@ -51,26 +53,37 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
     return items
 
 
-# Content parts that carry text; anything else (input_image, input_file, input_audio) is refused
-# with a 400 naming it until it is translated: never silently reduced to its text.
+# Content parts that carry text; media (input_image, input_file, input_audio) become inlineData /
+# fileData (media.py); anything else is refused with a 400 naming it, never reduced to its text.
 TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")
 
 
-def _text_of(content: str | list[dict[str, Any]], where: str) -> list[str]:
+def _parts_of(content: str | list[dict[str, Any]], where: str, media: bool = True) -> list[dict[str, Any]]:
+    """Gemini parts for a message's content, in order; `media=False` where Gemini takes only text."""
     if isinstance(content, str):
-        return [content]
-    texts = []
+        return [{"text": content}]
+    parts: list[dict[str, Any]] = []
     for j, p in enumerate(content):
         kind = p.get("type") if isinstance(p, dict) else None
+        kind = kind if isinstance(kind, str) else None
         if kind in TEXT_PARTS and isinstance(p.get("text"), str):
-            texts.append(p["text"])
+            parts.append({"text": p["text"]})
         elif kind == "refusal" and isinstance(p.get("refusal"), str):
-            texts.append(p["refusal"])
+            parts.append({"text": p["refusal"]})
+        elif media and isinstance(p, dict) and kind in MEDIA_PARTS:
+            converted = media_part(p, f"{where}[{j}]")
+            assert converted is not None
+            parts.append(converted)
         else:
-            raise ProxyError(f"Content parts of type {kind!r} are not supported by this proxy yet ('{where}[{j}]'); "
-                             "the request is refused rather than sent without it.", param=f"{where}[{j}]",
-                             code="unsupported_content")
-    return texts
+            what = "not supported by this proxy" if not (isinstance(p, dict) and kind in MEDIA_PARTS) else (
+                "only text here: Gemini takes images and files in user messages and tool results")
+            raise ProxyError(f"Content parts of type {kind!r} are {what} ('{where}[{j}]'); the request is refused "
+                             "rather than sent without it.", param=f"{where}[{j}]", code="unsupported_content")
+    return parts
+
+
+def _text_of(content: str | list[dict[str, Any]], where: str) -> list[str]:
+    return [p["text"] for p in _parts_of(content, where, media=False)]
 
 
 class _Builder:
@@ -107,7 +120,12 @@ class _Builder:
         self.pending, self.outputs = [], {}
 
     def message(self, item: MessageItem, index: int) -> None:
-        texts = _text_of(item.content, f"input[{index}].content")
+        where = f"input[{index}].content"
+        if item.role == "user":
+            parts = _parts_of(item.content, where)
+            texts = []
+        else:
+            texts = _text_of(item.content, where)
         if item.role in ("system", "developer"):
             self.system.extend({"text": t} for t in texts)
             return
@@ -118,7 +136,7 @@ class _Builder:
             return
         self.model_open = False
         self._close_outputs()
-        self.contents.append({"role": "user", "parts": [{"text": t} for t in texts] or [{"text": ""}]})
+        self.contents.append({"role": "user", "parts": parts or [{"text": ""}]})
 
     def function_call(self, item: FunctionCallItem | CustomToolCallItem, index: int) -> None:
         if isinstance(item, CustomToolCallItem):
@@ -146,11 +164,10 @@ class _Builder:
             raise PairingError(f"No tool call found for function call output with call_id {item.call_id}.",
                                param="input", call_id=item.call_id)
         _, gname, gid = match
-        output = "".join(_text_of(item.output, f"input[{index}].output"))
-        response: dict[str, Any] = {"name": gname, "response": {"output": output}}
-        if gid:
-            response["id"] = gid
-        self.outputs[item.call_id] = {"functionResponse": response}
+        parts = _parts_of(item.output, f"input[{index}].output")
+        text = "".join(p["text"] for p in parts if "text" in p)
+        media = [p for p in parts if "text" not in p]
+        self.outputs[item.call_id] = response_with_media(gname, gid, item.call_id, text, media)
 
     def finish(self) -> Conversation:
         if self.pending and self.outputs:
@@ -168,11 +185,14 @@ def input_to_contents(
     calls: Mapping[str, CallRecord] | None = None,
     names: ToolNames | None = None,
     model: str = "",
+    result_parts: bool | None = None,
 ) -> Conversation:
     """Append `items` to `prior` (a stored conversation, for previous_response_id).
 
     `calls` holds what the proxy remembers of earlier calls (Gemini names, ids, signatures) by
     call_id; history the proxy never saw is accepted too, with the call_id standing in as the id.
+    `result_parts` says whether the model takes media in functionResponse.parts (None: the default
+    for the model, tool_result_media.py).
     """
     b = _Builder(prior or Conversation(), calls or {}, names or ToolNames())
     for i, item in enumerate(items):
@@ -187,6 +207,6 @@ def input_to_contents(
                              "item itself or use previous_response_id.", param=f"input[{i}]")
         # reasoning items carry nothing Gemini needs here: signatures come from the call records.
     conv = b.finish()
-    conv.contents = repair_history(conv.contents, model)
+    conv.contents = repair_history(conv.contents, model, result_parts=result_parts)
     sign_unsigned_turns(conv.contents, model)
     return conv

@@ -1,14 +1,22 @@
 """The repairs every request gets on its way to Gemini, from the front-end and the interceptor alike.
 
 - no trailing text-only model turn for models that refuse one ("prefill");
+- adjacent model turns (chunks of one streamed answer, as google-genai's automatic function calling
+  stores them) merged into one, a call part stored twice dropped when the answers say so;
+- a functionResponse without the id of the call it answers given that id (google-genai omits it;
+  Gemini 3 then answers with nothing);
 - each call turn's function responses in call order (by id, then by name);
-- a `$ref` key inside a function result sent as an opaque JSON string.
+- a `$ref` key inside a function result sent as an opaque JSON string (the proxy's own references
+  to `functionResponse.parts` excepted);
+- media in function results as sibling parts for models that refuse `functionResponse.parts`.
 Signing (the sentinel for unsigned calls) is left to the caller: its scope differs per path.
 """
 
 import fnmatch
 import json
 from typing import Any
+
+from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
 
 # "Requests ending with a model turn are not supported" on Gemini 3.5 Flash-Lite, 3.6 Flash and later
 # (Google's latest-model page via translators.md §4); CLIProxyAPI drops the trailing prefill turn.
@@ -25,6 +33,54 @@ def drop_trailing_prefill(contents: list[dict[str, Any]], model: str) -> list[di
             "functionCall" not in p for p in contents[-1].get("parts") or []):
         return contents[:-1]
     return contents
+
+
+def _calls(content: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in content.get("parts") or [] if isinstance(p.get("functionCall"), dict)]
+
+
+def _answers(content: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [p for p in (content or {}).get("parts") or [] if isinstance(p.get("functionResponse"), dict)]
+
+
+def merge_chunk_turns(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One model turn per answer. google-genai's streaming AFC keeps each chunk as a turn of its own,
+    and from its second round stores the call chunk twice; Gemini then 400s "the number of function
+    response parts is equal to the number of function call parts". A repeated call part is dropped
+    only while the turn has more calls than the next turn has answers: real repeated calls have
+    answers of their own."""
+    merged: list[dict[str, Any]] = []
+    for i, content in enumerate(contents):
+        if not (merged and content.get("role") == "model" and merged[-1].get("role") == "model"):
+            merged.append(content)
+            continue
+        parts = list(merged[-1].get("parts") or [])
+        answers = len(_answers(contents[i + 1] if i + 1 < len(contents) else None))
+        for part in content.get("parts") or []:
+            calls = sum(1 for p in parts if "functionCall" in p)
+            if "functionCall" in part and part in parts and calls >= answers:
+                continue
+            parts.append(part)
+        merged[-1] = {**merged[-1], "parts": parts}
+    return merged
+
+
+def fill_response_ids(contents: list[dict[str, Any]]) -> None:
+    """Give each id-less functionResponse the id of the call it answers (same name, in order)."""
+    for i in range(len(contents) - 1):
+        if contents[i].get("role") != "model":
+            continue
+        open_calls = [p["functionCall"] for p in _calls(contents[i]) if p["functionCall"].get("id")]
+        answered = {a["functionResponse"].get("id") for a in _answers(contents[i + 1])}
+        open_calls = [c for c in open_calls if c["id"] not in answered]
+        for answer in _answers(contents[i + 1]):
+            fr = answer["functionResponse"]
+            if fr.get("id"):
+                continue
+            match = next((c for c in open_calls if c.get("name") == fr.get("name")), None)
+            if match is not None:
+                open_calls.remove(match)
+                answer["functionResponse"] = {**fr, "id": match["id"]}
 
 
 def order_function_responses(contents: list[dict[str, Any]]) -> None:
@@ -53,12 +109,13 @@ def order_function_responses(contents: list[dict[str, Any]]) -> None:
         contents[i + 1] = {**nxt, "parts": ordered + remaining}
 
 
-def _has_ref_key(value: Any) -> bool:
+def _has_ref_key(value: Any, labels: frozenset[str] = frozenset()) -> bool:
+    """True when `value` holds a `$ref` key other than a bare reference to one of `labels`."""
     stack = [value]
     while stack:  # iterative: results can be deep, and this runs on every request
         node = stack.pop()
         if isinstance(node, dict):
-            if "$ref" in node:
+            if "$ref" in node and not (len(node) == 1 and node["$ref"] in labels):
                 return True
             stack.extend(node.values())
         elif isinstance(node, list):
@@ -72,14 +129,23 @@ def escape_response_refs(contents: list[dict[str, Any]]) -> None:
     for content in contents:
         for part in content.get("parts") or []:
             fr = part.get("functionResponse")
-            if isinstance(fr, dict) and _has_ref_key(fr.get("response")):
+            if not isinstance(fr, dict):
+                continue
+            labels = frozenset(d.get("displayName") for m in fr.get("parts") or [] if isinstance(m, dict)
+                               for d in m.values() if isinstance(d, dict) and isinstance(d.get("displayName"), str))
+            if _has_ref_key(fr.get("response"), labels):
                 fr["response"] = {"output": json.dumps(fr["response"], ensure_ascii=False)}
 
 
-def repair_history(contents: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
+def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: bool | None = None
+                   ) -> list[dict[str, Any]]:
     """Apply the repairs above. Modifies the contents in place; returns them (one shorter when a
-    prefill turn was dropped). The contents must have passed the Gemini wire model (wire/gemini.py)."""
-    contents = drop_trailing_prefill(contents, model)
+    prefill turn was dropped). The contents must have passed the Gemini wire model (wire/gemini.py).
+    `result_parts`: whether the model takes functionResponse.parts (None: its default)."""
+    contents = drop_trailing_prefill(merge_chunk_turns(contents), model)
+    fill_response_ids(contents)
     order_function_responses(contents)
     escape_response_refs(contents)
+    if not (parts_in_results(model) if result_parts is None else result_parts):
+        media_as_siblings(contents)
     return contents

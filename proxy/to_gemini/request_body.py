@@ -40,3 +40,11 @@ def assemble_request(conv: Conversation, tools: PreparedTools, tool_choice: str 
     if gen:
         body["generationConfig"] = gen
     return body
+
+
+def stream_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """Ask Gemini to stream call arguments (partialArgs) for a streaming request with functions."""
+    if body.get("tools") and any(t.get("functionDeclarations") for t in body["tools"]):
+        config = body.setdefault("toolConfig", {}).setdefault("functionCallingConfig", {})
+        config["streamFunctionCallArguments"] = True
+    return body

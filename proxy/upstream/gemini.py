@@ -7,17 +7,21 @@ connections are retried (retry.py) while nothing has reached the client yet.
 """
 
 import asyncio
+import contextvars
 import json
 import logging
 import math
 import os
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from yarl import URL
 
-from proxy.errors import UpstreamError
+from proxy import __version__
+from proxy.errors import ProxyError, UpstreamError
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
@@ -31,6 +35,34 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
 # The whole exchange, retries included: a long agent turn streams for minutes, never for this long.
 DEFAULT_TOTAL_TIMEOUT = 900.0
+PROXY_TOKEN = f"gemini-tool-proxy/{__version__}"
+# The calling client's identification, forwarded with the proxy's token appended (set per request by
+# the Gemini-native routes; a context variable, so wrappers between route and upstream need not know).
+CLIENT_HEADERS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("client_headers",
+                                                                                          default=None)
+FORWARDED_HEADERS = ("user-agent", "x-goog-api-client")
+# What a passed-through path may be made of: API path segments, never `.`/`..` or escapes.
+PATH_SEGMENT = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9_.:\-]{1,256}$")
+# Request headers a passed-through call keeps (uploads describe themselves in x-goog-upload-*).
+PASSED_HEADERS = ("content-type", "x-goog-upload-protocol", "x-goog-upload-command", "x-goog-upload-offset",
+                  "x-goog-upload-header-content-length", "x-goog-upload-header-content-type",
+                  "x-goog-upload-file-name")
+# Answer headers passed back (the upload URL comes back in x-goog-upload-url).
+RETURNED_HEADERS = ("content-type", "x-goog-upload-url", "x-goog-upload-status", "x-goog-upload-chunk-granularity",
+                    "x-goog-upload-control-url", "x-goog-upload-size-received")
+
+
+def client_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The client's User-Agent / x-goog-api-client with the proxy's token appended."""
+    return {name: f"{headers[name]} {PROXY_TOKEN}" for name in FORWARDED_HEADERS if headers.get(name)}
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """A passed-through call's answer, as Gemini gave it."""
+    status: int
+    headers: dict[str, str]
+    body: bytes
 
 
 class GeminiUpstream:
@@ -67,7 +99,7 @@ class GeminiUpstream:
         return url.with_query(alt="sse") if stream else url
 
     def _headers(self, api_key: str | None) -> dict[str, str]:
-        headers = {"content-type": "application/json"}
+        headers = {"content-type": "application/json", "user-agent": PROXY_TOKEN, **(CLIENT_HEADERS.get() or {})}
         key = api_key or self.api_key
         if key:
             headers["x-goog-api-key"] = key
@@ -112,6 +144,35 @@ class GeminiUpstream:
                      self.retry.max_retries, wait)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable: the last attempt raises")
+
+    def path_url(self, prefix: tuple[str, ...], segments: list[str], query: Mapping[str, str]) -> URL:
+        """An upstream URL for a passed-through path: each segment checked, the query re-encoded
+        without the caller's `key` (the key travels in a header)."""
+        for segment in segments:
+            if not PATH_SEGMENT.match(segment):
+                raise ProxyError(f"Invalid path segment {segment[:80]!r}: letters, digits, '_', '.', ':' and '-' "
+                                 "only.", status=400)
+        url = URL(self.base_url).joinpath(*prefix, *segments)
+        return url.with_query({k: v for k, v in query.items() if k != "key"})
+
+    async def forward(self, method: str, url: URL, body: bytes, headers: Mapping[str, str],
+                      api_key: str | None = None) -> Forwarded:
+        """Pass one call through (countTokens, embedContent, models, files, cachedContents...);
+        Gemini's answer comes back as it is, errors included."""
+        sent = {**self._headers(api_key), **{k: v for k, v in headers.items() if k.lower() in PASSED_HEADERS}}
+        if not body:
+            sent.pop("content-type", None)
+        try:
+            async with asyncio.timeout(self.total_timeout):
+                async with self._http().request(method, url, data=body or None, headers=sent) as resp:
+                    data = await resp.read()
+                    kept = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
+                    return Forwarded(resp.status, kept, data)
+        except TimeoutError as e:
+            raise self._timed_out(f"did not answer within the total deadline of {self.total_timeout:g}s") from e
+        except aiohttp.ClientError as e:
+            raise UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
+                                type="server_error") from e
 
     def _deadline(self) -> float:
         return asyncio.get_running_loop().time() + self.total_timeout

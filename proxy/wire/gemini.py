@@ -23,10 +23,21 @@ class _Wire(BaseModel):
                               extra="allow")
 
 
+class PartialArg(_Wire):
+    json_path: str
+    string_value: str | None = None
+    number_value: float | None = None
+    bool_value: bool | None = None
+    null_value: str | None = None
+    will_continue: bool | None = None
+
+
 class FunctionCall(_Wire):
-    name: str
+    name: str | None = None  # absent on the continuing fragments of a streamed call (partialArgs)
     args: dict[str, Any] | None = None
     id: str | None = None
+    partial_args: list[PartialArg] | None = None
+    will_continue: bool | None = None
 
 
 class FunctionResponse(_Wire):

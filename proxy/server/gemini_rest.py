@@ -1,0 +1,126 @@
+"""The rest of Gemini's REST surface on the native front-end (google-genai / LangChain `base_url`):
+countTokens, embedContent, batchEmbedContents, `GET models` and `models/{m}` (aliases included),
+and every other API path (files, cachedContents, operations, uploads) passed through untouched.
+
+Answers and errors come back exactly as Gemini gave them; the proxy's own refusals are in Gemini's
+error shape (errors.py). URLs are built from checked segments only (upstream/gemini.py).
+"""
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from proxy.errors import ProxyError
+from proxy.server.context import CONTEXT, Context, api_key_of
+from proxy.server.errors import read_json
+from proxy.upstream.gemini import Forwarded, GeminiUpstream
+from proxy.wire.model_name import model_resource
+
+# Collections that exist under /v1 too (elsewhere /v1 belongs to the OpenAI routes).
+V1_COLLECTIONS = ("models", "tunedModels", "files", "cachedContents", "operations", "batches", "corpora",
+                  "fileSearchStores", "generatedFiles")
+MODEL_METHODS = ("countTokens", "embedContent", "batchEmbedContents")
+
+
+def _gemini(ctx: Context) -> GeminiUpstream:
+    if ctx.rest is None:
+        raise ProxyError("This front-end's upstream (the relay) carries generateContent only; other Gemini "
+                         "methods need a Gemini upstream.", status=501)
+    return ctx.rest
+
+
+def _answer(fwd: Forwarded, body: bytes | None = None) -> web.Response:
+    return web.Response(body=fwd.body if body is None else body, status=fwd.status, headers=fwd.headers)
+
+
+async def _forward(request: web.Request, segments: list[str], body: bytes, prefix: tuple[str, ...] = ()) -> Forwarded:
+    ctx: Context = request.app[CONTEXT]
+    gemini = _gemini(ctx)
+    url = gemini.path_url(prefix or (request.match_info.get("version", "v1"),), segments, request.query)
+    return await gemini.forward(request.method, url, body, request.headers, api_key_of(request))
+
+
+def _json(fwd: Forwarded) -> Any:
+    try:
+        return json.loads(fwd.body) if fwd.status == 200 else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+async def model_method(request: web.Request, model: str, method: str) -> web.Response:
+    """`models/{m}:countTokens|embedContent|batchEmbedContents`, the model's alias resolved."""
+    ctx: Context = request.app[CONTEXT]
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise ProxyError("Invalid JSON payload received. Expected an object.")
+    gemini_model = ctx.gemini_model(model)
+    collection, model_id = model_resource(gemini_model)
+    for sub in body.get("requests") or [] if method == "batchEmbedContents" else []:
+        if isinstance(sub, dict) and isinstance(sub.get("model"), str):  # each names its model too
+            sub["model"] = "/".join(model_resource(ctx.gemini_model(sub["model"].removeprefix("models/"))))
+    if method == "countTokens" and isinstance(body.get("generateContentRequest"), dict):
+        body["generateContentRequest"]["model"] = f"{collection}/{model_id}"
+    data = json.dumps(body, ensure_ascii=False).encode()
+    return _answer(await _forward(request, [collection, f"{model_id}:{method}"], data))
+
+
+async def list_models(request: web.Request) -> web.Response:
+    """Gemini's model list, with each alias listed as the model it stands for."""
+    ctx: Context = request.app[CONTEXT]
+    fwd = await _forward(request, ["models"], b"")
+    data = _json(fwd)
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+        return _answer(fwd)
+    by_name = {m.get("name"): m for m in data["models"] if isinstance(m, dict)}
+    for alias, target in ctx.aliases.items():
+        entry = by_name.get(f"models/{target.removeprefix('models/')}")
+        if entry is not None:
+            data["models"].append({**entry, "name": f"models/{alias}", "displayName": alias})
+    return _answer(fwd, json.dumps(data).encode())
+
+
+async def get_model(request: web.Request) -> web.Response:
+    ctx: Context = request.app[CONTEXT]
+    name = request.match_info["target"]
+    if ":" in name:  # a method (models/{m}:generateContent) is POSTed, never fetched
+        raise ProxyError(f"Method GET is not allowed on {request.path}.", status=405)
+    collection, model_id = model_resource(ctx.gemini_model(name))
+    fwd = await _forward(request, [collection, model_id], b"")
+    data = _json(fwd)
+    if isinstance(data, dict) and name in ctx.aliases:
+        data = {**data, "name": f"models/{name}", "displayName": name}
+        return _answer(fwd, json.dumps(data).encode())
+    return _answer(fwd)
+
+
+async def passthrough(request: web.Request) -> web.Response:
+    """Any other Gemini API path, untouched: files, cachedContents, operations, batches..."""
+    tail = request.match_info["tail"]
+    segments = tail.split("/")
+    if request.match_info["version"] == "v1" and segments[0] not in V1_COLLECTIONS:
+        raise web.HTTPNotFound()
+    body = await request.read()
+    return _answer(await _forward(request, segments, body))
+
+
+async def upload(request: web.Request) -> web.Response:
+    """`/upload/{version}/files` (google-genai's resumable uploads)."""
+    body = await request.read()
+    prefix = ("upload", request.match_info["version"])
+    return _answer(await _forward(request, request.match_info["tail"].split("/"), body, prefix))
+
+
+def wants_gemini_list(request: web.Request) -> bool:
+    """`GET /v1/models` from a Gemini client (it sends its API key the Gemini way), not an OpenAI one."""
+    return bool(request.headers.get("x-goog-api-key") or request.headers.get("x-goog-api-client")
+                or "key" in request.query)
+
+
+def add_routes(app: web.Application) -> None:
+    """After the OpenAI routes: `/v1/...` paths they serve are matched first."""
+    versions = "{version:v1|v1beta|v1alpha}"
+    app.router.add_get(f"/{versions}/models", list_models)
+    app.router.add_get(f"/{versions}/models/{{target}}", get_model)
+    app.router.add_route("*", f"/{versions}/{{tail:.+}}", passthrough)
+    app.router.add_route("*", f"/upload/{versions}/{{tail:.+}}", upload)
