@@ -5,6 +5,7 @@ ones. Tool calls carry an `index` that keeps counting across chunks (LiteLLM#213
 parallel call as index 0); a turn with calls ends with finish_reason "tool_calls".
 """
 
+import copy
 import json
 import time
 from typing import Any
@@ -73,7 +74,7 @@ class ChatTranslator:
                          "type": "function", "function": {"name": qualified(ref.name, ref.namespace), "arguments": ""}}
                 self.tool_calls.append(entry)
                 self._streaming = (ev.call, entry)
-                out.append(self._chunk({"tool_calls": [json.loads(json.dumps(entry))]}))
+                out.append(self._chunk({"tool_calls": [copy.deepcopy(entry)]}))
                 continue
             if self._streaming is None or self._streaming[0] is not ev.call:
                 continue

@@ -91,10 +91,15 @@ def input_image(part: dict[str, Any], where: str) -> dict[str, Any]:
         url = url.get("url")
     if isinstance(url, str) and url:
         return from_url(url, f"{where}.image_url")
-    if part.get("file_id"):
-        raise _bad(f"{where}.file_id", "OpenAI file ids cannot be read by Gemini; send the image as a data URL "
-                                        "or a URL.", "unsupported_content")
-    raise _bad(where, "an image needs an image_url.", "missing_required_parameter")
+    raise _no_source(part, where, "the image as a data URL or a URL", "an image needs an image_url.")
+
+
+def _no_source(spec: dict[str, Any], where: str, instead: str, needs: str) -> ProxyError:
+    """Why a media part has nothing Gemini can read: an OpenAI file id, or no source at all."""
+    if spec.get("file_id"):
+        return _bad(f"{where}.file_id", f"OpenAI file ids cannot be read by Gemini; send {instead}.",
+                    "unsupported_content")
+    return _bad(where, needs, "missing_required_parameter")
 
 
 def input_file(part: dict[str, Any], where: str) -> dict[str, Any]:
@@ -108,10 +113,7 @@ def input_file(part: dict[str, Any], where: str) -> dict[str, Any]:
         return inline(data, guess_mime(filename), f"{where}.file_data")
     if isinstance(url, str) and url:
         return from_url(url, f"{where}.file_url", filename=filename)
-    if spec.get("file_id"):
-        raise _bad(f"{where}.file_id", "OpenAI file ids cannot be read by Gemini; send file_data (a data URL) or "
-                                        "file_url.", "unsupported_content")
-    raise _bad(where, "a file needs file_data or file_url.", "missing_required_parameter")
+    raise _no_source(spec, where, "file_data (a data URL) or file_url", "a file needs file_data or file_url.")
 
 
 def input_audio(part: dict[str, Any], where: str) -> dict[str, Any]:
