@@ -72,3 +72,16 @@ def test_env_script_explains_a_missing_python(tmp_path: Path) -> None:
         pytest.skip("this machine has a system Python >= 3.12 the script would find")
     assert proc.returncode == 1
     assert "needs Python >= 3.12" in proc.stderr and "GTP_PYTHON" in proc.stderr
+
+
+def test_model_rule_options_are_checked_at_start() -> None:
+    """`--tool-result-media` and `--stream-arguments` (issue 9's option names) refuse bad values by name."""
+    for args, expect in ((["--tool-result-media", "gemini*=inline"], "'parts' or 'siblings'"),
+                         (["--stream-arguments", " "], "--stream-arguments pattern")):
+        proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert proc.returncode != 0 and expect in proc.stderr
+    from proxy.model_rules import ModelRules
+    rules = ModelRules.parse(["gemini-2.5-pro=parts"], ["gemini-3*"])
+    assert rules.result_parts("gemini-2.5-pro") and not rules.result_parts("gemini-2.5-flash")
+    assert rules.streams_arguments("gemini-3-pro-preview") and not rules.streams_arguments("gemini-2.5-pro")
