@@ -188,7 +188,7 @@ class StreamedCall:
     def whole_part(self) -> dict[str, Any]:
         """The call as one ordinary functionCall part (for history), signature where it came."""
         args = json.loads(self.arguments.text) if self.arguments.closed else {}
-        if not self.arguments.pieces[1:] and self.whole_args is not None:  # nothing streamed but whole args
+        if not self.arguments.started and self.whole_args is not None:  # nothing streamed but whole args
             args = self.whole_args
         fc = {k: v for k, v in self.first["functionCall"].items() if k not in ("partialArgs", "willContinue")}
         fc["args"] = args

@@ -99,6 +99,12 @@ async def cloudcode(request: web.Request) -> web.StreamResponse:
     return await _answer(request, None, method, "v1internal", cloudcode=True)
 
 
+def _remember(request: web.Request, model: str | None, method: str, body: Any, **extra: Any) -> None:
+    """Keep an accepted request where tests can see what really arrived."""
+    request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": _api_key(request),
+                                  "path": request.path_qs, "headers": dict(request.headers), **extra})
+
+
 def _key_problem(request: web.Request) -> GeminiRejection | None:
     key = _api_key(request)
     if not key:
@@ -120,8 +126,7 @@ async def _model_method(request: web.Request, model: str, method: str, version: 
         body = json.loads(await request.read())
     except (json.JSONDecodeError, UnicodeDecodeError):
         return _error(GeminiRejection(400, "Invalid JSON payload received. Unexpected token."))
-    request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": _api_key(request),
-                                  "path": request.path_qs, "headers": dict(request.headers)})
+    _remember(request, model, method, body)
     embedding = model in EMBEDDING_MODELS
     try:
         if method == "countTokens":
@@ -171,7 +176,6 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         if not MODEL_NAME.match(model):
             return _error(_not_supported(model, version, method))
         return await _model_method(request, model, method, version)
-    key = _api_key(request)
     try:
         body = json.loads(await request.read())
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -190,8 +194,7 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         validate_request(body, model, allow=CLOUDCODE_FIELDS if cloudcode else frozenset())
     except GeminiRejection as e:
         return _error(e)
-    request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": key,
-                                  "path": request.path_qs, "headers": dict(request.headers)})
+    _remember(request, model, method, body)
     request.app[ACCEPTED][0] += 1
     flaky = _flaky(request, body)
     if flaky:
@@ -257,8 +260,7 @@ async def get_model(request: web.Request) -> web.Response:
         return _error(GeminiRejection(404, f"models/{model} is not found for API version "
                                            f"{request.match_info['version']}, or is not supported for GET.",
                                       "NOT_FOUND"))
-    request.app[RECEIVED].append({"model": model, "method": "get", "body": None, "key": _api_key(request),
-                                  "path": request.path_qs, "headers": dict(request.headers)})
+    _remember(request, model, "get", None)
     return web.json_response(_model_entry(model))
 
 
@@ -267,8 +269,7 @@ async def files(request: web.Request) -> web.Response:
     problem = _key_problem(request)
     if problem:
         return _error(problem)
-    request.app[RECEIVED].append({"model": None, "method": "files", "body": None, "key": _api_key(request),
-                                  "path": request.path_qs, "headers": dict(request.headers)})
+    _remember(request, None, "files", None)
     name = request.match_info.get("name")
     if name is None:
         return web.json_response({"files": list(FILES.values())})

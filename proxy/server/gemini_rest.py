@@ -56,7 +56,8 @@ async def model_method(request: web.Request, model: str, method: str) -> web.Res
         raise ProxyError("Invalid JSON payload received. Expected an object.")
     gemini_model = ctx.gemini_model(model)
     collection, model_id = model_resource(gemini_model)
-    for sub in body.get("requests") or [] if method == "batchEmbedContents" else []:
+    requests = body.get("requests") if method == "batchEmbedContents" else None
+    for sub in requests if isinstance(requests, list) else []:
         if isinstance(sub, dict) and isinstance(sub.get("model"), str):  # each names its model too
             sub["model"] = "/".join(model_resource(ctx.gemini_model(sub["model"].removeprefix("models/"))))
     if method == "countTokens" and isinstance(body.get("generateContentRequest"), dict):

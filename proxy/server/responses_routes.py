@@ -11,7 +11,6 @@ from proxy.from_gemini.to_responses import ResponsesTranslator
 from proxy.server import gemini_rest
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.gemini_rest import wants_gemini_list
 from proxy.server.stream import run_stream
 from proxy.server.stream_writers import ResponsesWriter
 from proxy.store.base import StoredResponse, conversation_at
@@ -93,7 +92,7 @@ async def get_response(request: web.Request) -> web.Response:
 
 async def list_models(request: web.Request) -> web.Response:
     """OpenAI's model list, or Gemini's for a Gemini client asking `GET /v1/models`."""
-    if wants_gemini_list(request):
+    if gemini_rest.wants_gemini_list(request):
         return await gemini_rest.list_models(request)
     ctx: Context = request.app[CONTEXT]
     data: list[dict[str, Any]] = [{"id": m, "object": "model", "created": 0, "owned_by": "google"}

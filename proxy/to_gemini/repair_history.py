@@ -90,12 +90,12 @@ def order_function_responses(contents: list[dict[str, Any]]) -> None:
     position. Responses that match no call keep their place after the matched ones.
     """
     for i in range(len(contents) - 1):
-        calls = [p["functionCall"] for p in contents[i].get("parts") or [] if "functionCall" in p]
+        calls = [p["functionCall"] for p in _calls(contents[i])]
         nxt = contents[i + 1]
         parts = nxt.get("parts") or []
         if contents[i].get("role") != "model" or len(calls) < 2 or nxt.get("role") != "user":
             continue
-        answers = [p for p in parts if "functionResponse" in p]
+        answers = _answers(nxt)
         if len(answers) != len(parts):
             continue
         remaining, ordered = list(answers), []

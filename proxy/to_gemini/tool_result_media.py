@@ -15,27 +15,21 @@ import fnmatch
 import mimetypes
 from typing import Any
 
+from proxy.pattern_rules import parse_rules, rule_for
+
 MODES = ("parts", "siblings")
 # Which models take functionResponse.parts when no rule matches: Gemini 3 onwards.
 DEFAULT_PARTS_MODELS = ("gemini-3*", "gemini-[4-9]*", "models/gemini-3*", "models/gemini-[4-9]*")
 
 
 def parts_in_results(model: str, rules: list[tuple[str, str]] | None = None) -> bool:
-    for pattern, mode in rules or []:
-        if fnmatch.fnmatch(model, pattern):
-            return mode == "parts"
-    return any(fnmatch.fnmatch(model, p) for p in DEFAULT_PARTS_MODELS)
+    mode = rule_for(model, rules or [])
+    return mode == "parts" if mode else any(fnmatch.fnmatch(model, p) for p in DEFAULT_PARTS_MODELS)
 
 
 def parse_media_rules(specs: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
     """`["gemini-2.5-pro=parts", "*=siblings"]` -> rules (first match wins); a bare mode applies to all."""
-    rules = []
-    for spec in specs:
-        pattern, _, mode = spec.rpartition("=") if "=" in spec else ("*", "=", spec)
-        if mode not in MODES or not pattern:
-            raise ValueError(f"tool result media must be 'parts' or 'siblings' (optionally PATTERN=MODE), not {spec!r}")
-        rules.append((pattern, mode))
-    return rules
+    return parse_rules(specs, MODES, "tool result media")
 
 
 def _display_name(media: dict[str, Any], call_id: str, n: int) -> str:
