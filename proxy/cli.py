@@ -162,11 +162,15 @@ def _model_rule_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stream-arguments", action="append", default=[], metavar="PATTERN",
                    help="ask models matching PATTERN to stream call arguments (partialArgs), passed on as argument "
                         "deltas (repeatable; default: none, as Google's Developer API documents it as Vertex-only)")
+    p.add_argument("--hosted-tools", action="append", default=[], metavar="[PATTERN=]drop|error",
+                   help="a hosted tool (web_search, file_search, ...) that models matching PATTERN cannot serve is "
+                        "dropped with a warning in the answer ('drop', default) or refused with a 400 ('error'); "
+                        "web search is served as Google Search, next to functions on gemini-3 and later")
 
 
 def _model_rules(args: argparse.Namespace) -> ModelRules:
     try:
-        return ModelRules.parse(args.tool_result_media, args.stream_arguments)
+        return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
 

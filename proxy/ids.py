@@ -28,3 +28,7 @@ def reasoning_id() -> str:
 def call_id() -> str:
     """A fresh call_id for a Gemini functionCall that came without an id (Gemini 2.5)."""
     return f"call_{_token(24)}"  # 29 characters, well under MAX_CALL_ID_LEN
+
+
+def web_search_id() -> str:
+    return f"ws_{_token(32)}"

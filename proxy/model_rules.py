@@ -3,28 +3,32 @@ families, parsed once (serve's flags, the addon's `gtp_*` options) and asked per
 
 - `--tool-result-media PATTERN=parts|siblings`: media in tool results (to_gemini/tool_result_media.py);
 - `--stream-arguments PATTERN`: ask for `partialArgs` (from_gemini/partial_args.py). Off by default:
-  Google's Developer API documents the field as Vertex-only and may refuse it.
+  Google's Developer API documents the field as Vertex-only and may refuse it;
+- `--hosted-tools PATTERN=drop|error`: what happens to a hosted tool a model cannot serve
+  (tools/hosted_tools.py).
 """
 
 import fnmatch
 from dataclasses import dataclass, field
 
 from proxy.to_gemini.tool_result_media import parse_media_rules, parts_in_results
+from proxy.tools.hosted_tools import parse_hosted_rules
 
 
 @dataclass(frozen=True)
 class ModelRules:
     result_media: list[tuple[str, str]] = field(default_factory=list)
     stream_arguments: tuple[str, ...] = ()
+    hosted_tools: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
-    def parse(cls, result_media: list[str] | tuple[str, ...] = (), stream_arguments: list[str] | tuple[str, ...] = ()
-              ) -> "ModelRules":
+    def parse(cls, result_media: list[str] | tuple[str, ...] = (), stream_arguments: list[str] | tuple[str, ...] = (),
+              hosted_tools: list[str] | tuple[str, ...] = ()) -> "ModelRules":
         """From option values; a bad one is a ValueError naming it."""
         patterns = tuple(p.strip() for p in stream_arguments)
         if any(not p for p in patterns):
             raise ValueError("a --stream-arguments pattern must not be empty")
-        return cls(parse_media_rules(result_media), patterns)
+        return cls(parse_media_rules(result_media), patterns, parse_hosted_rules(hosted_tools))
 
     def result_parts(self, model: str) -> bool:
         return parts_in_results(model, self.result_media)

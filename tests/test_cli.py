@@ -75,9 +75,11 @@ def test_env_script_explains_a_missing_python(tmp_path: Path) -> None:
 
 
 def test_model_rule_options_are_checked_at_start() -> None:
-    """`--tool-result-media` and `--stream-arguments` (issue 9's option names) refuse bad values by name."""
+    """`--tool-result-media`, `--stream-arguments` and `--hosted-tools` (issue 9's option names) refuse bad
+    values by name."""
     for args, expect in ((["--tool-result-media", "gemini*=inline"], "'parts' or 'siblings'"),
-                         (["--stream-arguments", " "], "--stream-arguments pattern")):
+                         (["--stream-arguments", " "], "--stream-arguments pattern"),
+                         (["--hosted-tools", "gemini-2.5*=ignore"], "'drop' or 'error'")):
         proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
                               cwd=ROOT, capture_output=True, text=True, timeout=30)
         assert proc.returncode != 0 and expect in proc.stderr
@@ -85,3 +87,5 @@ def test_model_rule_options_are_checked_at_start() -> None:
     rules = ModelRules.parse(["gemini-2.5-pro=parts"], ["gemini-3*"])
     assert rules.result_parts("gemini-2.5-pro") and not rules.result_parts("gemini-2.5-flash")
     assert rules.streams_arguments("gemini-3-pro-preview") and not rules.streams_arguments("gemini-2.5-pro")
+    assert ModelRules.parse(hosted_tools=["gemini-2.5*=error", "drop"]).hosted_tools == [("gemini-2.5*", "error"),
+                                                                                          ("*", "drop")]

@@ -20,12 +20,13 @@ _CLEAN = ("STOP", "FINISH_REASON_UNSPECIFIED")
 
 
 def usable(part: dict[str, Any]) -> bool:
-    """A part a client can act on: non-thought text, a call, or any non-text part (images, code...)."""
+    """A part a client can act on: non-thought text, a call, or any other non-text part (images, code...)."""
     if part.get("thought"):
         return False
     if "text" in part:
         return bool(part["text"])
-    return bool(set(part) - {"thoughtSignature", "thought", "partMetadata"})
+    # A search Gemini ran (toolCall/toolResponse) is not an answer by itself.
+    return bool(set(part) - {"thoughtSignature", "thought", "partMetadata", "toolCall", "toolResponse"})
 
 
 class AnswerCheck:

@@ -4,6 +4,7 @@ import time
 from typing import Any
 
 from proxy import ids
+from proxy.tools.hosted_tools import WARNING_METADATA, warning_text
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.responses import ResponsesRequest, wire_choice
 
@@ -44,5 +45,7 @@ def response_skeleton(req: ResponsesRequest, tools: PreparedTools) -> dict[str, 
         "truncation": "disabled",
         "usage": None,
         "user": req.user,
-        "metadata": req.metadata or {},
+        # A hosted tool the request went without is said here too (tools/hosted_tools.py).
+        "metadata": {**(req.metadata or {}), **({WARNING_METADATA: warning_text(tools.warnings)}
+                                                if tools.warnings else {})},
     }

@@ -6,6 +6,7 @@ parallel call as index 0); a turn with calls ends with finish_reason "tool_calls
 """
 
 import copy
+import dataclasses
 import json
 import time
 from typing import Any
@@ -15,11 +16,12 @@ from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
+from proxy.from_gemini.server_tools import chat_annotations, is_server_part, search_call
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.tools.tool_names import qualified
-from proxy.wire.gemini import first_candidate_parts
+from proxy.wire.gemini import first_candidate_parts, grounding_of
 
 
 class ChatTranslator:
@@ -37,6 +39,10 @@ class ChatTranslator:
         self._started = False
         self._partial = PartialCalls()  # calls whose arguments Gemini streams (partialArgs)
         self._streaming: tuple[StreamedCall, dict[str, Any]] | None = None  # and the tool_calls entry they fill
+        # Google Search's toolCall/toolResponse parts since the last call: Chat has no item for them, so
+        # they ride on the next call's record and go back before it (server_tools.py).
+        self._server_parts: list[dict[str, Any]] = []
+        self._grounding: dict[str, Any] | None = None
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
@@ -51,6 +57,7 @@ class ChatTranslator:
             out.append(self._chunk({"role": "assistant", "content": ""}))
         if chunk.get("usageMetadata"):
             self._usage = chunk["usageMetadata"]
+        self._grounding = grounding_of(chunk) or self._grounding
         for part in first_candidate_parts(chunk):
             out += self._part(part)
         return out
@@ -86,8 +93,14 @@ class ChatTranslator:
             if ev.kind == "end":
                 self._streaming = None
                 call = client_call(self._tools, ev.call.whole_part(), entry["id"])
-                self.calls.append(call.record)
+                self._keep(call.record)
         return out
+
+    def _keep(self, record: CallRecord) -> None:
+        if self._server_parts:
+            record = dataclasses.replace(record, server_parts=self._server_parts)
+            self._server_parts = []
+        self.calls.append(record)
 
     def _whole_part(self, part: dict[str, Any]) -> list[dict[str, Any]]:
         fc = part.get("functionCall")
@@ -99,8 +112,13 @@ class ChatTranslator:
                      "function": {"name": qualified(call.ref.name, call.ref.namespace),  # Chat has no namespaces
                                   "arguments": json.dumps(call.args, ensure_ascii=False)}}
             self.tool_calls.append(delta)
-            self.calls.append(call.record)
+            self._keep(call.record)
             return [self._chunk({"tool_calls": [delta]})]
+        if is_server_part(part):
+            if "toolCall" in part:
+                search_call(part)  # refuses server-side tools other than search
+            self._server_parts.append(copy.deepcopy(part))
+            return []
         text = part.get("text")
         if not isinstance(text, str) or not text:
             return []
@@ -155,6 +173,9 @@ class ChatTranslator:
             message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in self.tool_calls]
         if self.reasoning:
             message["reasoning_content"] = self.reasoning
+        annotations = chat_annotations(self._grounding, self.text)
+        if annotations:
+            message["annotations"] = annotations
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": self.usage()}

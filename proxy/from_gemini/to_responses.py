@@ -8,9 +8,10 @@ stream accumulator enforces (one open item at a time; text deltas inside a conte
 """
 
 import copy
+import dataclasses
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from proxy import ids
@@ -19,13 +20,20 @@ from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import failure_code, map_finish_reason
 from proxy.from_gemini.model_turn import ModelTurn
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
+from proxy.from_gemini.server_tools import (
+    citations,
+    grounding_queries,
+    hosted_record,
+    search_call,
+    search_item,
+)
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import encode_carrier
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.tools.tool_names import ToolRef
-from proxy.wire.gemini import first_candidate_parts
+from proxy.wire.gemini import first_candidate_parts, grounding_of
 
 Event = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -36,6 +44,15 @@ class _StreamingItem:
     call: StreamedCall
     call_id: str
     item: dict[str, Any] | None  # None for a custom tool: its input goes out whole
+
+
+@dataclass
+class _Search:
+    """A web_search_call item between Gemini's toolCall and its toolResponse."""
+
+    item: dict[str, Any]
+    index: int
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ResponsesTranslator:
@@ -56,6 +73,10 @@ class ResponsesTranslator:
         self._usage: dict[str, Any] | None = None
         self._partial = PartialCalls()  # calls whose arguments Gemini streams (partialArgs)
         self._streaming: _StreamingItem | None = None  # the function_call item they stream into
+        self.hosted: list[CallRecord] = []  # web_search_call items' records (server_tools.py)
+        self._searches: dict[Any, _Search] = {}  # toolCall id -> its item, until its toolResponse
+        self._server_parts: list[dict[str, Any]] = []  # server-side parts since the last function call
+        self._grounding: dict[str, Any] | None = None  # the latest groundingMetadata
         self.done = False
 
     # -- public API ---------------------------------------------------------------------------
@@ -71,6 +92,7 @@ class ResponsesTranslator:
         self.check.feed(chunk)
         if chunk.get("usageMetadata"):
             self._usage = chunk["usageMetadata"]
+        self._grounding = grounding_of(chunk) or self._grounding
         events: list[Event] = []
         for part in first_candidate_parts(chunk):
             events += self._part(part)
@@ -79,10 +101,12 @@ class ResponsesTranslator:
     def finish(self) -> list[Event]:
         if self.done:
             return []
-        events = self._call_events(self._partial.finish()) + self._close_open()
-        if self._carrier and self.calls:
+        events = self._call_events(self._partial.finish())
+        self._annotate()
+        events += self._close_open() + self._end_searches()
+        if self._carrier and (self.calls or self.hosted):
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
-                    "encrypted_content": encode_carrier(self.calls, self._carrier)}
+                    "encrypted_content": encode_carrier(self.calls + self.hosted, self._carrier)}
             events += self._add_item(item) + self._done_item(item)
         self.response["usage"] = map_usage(self._usage)
         problem = self.check.problem()
@@ -132,6 +156,10 @@ class ResponsesTranslator:
         self.model_turn.add(part)
         if "functionCall" in part:
             return self._function_call(part)
+        if "toolCall" in part:
+            return self._search_started(part)
+        if "toolResponse" in part:
+            return self._search_answered(part)
         text = part.get("text")
         if not isinstance(text, str) or text == "":
             return []
@@ -188,8 +216,74 @@ class ResponsesTranslator:
             events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
                                    output_index=self._index, arguments=args))
             events += self._done_item({**item, "status": "completed", "arguments": args})
-        self.calls.append(call.record)
+        self._keep(call.record)
         return events
+
+    def _keep(self, record: CallRecord) -> None:
+        """A function call's record, with the server-side parts that came before it in the turn."""
+        if self._server_parts:
+            record = dataclasses.replace(record, server_parts=self._server_parts)
+            self._server_parts = []
+        self.calls.append(record)
+
+    # -- Google Search (server_tools.py) ------------------------------------------------------
+
+    def _search_started(self, part: dict[str, Any]) -> list[Event]:
+        item = search_call(part)
+        self._server_parts.append(copy.deepcopy(part))
+        events = self._close_open() + self._add_item(item)
+        self._searches[part["toolCall"].get("id")] = _Search(item, self._index, [copy.deepcopy(part)])
+        return events + [self._ev("response.web_search_call.in_progress", item_id=item["id"], output_index=self._index),
+                         self._ev("response.web_search_call.searching", item_id=item["id"], output_index=self._index)]
+
+    def _search_answered(self, part: dict[str, Any]) -> list[Event]:
+        self._server_parts.append(copy.deepcopy(part))
+        search = self._searches.pop(part["toolResponse"].get("id"), None)
+        if search is None:  # a result without its call in this answer: kept for history only
+            log.info("a toolResponse without a matching toolCall: kept in history, no item")
+            return []
+        search.parts.append(copy.deepcopy(part))
+        return [self._ev("response.web_search_call.completed", item_id=search.item["id"],
+                         output_index=search.index)] + self._end_search(search, "completed")
+
+    def _end_search(self, search: _Search, status: str) -> list[Event]:
+        self.hosted.append(hosted_record(search.item["id"], search.parts))
+        return self._done_item({**search.item, "status": status}, search.index)
+
+    def _end_searches(self) -> list[Event]:
+        """Searches Gemini never answered end as failed; a search seen only in groundingMetadata
+        (Gemini 2.5, or search without functions) gets its item now, with nothing to replay."""
+        events: list[Event] = []
+        for search in self._searches.values():
+            events += self._end_search(search, "failed")
+        self._searches.clear()
+        queries = grounding_queries(self._grounding)
+        if queries and not any(o["type"] == "web_search_call" for o in self.response["output"]):
+            item = search_item(queries, "completed")
+            events += self._add_item({**item, "status": "in_progress"})
+            events.append(self._ev("response.web_search_call.completed", item_id=item["id"], output_index=self._index))
+            self.hosted.append(hosted_record(item["id"], []))
+            events += self._done_item(item)
+        return events
+
+    def _annotate(self) -> None:
+        """url_citation annotations from groundingMetadata onto the answer's messages: the open
+        one announces them as it closes; closed ones get them in the final response object."""
+        messages = [o for o in self.response["output"] if o["type"] == "message"]
+        if not self._grounding or not messages:
+            return
+        texts = []
+        for o in messages:
+            if self._open is not None and self._open["id"] == o["id"]:
+                self._open["_text"] = ["".join(self._open["_text"])]
+                texts.append(self._open["_text"][0])
+            else:
+                texts.append(o["content"][0]["text"] if o["content"] else "")
+        for o, found in zip(messages, citations(self._grounding, texts), strict=True):
+            if self._open is not None and self._open["id"] == o["id"]:
+                self._open["_annotations"] = found
+            elif found:
+                o["content"][0]["annotations"] = found
 
     def _call_events(self, call_events: list[CallEvent]) -> list[Event]:
         """A streamed call: its item opens with the first fragment, argument deltas follow as they
@@ -229,7 +323,7 @@ class ResponsesTranslator:
         whole = streaming.call.whole_part()
         self.model_turn.add(whole)
         call = client_call(self._tools, whole, streaming.call_id)
-        self.calls.append(call.record)
+        self._keep(call.record)
         if streaming.item is None:
             return self._close_open() + self._custom_call(call.call_id, call.ref, call.args)
         args = streaming.call.arguments.text
@@ -262,9 +356,10 @@ class ResponsesTranslator:
         self.response["output"].append(copy.deepcopy(item))
         return [self._ev("response.output_item.added", output_index=self._index, item=copy.deepcopy(item))]
 
-    def _done_item(self, item: dict[str, Any]) -> list[Event]:
-        self.response["output"][self._index] = item
-        return [self._ev("response.output_item.done", output_index=self._index, item=copy.deepcopy(item))]
+    def _done_item(self, item: dict[str, Any], index: int | None = None) -> list[Event]:
+        index = self._index if index is None else index
+        self.response["output"][index] = item
+        return [self._ev("response.output_item.done", output_index=index, item=copy.deepcopy(item))]
 
     def _close_open(self) -> list[Event]:
         if self._open is None:
@@ -272,8 +367,11 @@ class ResponsesTranslator:
         item, self._open = self._open, None
         text = "".join(item.pop("_text"))  # joined once: linear in the answer
         if item["type"] == "message":
-            part = {"type": "output_text", "text": text, "annotations": []}
-            events = [
+            annotations = item.pop("_annotations", [])
+            part = {"type": "output_text", "text": text, "annotations": annotations}
+            events = [self._ev("response.output_text.annotation.added", item_id=item["id"], output_index=self._index,
+                               content_index=0, annotation_index=n, annotation=a) for n, a in enumerate(annotations)]
+            events += [
                 self._ev("response.output_text.done", item_id=item["id"], output_index=self._index,
                          content_index=0, text=text, logprobs=[]),
                 self._ev("response.content_part.done", item_id=item["id"], output_index=self._index,

@@ -57,6 +57,9 @@ class Options:
                           "('parts', default for gemini-3 and later) or after the function responses ('siblings').")
         loader.add_option("gtp_stream_arguments", Sequence[str], [],
                           "Model patterns asked to stream call arguments (partialArgs); default none.")
+        loader.add_option("gtp_hosted_tools", Sequence[str], [],
+                          "[PATTERN=]drop|error rules: a hosted tool (web_search, ...) a model cannot serve is dropped "
+                          "with a warning in the answer ('drop', default) or refused with a 400 ('error').")
         loader.add_option("gtp_forced_choice", str, "retry",
                           "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
                           "'error' at once, or 'allow' its answer through.")
@@ -148,9 +151,10 @@ class Options:
                 self.schema_modes = parse_schema_modes(opts.gtp_schema_mode)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
-        if updated & {"gtp_tool_result_media", "gtp_stream_arguments"}:
+        if updated & {"gtp_tool_result_media", "gtp_stream_arguments", "gtp_hosted_tools"}:
             try:
-                self.rules = ModelRules.parse(opts.gtp_tool_result_media, opts.gtp_stream_arguments)
+                self.rules = ModelRules.parse(opts.gtp_tool_result_media, opts.gtp_stream_arguments,
+                                              opts.gtp_hosted_tools)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(

@@ -17,7 +17,10 @@ sends on Gemini 3 call-id mismatches: `body` {}, `candidates` [], `parts` a STOP
 parts, `thoughts` only a thought), `cut` (the answer ends without a finishReason, as when a load
 balancer closes the body early), `stringly` (every call argument sent as a string, as
 models sometimes do), `ignore_choice` (answer in text despite mode ANY unless the proxy's retry
-directive is in the system instruction; `ignore_choice always` ignores that too).
+directive is in the system instruction; `ignore_choice always` ignores that too), `search QUERY`
+(with a googleSearch tool, the first answer of the turn searches: on Gemini 3 with
+includeServerSideToolInvocations as signed toolCall/toolResponse parts, always with groundingMetadata;
+a text answer then cites the result, and later answers name the searches they see in the history).
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
 """
 
@@ -27,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.mock.validate import get, is_gemini3, sign
+from proxy.mock.validate import call_signature, camel, get, is_gemini3, search_call_id, search_result, sign
 from proxy.schema.json_pointer import resolve_ref
 from proxy.tools.forced_choice import DIRECTIVE as FORCED_DIRECTIVE
 
@@ -185,6 +188,7 @@ def respond(body: dict[str, Any], model: str) -> Reply:
     parts: list[dict[str, Any]] = []
     if get(thinking, "includeThoughts"):
         parts.append({"text": f"**Considering the request** The user asked: {text[:60]}", "thought": True})
+    searched = _searches(contents[start + 1:])
 
     last = contents[-1] if contents else {}
     responses = [get(p, "functionResponse") for p in get(last, "parts") or [] if get(p, "functionResponse")]
@@ -192,6 +196,9 @@ def respond(body: dict[str, Any], model: str) -> Reply:
                       and any(get(p, "functionResponse") for p in get(c, "parts") or []))
     rounds_wanted = int(directives.get("rounds") or 1)
     calls = _choose_calls(body, text) if rounds_done < rounds_wanted else []
+    search = _search(body, model, directives.get("search"), first=rounds_done == 0)
+    if search is not None:
+        parts += search.parts
 
     if responses and not calls:
         if is_gemini3(model) and _missing_response_ids(contents):
@@ -202,7 +209,8 @@ def respond(body: dict[str, Any], model: str) -> Reply:
             parts.append({"text": "Tool results: " + "; ".join(
                 f"{get(r, 'name')} returned {json.dumps(get(r, 'response'), sort_keys=True)}"
                 + (f" with parts [{', '.join(_media(get(r, 'parts') or []))}]" if get(r, "parts") else "")
-                for r in responses) + (f"; after them [{', '.join(siblings)}]" if siblings else "")})
+                for r in responses) + (f"; after them [{', '.join(siblings)}]" if siblings else "")
+                + (f"; searched {json.dumps(searched)}" if searched else "")})
     elif calls:
         seed = hashlib.sha256(json.dumps(contents, sort_keys=True).encode()).hexdigest()
         hints = _hints(text)
@@ -216,12 +224,15 @@ def respond(body: dict[str, Any], model: str) -> Reply:
             part: dict[str, Any] = {"functionCall": call}
             if is_gemini3(model):
                 call["id"] = seed[n * 8:(n + 1) * 8]
-                if n == 0:  # parallel calls: only the first is signed
-                    part["thoughtSignature"] = sign(model, call["name"], call["args"])
+                if n == 0:  # parallel calls: only the first is signed (bound to a search before it)
+                    part["thoughtSignature"] = call_signature(model, call["name"], call["args"],
+                                                              search.call_id if search else None)
             parts.append(part)
     elif isinstance(get(get(body, "generationConfig") or {}, "responseJsonSchema"), dict):
         schema = get(get(body, "generationConfig"), "responseJsonSchema")
         parts.append({"text": json.dumps(ArgumentMaker(schema, _hints(text)).make(schema))})
+    elif search is not None:
+        parts.append({"text": search.answer})
     else:
         answer = f"Mock Gemini ({model}) heard: {DIRECTIVE.sub('', text).strip() or '(nothing)'}"
         seen = _media(get(contents[start], "parts") or []) if start >= 0 else []
@@ -234,6 +245,8 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         parts = [{"text": "This answer was cut"}]
         finish = "MAX_TOKENS"
     reply.chunks = _stream_chunks(parts, finish, body, model)
+    if search is not None:  # Gemini sends the sources with the answer's last chunk
+        reply.chunks[-1]["candidates"][0]["groundingMetadata"] = search.grounding
     if "bulk" in directives:  # a long answer: N bytes of text in 16 KB chunks
         size, step = int(directives["bulk"] or 1_000_000), 16 * 1024
         text = ("all work and no play " * (size // 21 + 1))[:size]
@@ -245,6 +258,47 @@ def respond(body: dict[str, Any], model: str) -> Reply:
     if "stream_error" in directives:
         reply.stream_error_after = 1
     return reply
+
+
+SEARCH_FACT = "Paris — 21 °C and sunny"  # non-ASCII: citations count bytes, OpenAI counts characters
+
+
+@dataclass
+class _Search:
+    parts: list[dict[str, Any]]  # toolCall/toolResponse (Gemini 3 with the flag), else none
+    grounding: dict[str, Any]
+    answer: str
+    call_id: str | None
+
+
+def _search(body: dict[str, Any], model: str, query: str | None, first: bool) -> _Search | None:
+    """A Google Search, when asked for (`search QUERY`), offered (a googleSearch tool) and the
+    turn's first answer."""
+    tools = get(body, "tools") or []
+    if not query or not first or not any(camel(k) == "googleSearch" for t in tools for k in t):
+        return None
+    cfg = get(body, "toolConfig") or {}
+    answer = f"Search results for {query}: {SEARCH_FACT}."
+    start = len(f"Search results for {query}: ".encode())
+    url = search_result([query])["results"][0]["url"]
+    grounding = {"webSearchQueries": [query],
+                 "groundingChunks": [{"web": {"uri": url, "title": "weather.example"}}],
+                 "groundingSupports": [{"segment": {"startIndex": start, "endIndex": start + len(SEARCH_FACT.encode()),
+                                                    "text": SEARCH_FACT}, "groundingChunkIndices": [0]}]}
+    if not (is_gemini3(model) and get(cfg, "includeServerSideToolInvocations")):
+        return _Search([], grounding, answer, None)
+    call_id = search_call_id(query)
+    args = {"queries": [query]}
+    parts = [{"toolCall": {"id": call_id, "toolType": "GOOGLE_SEARCH_WEB", "args": args},
+              "thoughtSignature": sign(model, "toolCall:" + call_id, args)},
+             {"toolResponse": {"id": call_id, "toolType": "GOOGLE_SEARCH_WEB", "response": search_result([query])}}]
+    return _Search(parts, grounding, answer, call_id)
+
+
+def _searches(contents: list[dict[str, Any]]) -> list[str]:
+    """The queries of the searches in `contents` (the history of the current turn)."""
+    return [q for c in contents for p in get(c, "parts") or [] if get(p, "toolCall") is not None
+            for q in (get(get(p, "toolCall"), "args") or {}).get("queries") or []]
 
 
 def _hints(text: str) -> dict[str, str]:

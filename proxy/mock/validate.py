@@ -33,7 +33,10 @@ REQUEST = {"contents", "systemInstruction", "tools", "toolConfig", "generationCo
            "cachedContent", "serviceTier", "store"}
 CONTENT = {"role", "parts"}
 PART = {"text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode",
-        "codeExecutionResult", "thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution"}
+        "codeExecutionResult", "thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution",
+        "toolCall", "toolResponse"}
+TOOL_CALL = {"id", "toolType", "args"}
+TOOL_RESPONSE = {"id", "toolType", "response"}
 FUNCTION_CALL = {"name", "args", "id"}
 FUNCTION_RESPONSE = {"name", "response", "id", "parts", "willContinue", "scheduling"}
 TOOL = {"functionDeclarations", "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext",
@@ -44,7 +47,7 @@ SCHEMA = {"type", "format", "title", "description", "nullable", "enum", "maxItem
           "required", "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example", "anyOf",
           "propertyOrdering", "default", "items", "minimum", "maximum"}
 TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
-TOOL_CONFIG = {"functionCallingConfig", "retrievalConfig"}
+TOOL_CONFIG = {"functionCallingConfig", "retrievalConfig", "includeServerSideToolInvocations"}
 CALLING_CONFIG = {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}
 MODES = {"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"}
 GENERATION = {"temperature", "topP", "topK", "candidateCount", "maxOutputTokens", "stopSequences",
@@ -58,6 +61,12 @@ RESPONSE_BLOB = {"mimeType", "data", "displayName"}  # functionResponse.parts[] 
 RESPONSE_FILE_DATA = {"mimeType", "fileUri", "displayName"}
 MIME = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$")
 # Gemini 2.x answers multimodal function responses so (gemini-cli#19436).
+# Built-in tools next to function declarations: Gemini 2.x (celeste-python#197, 2026) and Gemini 3
+# without the flag (pydantic-ai#6051, Open-WebUI-Functions#159).
+COMBINATION_UNSUPPORTED = "Tool use with function calling is unsupported by the model."
+COMBINATION_NEEDS_FLAG = ("Please enable tool_config.include_server_side_tool_invocations to use Built-in tools with "
+                          "Function calling.")
+SERVER_SIDE_UNSUPPORTED = "Server-side tool invocations are not supported for this model."  # [inferred wording]
 RESPONSE_PARTS_REFUSED = ("Unable to submit request because `function_response.parts` is not supported for this model. "
                           "Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling")
 # Extra fields the Cloud Code Assist wrapper's inner request may carry (reference/protocols.md §B9).
@@ -106,6 +115,23 @@ def sign(model: str, name: str, args: Any) -> str:
 
 def is_gemini3(model: str) -> bool:
     return model.startswith("gemini-3")
+
+
+def call_signature(model: str, name: str, args: Any, after_search: str | None = None) -> str:
+    """A functionCall's signature; a call Gemini made after a search in the same turn is bound to
+    that search too, so a history that lost the search's parts fails like a corrupted one."""
+    return sign(model, name, args if after_search is None else {"afterSearch": after_search, "args": args})
+
+
+def search_call_id(query: str) -> str:
+    return "srch" + hashlib.sha256(query.encode()).hexdigest()[:8]
+
+
+def search_result(queries: Any) -> dict[str, Any]:
+    """The mock's Google Search result for a toolCall's queries (what its toolResponse carries)."""
+    qs = [q for q in queries if isinstance(q, str)] if isinstance(queries, list) else []
+    return {"results": [{"title": "weather.example",
+                         "url": "https://weather.example/" + re.sub(r"[^a-z0-9]+", "-", q.lower())} for q in qs]}
 
 
 class _Checker:
@@ -221,6 +247,7 @@ class _Checker:
         self.fields(body, REQUEST | allow, "")
         declared = self.tools(get(body, "tools") or [])
         self.tool_config(get(body, "toolConfig"), declared)
+        self.combination(get(body, "tools") or [], get(body, "toolConfig"), declared)
         self.generation(get(body, "generationConfig"))
         sys_inst = get(body, "systemInstruction")
         if sys_inst is not None:
@@ -284,6 +311,18 @@ class _Checker:
             self.semantic.append("GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: "
                                  "allowed_function_names is only allowed when the mode is ANY.")  # [inferred]
 
+    def combination(self, tools: Any, cfg: Any, declared: list[str]) -> None:
+        """Built-in tools (googleSearch...) next to functions: Gemini 3 with the flag only."""
+        builtins = [k for t in tools if isinstance(t, dict) for k in t if camel(k) != "functionDeclarations"]
+        flag = get(cfg, "includeServerSideToolInvocations") if isinstance(cfg, dict) else None
+        if flag and not is_gemini3(self.model):
+            raise GeminiRejection(400, SERVER_SIDE_UNSUPPORTED)
+        if builtins and declared:
+            if not is_gemini3(self.model):
+                raise GeminiRejection(400, COMBINATION_UNSUPPORTED)
+            if not flag:
+                raise GeminiRejection(400, COMBINATION_NEEDS_FLAG)
+
     def generation(self, gen: Any) -> None:
         if gen is None:
             return
@@ -319,6 +358,10 @@ class _Checker:
                                        f"Invalid value at '{path}.parts[{pi}].function_call.args' "
                                        f"(type.googleapis.com/google.protobuf.Struct), {json.dumps(get(fc, 'args'))}"))
             self.media(p, f"{path}.parts[{pi}]", BLOB, FILE_DATA)
+            if get(p, "toolCall") is not None:
+                self.fields(get(p, "toolCall"), TOOL_CALL, f"{path}.parts[{pi}].tool_call")
+            if get(p, "toolResponse") is not None:
+                self.fields(get(p, "toolResponse"), TOOL_RESPONSE, f"{path}.parts[{pi}].tool_response")
             fr = get(p, "functionResponse")
             if fr is not None:
                 fr = self.fields(fr, FUNCTION_RESPONSE, f"{path}.parts[{pi}].function_response")
@@ -374,6 +417,7 @@ class _Checker:
                     if ref is not None:
                         raise GeminiRejection(400, f"The referenced name '{ref}' in function_response.response does "
                                                    "not match to a display_name in the function_response.parts")
+        self.server_parts(contents)
         for i, c in enumerate(contents):
             calls = [get(p, "functionCall") for p in get(c, "parts") or [] if get(p, "functionCall") is not None]
             if get(c, "role") != "model" or not calls or i + 1 >= len(contents):
@@ -384,12 +428,40 @@ class _Checker:
                 raise GeminiRejection(400, COUNT_MISMATCH)
         self.signatures(contents)
 
+    def server_parts(self, contents: list[dict[str, Any]]) -> None:
+        """toolCall/toolResponse parts go back exactly: each toolCall signed as the mock signed it, its
+        toolResponse after it in the same model turn, with the result the search gave."""
+        for c in contents:
+            open_calls: dict[Any, Any] = {}
+            for p in get(c, "parts") or []:
+                tc, tr = get(p, "toolCall"), get(p, "toolResponse")
+                if tc is None and tr is None:
+                    continue
+                if not is_gemini3(self.model):
+                    raise GeminiRejection(400, SERVER_SIDE_UNSUPPORTED)
+                if tc is not None:
+                    sig = get(p, "thoughtSignature")
+                    if not sig:  # [inferred wording]
+                        raise GeminiRejection(400, "Tool call is missing a thought_signature in toolCall parts.")
+                    if sig not in SENTINELS and _b64(sig) != _b64(sign(self.model, "toolCall:" + str(get(tc, "id")),
+                                                                        get(tc, "args") or {})):
+                        raise GeminiRejection(400, "Corrupted thought signature.")
+                    open_calls[get(tc, "id")] = tc
+                else:
+                    tc = open_calls.pop(get(tr, "id"), None)
+                    if tc is None or get(tr, "response") != search_result((get(tc, "args") or {}).get("queries")):
+                        raise GeminiRejection(400, "The tool_response does not match a preceding tool_call of the "
+                                                   "same turn.")  # [inferred wording]
+
     def signatures(self, contents: list[dict[str, Any]]) -> None:
         for c in contents:
+            search = None  # the search this turn ran before its calls
             for p in get(c, "parts") or []:
                 sig, fc = get(p, "thoughtSignature"), get(p, "functionCall")
-                if (fc is not None and sig and sig not in SENTINELS
-                        and _b64(sig) != _b64(sign(self.model, get(fc, "name"), get(fc, "args") or {}))):
+                if get(p, "toolCall") is not None:
+                    search = get(get(p, "toolCall"), "id")
+                if (fc is not None and sig and sig not in SENTINELS and _b64(sig) != _b64(
+                        call_signature(self.model, get(fc, "name"), get(fc, "args") or {}, search))):
                     raise GeminiRejection(400, "Corrupted thought signature.")
         if not is_gemini3(self.model):
             return

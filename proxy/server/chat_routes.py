@@ -12,6 +12,7 @@ from proxy.to_gemini.chat_to_items import chat_messages_to_items
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.reasoning import structured_output, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
+from proxy.tools.hosted_tools import warning_headers
 from proxy.wire.chat import ChatRequest
 from proxy.wire.gemini import checked
 from proxy.wire.responses import wire_choice, wire_list
@@ -31,7 +32,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                          code="invalid_value")
     session = session_of(request)
     items = parse_input(chat_messages_to_items(req.messages))
-    model, tools, calls = await ctx.prepare(session, req.model, wire_list(req.tools), items)
+    model, tools, calls = await ctx.prepare(session, req.model, wire_list(req.tools), items,
+                                            web_search=req.web_search_options is not None)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model,
                                  result_parts=ctx.rules.result_parts(model))
@@ -46,6 +48,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         **structured_output(req.response_format.wire() if req.response_format else None)})
     translator = ChatTranslator(req.model, tools, keep_first_call_only=req.parallel_tool_calls is False)
     key = api_key_of(request)
+    headers = warning_headers(tools.warnings)
 
     async def remember(ok: bool) -> None:
         if ok:
@@ -56,11 +59,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             stream_arguments(body)
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
         return await run_stream(request, ctx.upstream.stream(model, body, key), ChatWriter(translator, include_usage),
-                                on_end=remember)
+                                headers=headers, on_end=remember)
 
     translator.feed(checked(await ctx.upstream.generate(model, body, key)))
     _, failure = translator.outcome()
     if failure:  # never an empty success: an unusable finish is an error in Chat's own shape
         raise ProxyError(failure, status=502, type="server_error", code="upstream_error")
     await remember(True)
-    return web.json_response(translator.completion())
+    return web.json_response(translator.completion(), headers=headers)

@@ -19,7 +19,13 @@ from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
 from proxy.upstream.gemini import GeminiUpstream
 from proxy.wire.model_name import check_model_name
-from proxy.wire.responses import CustomToolCallItem, FunctionCallItem, FunctionCallOutputItem, InputItem
+from proxy.wire.responses import (
+    CustomToolCallItem,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputItem,
+    WebSearchCallItem,
+)
 
 SESSION_HEADER = "x-gtp-session"
 DEFAULT_SESSION = "default"
@@ -53,13 +59,16 @@ class Context:
         return schema_mode_for(gemini_model, self.schema_modes)
 
     async def prepare(self, session: str, client_model: str, tools: list[dict[str, Any]] | None,
-                      items: list[InputItem]) -> tuple[str, PreparedTools, dict[str, CallRecord]]:
+                      items: list[InputItem], web_search: bool = False
+                      ) -> tuple[str, PreparedTools, dict[str, CallRecord]]:
         """The Gemini model, the tools for it, and what is known of the calls `items` refer to:
         this process's records win; carriers replayed by stateless clients fill the gaps."""
         model = self.gemini_model(client_model)
-        prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing)
+        prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing,
+                                 web_search=web_search).serve_hosted(model, self.rules.hosted_tools)
         call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
                                                                | FunctionCallOutputItem)]
+        call_ids += [i.id for i in items if isinstance(i, WebSearchCallItem)]
         calls = {**decode_carriers(items, self.carrier), **await self.store.get_calls(session, call_ids)}
         return model, prepared, calls
 

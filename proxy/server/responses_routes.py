@@ -17,6 +17,7 @@ from proxy.store.base import StoredResponse, conversation_at
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.request_body import build_gemini_request, stream_arguments
+from proxy.tools.hosted_tools import warning_headers
 from proxy.wire.gemini import checked
 from proxy.wire.responses import ResponsesRequest, wire_list
 
@@ -45,6 +46,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                                      carrier=ctx.carrier if "reasoning.encrypted_content" in (req.include or [])
                                      else None)
     key = api_key_of(request)
+    headers = warning_headers(tools.warnings)
 
     async def remember(ok: bool) -> None:
         if ok:
@@ -54,21 +56,21 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         if ctx.rules.streams_arguments(model):
             stream_arguments(body)
         return await run_stream(request, ctx.upstream.stream(model, body, key), ResponsesWriter(translator),
-                                on_end=remember)
+                                headers=headers, on_end=remember)
 
     answer = checked(await ctx.upstream.generate(model, body, key))
     translator.start()
     translator.feed(answer)
     translator.finish()
     await remember(translator.response["status"] != "failed")
-    return web.json_response(translator.response)
+    return web.json_response(translator.response, headers=headers)
 
 
 async def _remember(ctx: Context, session: str, req: ResponsesRequest, prior: Conversation | None,
                     conv: Conversation, translator: ResponsesTranslator) -> None:
     """Keep call records always (stateless clients resend history) and the turn when store allows.
     Only what this turn added is stored, with a pointer to the turn before (linear memory)."""
-    await ctx.store.put_calls(session, translator.calls)
+    await ctx.store.put_calls(session, translator.calls + translator.hosted)
     if req.store is False:
         return
     turn = translator.model_content()

@@ -17,6 +17,7 @@ from proxy.intercept.output_pairing import pair_outputs
 from proxy.server.auth import SCOPE, scoped_session
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import read_json, validate
+from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import prepare_tools
 from proxy.tools.tool_choice import tool_choice_to_config
 
@@ -45,8 +46,12 @@ async def put_tools(request: web.Request) -> web.Response:
     prepared = prepare_tools(req.tools)
     config = tool_choice_to_config(req.tool_choice, prepared)
     await ctx.store.set_tools(session, prepared.declarations, config, prepared.names.to_client)
+    # The interceptor adds functions to an app's requests; a hosted tool is not kept, and it says so.
+    warnings = [f"{h.param} ({h.kind}): a session's tools are functions; this hosted tool was not kept"
+                for h in prepared.hosted]
     return web.json_response({**_names(request, name, session), "functionDeclarations": prepared.declarations,
-                              "toolConfig": config})
+                              "toolConfig": config, **({"warnings": warnings} if warnings else {})},
+                             headers=warning_headers(warnings))
 
 
 async def get_session(request: web.Request) -> web.Response:

@@ -20,6 +20,15 @@ class CallRecord:
     # Gemini's own arguments, when they must be replayed as sent (the client saw normalized ones,
     # or the call was captured from an app's traffic). None: the client's arguments are Gemini's.
     args: dict[str, Any] | None = None
+    # Server-side tool parts (Google Search's toolCall/toolResponse, signatures on them) Gemini sent
+    # in the same turn before this call, replayed before it: Chat clients have no item to carry them.
+    # A hosted tool's own record (a web_search_call item, `gemini_name` "") holds just these.
+    server_parts: list[dict[str, Any]] | None = None
+
+    @property
+    def hosted(self) -> bool:
+        """The record of a hosted tool's item (web_search_call), not of a function call."""
+        return not self.gemini_name
 
     def part(self, client_args: dict[str, Any] | None = None) -> dict[str, Any]:
         """The functionCall part as Gemini sent it; `client_args` stand in when no own args are kept."""
@@ -33,10 +42,15 @@ class CallRecord:
         return part
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["server_parts"] is None:  # most records: kept out of carriers and the store
+            del d["server_parts"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CallRecord":
         args = d.get("args", d.get("original_args"))  # "original_args": carriers minted before 0.2
+        server_parts = d.get("server_parts")
         return cls(d.get("call_id"), d.get("name") or d.get("gemini_name"), d.get("gemini_name"),  # type: ignore[arg-type]
-                   d.get("gemini_id"), d.get("signature"), args if isinstance(args, dict) else None)
+                   d.get("gemini_id"), d.get("signature"), args if isinstance(args, dict) else None,
+                   server_parts if isinstance(server_parts, list) else None)

@@ -5,6 +5,7 @@ followed by one user turn holding one functionResponse per call, in call order, 
 call's Gemini id; outputs for unknown call ids and calls without outputs are 400s in OpenAI's words.
 """
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from proxy.errors import PairingError, ProxyError
+from proxy.from_gemini.server_tools import server_part_key
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.sentinel import sign_unsigned_turns
 from proxy.to_gemini.conversation import Conversation
@@ -26,6 +28,7 @@ from proxy.wire.responses import (
     FunctionCallOutputItem,
     InputItem,
     MessageItem,
+    WebSearchCallItem,
 )
 
 
@@ -153,9 +156,32 @@ class _Builder:
             self._close_outputs()
         rec = self.calls.get(item.call_id) or CallRecord(item.call_id, item.name, self.names.to_gemini(
             item.name, item.namespace), item.call_id, None)  # history the proxy never saw: the call_id is the id
+        self._server_parts(rec.server_parts)
         self._model_parts().append(rec.part(args))  # Gemini's own arguments and signature when known
         self.pending.append((item.call_id, rec.gemini_name, rec.gemini_id))
         self.calls.setdefault(item.call_id, rec)
+
+    def web_search(self, item: WebSearchCallItem, index: int) -> None:
+        """A search Gemini ran: its toolCall/toolResponse parts go back exactly as they came."""
+        rec = self.calls.get(item.id)
+        if rec is None or not rec.hosted:
+            raise ProxyError(f"Input item 'input[{index}]' (web_search_call '{item.id}') is not a search this proxy "
+                             "has a record of (another provider's, or its record expired): Gemini's search cannot be "
+                             "replayed without it. Replay the reasoning item that came with it (include "
+                             "reasoning.encrypted_content) or use previous_response_id.", param=f"input[{index}]",
+                             code="invalid_value")
+        if self.pending and not self.model_open:
+            self._close_outputs()
+        self._server_parts(rec.server_parts)
+
+    def _server_parts(self, parts: list[dict[str, Any]] | None) -> None:
+        """Server-side tool parts into the model turn, each once (a web_search_call item and the next
+        call's record both hold them)."""
+        if not parts:
+            return
+        turn = self._model_parts()
+        present = {server_part_key(p) for p in turn}
+        turn.extend(copy.deepcopy(p) for p in parts if server_part_key(p) not in present)
 
     def function_output(self, item: FunctionCallOutputItem, index: int) -> None:
         self.model_open = False
@@ -202,6 +228,8 @@ def input_to_contents(
             b.function_call(item, i)
         elif isinstance(item, FunctionCallOutputItem):
             b.function_output(item, i)
+        elif isinstance(item, WebSearchCallItem):
+            b.web_search(item, i)
         elif item.type == "item_reference":
             raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
                              "item itself or use previous_response_id.", param=f"input[{i}]")

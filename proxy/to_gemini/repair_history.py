@@ -8,15 +8,22 @@
 - each call turn's function responses in call order (by id, then by name);
 - a `$ref` key inside a function result sent as an opaque JSON string (the proxy's own references
   to `functionResponse.parts` excepted);
-- media in function results as sibling parts for models that refuse `functionResponse.parts`.
+- media in function results as sibling parts for models that refuse `functionResponse.parts`;
+- Google Search's toolCall/toolResponse parts (from a Gemini 3 turn) left out for models that take
+  no server-side tool invocations: the conversation moved to an older model, whose history can
+  hold only the answer the search led to.
 Signing (the sentinel for unsigned calls) is left to the caller: its scope differs per path.
 """
 
 import fnmatch
 import json
+import logging
 from typing import Any
 
 from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
+from proxy.tools.hosted_tools import combines_search
+
+log = logging.getLogger(__name__)
 
 # "Requests ending with a model turn are not supported" on Gemini 3.5 Flash-Lite, 3.6 Flash and later
 # (Google's latest-model page via translators.md §4); CLIProxyAPI drops the trailing prefill turn.
@@ -137,12 +144,30 @@ def escape_response_refs(contents: list[dict[str, Any]]) -> None:
                 fr["response"] = {"output": json.dumps(fr["response"], ensure_ascii=False)}
 
 
+def drop_server_parts(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without toolCall/toolResponse parts; a turn that held nothing else goes too."""
+    kept = []
+    for content in contents:
+        parts = content.get("parts") or []
+        rest = [p for p in parts if "toolCall" not in p and "toolResponse" not in p]
+        if len(rest) != len(parts):
+            log.info("left %d server-side tool part(s) out of the history: the model takes none",
+                     len(parts) - len(rest))
+            if not rest:
+                continue
+            content["parts"] = rest
+        kept.append(content)
+    return kept
+
+
 def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: bool | None = None
                    ) -> list[dict[str, Any]]:
     """Apply the repairs above. Modifies the contents in place; returns them (one shorter when a
     prefill turn was dropped). The contents must have passed the Gemini wire model (wire/gemini.py).
     `result_parts`: whether the model takes functionResponse.parts (None: its default)."""
     contents = drop_trailing_prefill(merge_chunk_turns(contents), model)
+    if not combines_search(model):
+        contents = drop_server_parts(contents)
     fill_response_ids(contents)
     order_function_responses(contents)
     escape_response_refs(contents)

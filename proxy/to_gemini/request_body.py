@@ -31,9 +31,11 @@ def assemble_request(conv: Conversation, tools: PreparedTools, tool_choice: str 
     system = ([{"text": instructions}] if instructions else []) + conv.system
     if system:
         body["systemInstruction"] = {"parts": system}
-    if tools.declarations:
+    if tools.declarations or tools.builtins:
         body["tools"] = tools.gemini_tools()
-    config = tool_choice_to_config(tool_choice, tools)
+    config = tool_choice_to_config(tool_choice, tools) or {}
+    if tools.server_side:  # Google Search next to functions (Gemini 3): its toolCall/toolResponse parts come back
+        config["includeServerSideToolInvocations"] = True
     if config:
         body["toolConfig"] = config
     gen = {k: v for k, v in (generation or {}).items() if v is not None}

@@ -4,16 +4,14 @@ Accepts the flat Responses function tool and the nested Chat-style `{type, funct
 (real clients send both; reference/protocols.md §A4, §A8). Tool choice mapping: §C.
 """
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from proxy.errors import ProxyError
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
+from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,9 +24,20 @@ class PreparedTools:
     json_schema_mode: bool = False  # declare parametersJsonSchema instead of the OpenAPI-subset parameters
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)  # Gemini name -> the client's JSON Schema
     fill_missing: bool = False  # opt-in: a null placeholder for a missing required argument
+    hosted: list[HostedTool] = field(default_factory=list)  # OpenAI's hosted tools asked for (hosted_tools.py)
+    builtins: list[dict[str, Any]] = field(default_factory=list)  # Gemini's built-in tools serving them
+    server_side: bool = False  # toolConfig.includeServerSideToolInvocations: built-ins next to functions
+    warnings: list[str] = field(default_factory=list)  # hosted tools the request goes without, and why
 
     def gemini_tools(self) -> list[dict[str, Any]]:
-        return [{"functionDeclarations": self.declarations}] if self.declarations else []
+        decls = [{"functionDeclarations": self.declarations}] if self.declarations else []
+        return decls + [dict(b) for b in self.builtins]
+
+    def serve_hosted(self, model: str, rules: list[tuple[str, str]]) -> "PreparedTools":
+        """Decide, for `model`, which hosted tools go to Gemini and which are dropped (or a 400)."""
+        self.builtins, self.server_side, self.warnings = serve_hosted(self.hosted, bool(self.declarations), model,
+                                                                      rules)
+        return self
 
 
 def _function_fields(tool: dict[str, Any], index: int) -> dict[str, Any] | None:
@@ -97,9 +106,13 @@ def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, names
 
 
 def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = False,
-                  fill_missing: bool = False) -> PreparedTools:
-    """`json_schema_mode` picks `parametersJsonSchema` over `parameters` (see schema_mode_for)."""
+                  fill_missing: bool = False, web_search: bool = False) -> PreparedTools:
+    """`json_schema_mode` picks `parametersJsonSchema` over `parameters` (see schema_mode_for);
+    `web_search`: Chat's `web_search_options` was given. Hosted tools are only collected here:
+    `PreparedTools.serve_hosted` decides for the model."""
     prepared = PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
+    if web_search:
+        prepared.hosted.append(HostedTool("web_search_options", "web_search_options"))
     for i, tool in enumerate(tools or []):
         if not isinstance(tool, dict):
             raise ProxyError(f"Invalid type for 'tools[{i}]': expected an object.", param=f"tools[{i}]",
@@ -119,9 +132,7 @@ def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = F
             assert fn is not None
             _add_function(fn, prepared, i)
             prepared.echo.append({"type": "function", **fn})
-        else:
-            # Hosted tools (web_search, tool_search, local_shell, file_search, ...) run on OpenAI's side;
-            # Gemini cannot serve them next to function declarations.
-            log.info("dropping tool of type %r: Gemini function calling cannot serve it", kind)
+        else:  # a hosted tool (web_search, file_search, local_shell, ...): see hosted_tools.py
+            prepared.hosted.append(HostedTool(str(kind), f"tools[{i}]"))
             prepared.echo.append(tool)
     return prepared

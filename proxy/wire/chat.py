@@ -51,6 +51,7 @@ class ChatRequest(_Lenient):
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
     stop: str | list[str] | None = None
+    web_search_options: dict[str, Any] | None = None  # search_context_size, user_location: Google Search has neither
     n: int | None = None
     response_format: TextFormat | None = None
     reasoning_effort: str | None = None

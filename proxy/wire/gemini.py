@@ -57,6 +57,20 @@ class FileData(_Wire):
     file_uri: str
 
 
+class ToolCall(_Wire):
+    """A server-side tool invocation (Google Search...) Gemini ran itself: kept in history as sent."""
+
+    id: str | None = None
+    tool_type: str | None = None
+    args: dict[str, Any] | None = None
+
+
+class ToolResponse(_Wire):
+    id: str | None = None
+    tool_type: str | None = None
+    response: dict[str, Any] | None = None
+
+
 class Part(_Wire):
     text: str | None = None
     thought: bool | None = None
@@ -65,6 +79,8 @@ class Part(_Wire):
     function_response: FunctionResponse | None = None
     inline_data: Blob | None = None
     file_data: FileData | None = None
+    tool_call: ToolCall | None = None
+    tool_response: ToolResponse | None = None
 
 
 class Content(_Wire):
@@ -82,6 +98,7 @@ class FunctionDeclaration(_Wire):
 
 class Tool(_Wire):
     function_declarations: list[FunctionDeclaration] | None = None
+    google_search: dict[str, Any] | None = None
 
 
 class FunctionCallingConfig(_Wire):
@@ -91,6 +108,7 @@ class FunctionCallingConfig(_Wire):
 
 class ToolConfig(_Wire):
     function_calling_config: FunctionCallingConfig | None = None
+    include_server_side_tool_invocations: bool | None = None
 
 
 class ThinkingConfig(_Wire):
@@ -128,11 +146,42 @@ class CloudCodeRequest(_Wire):
     request: dict[str, Any]
 
 
+class GroundingWeb(_Wire):
+    uri: str | None = None
+    title: str | None = None
+    domain: str | None = None
+
+
+class GroundingChunk(_Wire):
+    web: GroundingWeb | None = None
+
+
+class Segment(_Wire):
+    """Where a grounded claim sits in the answer: UTF-8 byte offsets, and its text."""
+
+    start_index: int | None = None
+    end_index: int | None = None
+    part_index: int | None = None
+    text: str | None = None
+
+
+class GroundingSupport(_Wire):
+    segment: Segment | None = None
+    grounding_chunk_indices: list[int] | None = None
+
+
+class GroundingMetadata(_Wire):
+    web_search_queries: list[str] | None = None
+    grounding_chunks: list[GroundingChunk] | None = None
+    grounding_supports: list[GroundingSupport] | None = None
+
+
 class Candidate(_Wire):
     content: Content | None = None
     finish_reason: str | None = None
     finish_message: str | None = None
     index: int | None = None
+    grounding_metadata: GroundingMetadata | None = None
 
 
 class PromptFeedback(_Wire):
@@ -193,6 +242,13 @@ def checked(answer: Any) -> dict[str, Any]:
         err = answer["error"]
         raise UpstreamError.from_gemini(err if isinstance(err, dict) else {"message": str(err)})
     return check_answer(answer)
+
+
+def grounding_of(answer: dict[str, Any]) -> dict[str, Any] | None:
+    """The first candidate's groundingMetadata (Google Search's sources), if this chunk has it."""
+    cands = answer.get("candidates") or []
+    found = cands[0].get("groundingMetadata") if cands else None
+    return found if isinstance(found, dict) else None
 
 
 def first_candidate_parts(answer: dict[str, Any]) -> list[dict[str, Any]]:

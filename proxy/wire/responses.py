@@ -64,7 +64,17 @@ class ItemReference(_Lenient):
     id: str
 
 
-InputItem = MessageItem | FunctionCallItem | CustomToolCallItem | FunctionCallOutputItem | ReasoningItem | ItemReference
+class WebSearchCallItem(_Lenient):
+    """A search the model ran (Google Search on Gemini), replayed by stateless clients."""
+
+    type: Literal["web_search_call"]
+    id: str
+    status: str | None = None
+    action: dict[str, Any] | None = None
+
+
+InputItem = (MessageItem | FunctionCallItem | CustomToolCallItem | FunctionCallOutputItem | ReasoningItem
+             | ItemReference | WebSearchCallItem)
 
 ITEM_MODELS: dict[str, type[BaseModel]] = {
     "message": MessageItem,
@@ -74,6 +84,7 @@ ITEM_MODELS: dict[str, type[BaseModel]] = {
     "custom_tool_call_output": FunctionCallOutputItem,
     "reasoning": ReasoningItem,
     "item_reference": ItemReference,
+    "web_search_call": WebSearchCallItem,
 }
 
 
