@@ -10,6 +10,8 @@
 """
 
 import bisect
+import copy
+import dataclasses
 import logging
 from typing import Any
 
@@ -32,6 +34,22 @@ def server_part_key(part: dict[str, Any]) -> tuple[str, Any] | None:
         if isinstance(part.get(kind), dict):
             return kind, part[kind].get("id")
     return None
+
+
+class PartsBeforeCall:
+    """Server-side parts seen since the last function call: they ride on the next call's record."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict[str, Any]] = []
+
+    def add(self, part: dict[str, Any]) -> None:
+        self.parts.append(copy.deepcopy(part))
+
+    def onto(self, record: CallRecord) -> CallRecord:
+        if not self.parts:
+            return record
+        record, self.parts = dataclasses.replace(record, server_parts=self.parts), []
+        return record
 
 
 def search_call(part: dict[str, Any]) -> dict[str, Any]:

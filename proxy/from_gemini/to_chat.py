@@ -6,7 +6,6 @@ parallel call as index 0); a turn with calls ends with finish_reason "tool_calls
 """
 
 import copy
-import dataclasses
 import json
 import time
 from typing import Any
@@ -16,7 +15,7 @@ from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
-from proxy.from_gemini.server_tools import chat_annotations, is_server_part, search_call
+from proxy.from_gemini.server_tools import PartsBeforeCall, chat_annotations, is_server_part, search_call
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.tools.prepare_tools import PreparedTools
@@ -41,7 +40,7 @@ class ChatTranslator:
         self._streaming: tuple[StreamedCall, dict[str, Any]] | None = None  # and the tool_calls entry they fill
         # Google Search's toolCall/toolResponse parts since the last call: Chat has no item for them, so
         # they ride on the next call's record and go back before it (server_tools.py).
-        self._server_parts: list[dict[str, Any]] = []
+        self._before_call = PartsBeforeCall()
         self._grounding: dict[str, Any] | None = None
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -93,14 +92,8 @@ class ChatTranslator:
             if ev.kind == "end":
                 self._streaming = None
                 call = client_call(self._tools, ev.call.whole_part(), entry["id"])
-                self._keep(call.record)
+                self.calls.append(self._before_call.onto(call.record))
         return out
-
-    def _keep(self, record: CallRecord) -> None:
-        if self._server_parts:
-            record = dataclasses.replace(record, server_parts=self._server_parts)
-            self._server_parts = []
-        self.calls.append(record)
 
     def _whole_part(self, part: dict[str, Any]) -> list[dict[str, Any]]:
         fc = part.get("functionCall")
@@ -112,12 +105,12 @@ class ChatTranslator:
                      "function": {"name": qualified(call.ref.name, call.ref.namespace),  # Chat has no namespaces
                                   "arguments": json.dumps(call.args, ensure_ascii=False)}}
             self.tool_calls.append(delta)
-            self._keep(call.record)
+            self.calls.append(self._before_call.onto(call.record))
             return [self._chunk({"tool_calls": [delta]})]
         if is_server_part(part):
             if "toolCall" in part:
                 search_call(part)  # refuses server-side tools other than search
-            self._server_parts.append(copy.deepcopy(part))
+            self._before_call.add(part)
             return []
         text = part.get("text")
         if not isinstance(text, str) or not text:

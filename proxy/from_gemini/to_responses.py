@@ -4,11 +4,11 @@ A sans-I/O state machine in the manner of h11: `start()`, then `feed(chunk)` for
 response chunk as it arrives, then `finish()`; each returns the Responses events to send. The
 whole (non-streaming) answer is the same machine fed one chunk, read from `.response`.
 Event order and fields follow reference/protocols.md §A6 and the invariants the openai SDK's
-stream accumulator enforces (one open item at a time; text deltas inside a content part).
+stream accumulator enforces (one open text/reasoning item at a time; text deltas inside a content
+part). A web_search_call item stays open from Gemini's toolCall to its toolResponse.
 """
 
 import copy
-import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
@@ -21,6 +21,7 @@ from proxy.from_gemini.finish_reason import failure_code, map_finish_reason
 from proxy.from_gemini.model_turn import ModelTurn
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
 from proxy.from_gemini.server_tools import (
+    PartsBeforeCall,
     citations,
     grounding_queries,
     hosted_record,
@@ -75,7 +76,7 @@ class ResponsesTranslator:
         self._streaming: _StreamingItem | None = None  # the function_call item they stream into
         self.hosted: list[CallRecord] = []  # web_search_call items' records (server_tools.py)
         self._searches: dict[Any, _Search] = {}  # toolCall id -> its item, until its toolResponse
-        self._server_parts: list[dict[str, Any]] = []  # server-side parts since the last function call
+        self._before_call = PartsBeforeCall()  # server-side parts since the last function call
         self._grounding: dict[str, Any] | None = None  # the latest groundingMetadata
         self.done = False
 
@@ -216,28 +217,21 @@ class ResponsesTranslator:
             events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
                                    output_index=self._index, arguments=args))
             events += self._done_item({**item, "status": "completed", "arguments": args})
-        self._keep(call.record)
+        self.calls.append(self._before_call.onto(call.record))
         return events
-
-    def _keep(self, record: CallRecord) -> None:
-        """A function call's record, with the server-side parts that came before it in the turn."""
-        if self._server_parts:
-            record = dataclasses.replace(record, server_parts=self._server_parts)
-            self._server_parts = []
-        self.calls.append(record)
 
     # -- Google Search (server_tools.py) ------------------------------------------------------
 
     def _search_started(self, part: dict[str, Any]) -> list[Event]:
         item = search_call(part)
-        self._server_parts.append(copy.deepcopy(part))
+        self._before_call.add(part)
         events = self._close_open() + self._add_item(item)
         self._searches[part["toolCall"].get("id")] = _Search(item, self._index, [copy.deepcopy(part)])
         return events + [self._ev("response.web_search_call.in_progress", item_id=item["id"], output_index=self._index),
                          self._ev("response.web_search_call.searching", item_id=item["id"], output_index=self._index)]
 
     def _search_answered(self, part: dict[str, Any]) -> list[Event]:
-        self._server_parts.append(copy.deepcopy(part))
+        self._before_call.add(part)
         search = self._searches.pop(part["toolResponse"].get("id"), None)
         if search is None:  # a result without its call in this answer: kept for history only
             log.info("a toolResponse without a matching toolCall: kept in history, no item")
@@ -323,7 +317,7 @@ class ResponsesTranslator:
         whole = streaming.call.whole_part()
         self.model_turn.add(whole)
         call = client_call(self._tools, whole, streaming.call_id)
-        self._keep(call.record)
+        self.calls.append(self._before_call.onto(call.record))
         if streaming.item is None:
             return self._close_open() + self._custom_call(call.call_id, call.ref, call.args)
         args = streaming.call.arguments.text

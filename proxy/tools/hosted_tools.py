@@ -59,15 +59,13 @@ def serve_hosted(hosted: list[HostedTool], has_functions: bool, model: str, rule
                 if not builtins:
                     builtins.append(dict(GOOGLE_SEARCH))
                 continue
-            why = (f"{model} cannot use Google Search together with function tools (Gemini 3 and later can); "
-                   "the request was sent without web search")
+            why = f"{model} cannot use Google Search together with function tools (Gemini 3 and later can)"
         else:
-            why = f"Gemini has no counterpart for the hosted tool type {tool.kind!r}; the request was sent without it"
+            why = f"Gemini has no counterpart for the hosted tool type {tool.kind!r}"
         if policy == "error":
-            raise ProxyError(f"The tool at '{tool.param}' cannot be served: {why.split(';')[0]}. (The proxy's "
-                             "--hosted-tools policy for this model is 'error'.)", param=tool.param,
-                             code="unsupported_tool")
-        warnings.append(f"{tool.param} ({tool.kind}): {why}")
+            raise ProxyError(f"The tool at '{tool.param}' cannot be served: {why}. (The proxy's --hosted-tools "
+                             "policy for this model is 'error'.)", param=tool.param, code="unsupported_tool")
+        warnings.append(f"{tool.param} ({tool.kind}): {why}; the request was sent without it")
     return builtins, bool(builtins) and has_functions, warnings
 
 
