@@ -209,6 +209,20 @@ def test_other_hosted_tools_are_dropped_with_a_warning(stack) -> None:
     assert "tools[0] (code_interpreter)" in headers["x-gtp-warning"]
 
 
+def test_a_hosted_tool_type_with_control_characters_is_named_safely(stack) -> None:
+    """The fuzzer's find: a tool type is the client's text, and it goes into a header."""
+    tools = [{"type": "x\r\nset-cookie: a\u00e9\x1f"}]
+
+    async def go(stream: bool) -> tuple[int, str, str]:
+        async with aiohttp.ClientSession() as s, s.post(f"{stack.url}/v1/responses", json={
+                "model": G3, "input": "hi", "stream": stream, "tools": tools}) as r:
+            return r.status, r.headers["x-gtp-warning"], await r.text()
+    for stream in (False, True):
+        status, warning, text = stack.lt.run(go(stream))
+        assert status == 200 and "Mock Gemini" in text
+        assert warning.startswith("tools[0] (x??set-cookie: a??)") and all(" " <= c <= "~" for c in warning)
+
+
 # -- the mock is as strict as Gemini about combining -------------------------------------------
 
 def _combined(model: str, flag: bool) -> dict:

@@ -70,8 +70,9 @@ def serve_hosted(hosted: list[HostedTool], has_functions: bool, model: str, rule
 
 
 def warning_text(warnings: list[str]) -> str:
-    """One ASCII line for a header or a metadata value (OpenAI caps those at 512 characters)."""
-    text = "; ".join(warnings).encode("ascii", "replace").decode()
+    """One line of printable ASCII for a header or a metadata value (OpenAI caps those at 512
+    characters): a tool type is the client's text, and a control character in a header is refused."""
+    text = "".join(c if " " <= c <= "~" else "?" for c in "; ".join(warnings))
     return text if len(text) <= _METADATA_VALUE_MAX else text[:_METADATA_VALUE_MAX - 3] + "..."
 
 
