@@ -10,6 +10,7 @@ maps it to its own incomplete/filtered shape.
 from typing import Any
 
 from proxy.errors import ProxyError
+from proxy.from_gemini.server_tools import SERVER_PARTS
 from proxy.wire.gemini import first_candidate_parts
 
 NO_CANDIDATE = "Gemini answered without any candidate (no content, no finish reason and no block reason)."
@@ -26,7 +27,7 @@ def usable(part: dict[str, Any]) -> bool:
     if "text" in part:
         return bool(part["text"])
     # A search Gemini ran (toolCall/toolResponse) is not an answer by itself.
-    return bool(set(part) - {"thoughtSignature", "thought", "partMetadata", "toolCall", "toolResponse"})
+    return bool(set(part) - {"thoughtSignature", "thought", "partMetadata", *SERVER_PARTS})
 
 
 class AnswerCheck:

@@ -25,7 +25,7 @@ SERVER_PARTS = ("toolCall", "toolResponse")
 
 
 def is_server_part(part: dict[str, Any]) -> bool:
-    return any(k in part for k in SERVER_PARTS)
+    return server_part_key(part) is not None
 
 
 def server_part_key(part: dict[str, Any]) -> tuple[str, Any] | None:
@@ -52,15 +52,19 @@ class PartsBeforeCall:
         return record
 
 
-def search_call(part: dict[str, Any]) -> dict[str, Any]:
-    """The `web_search_call` item (in progress) for a toolCall part; other server tools are refused."""
-    call = part["toolCall"]
+def require_search(call: dict[str, Any]) -> None:
+    """Server-side tools other than search have no OpenAI item here: the answer is refused."""
     kind = call.get("toolType")
     if kind not in SEARCH_TOOL_TYPES:
         raise ProxyError(f"Gemini answered with a server-side tool call of type {kind!r}, which this proxy cannot "
                          "represent; the answer is refused rather than passed on without it.", status=502,
                          type="server_error", code="unsupported_answer_part")
-    return search_item(_queries(call.get("args") or {}))
+
+
+def search_call(part: dict[str, Any]) -> dict[str, Any]:
+    """The `web_search_call` item (in progress) for a toolCall part."""
+    require_search(part["toolCall"])
+    return search_item(_queries(part["toolCall"].get("args") or {}))
 
 
 def search_item(queries: list[str], status: str = "in_progress") -> dict[str, Any]:

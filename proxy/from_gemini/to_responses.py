@@ -27,6 +27,7 @@ from proxy.from_gemini.server_tools import (
     hosted_record,
     search_call,
     search_item,
+    server_part_key,
 )
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
@@ -157,10 +158,9 @@ class ResponsesTranslator:
         self.model_turn.add(part)
         if "functionCall" in part:
             return self._function_call(part)
-        if "toolCall" in part:
-            return self._search_started(part)
-        if "toolResponse" in part:
-            return self._search_answered(part)
+        server = server_part_key(part)
+        if server is not None:
+            return self._search_started(part) if server[0] == "toolCall" else self._search_answered(part)
         text = part.get("text")
         if not isinstance(text, str) or text == "":
             return []

@@ -20,6 +20,7 @@ import json
 import logging
 from typing import Any
 
+from proxy.from_gemini.server_tools import is_server_part
 from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
 from proxy.tools.hosted_tools import combines_search
 
@@ -149,7 +150,7 @@ def drop_server_parts(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     kept = []
     for content in contents:
         parts = content.get("parts") or []
-        rest = [p for p in parts if "toolCall" not in p and "toolResponse" not in p]
+        rest = [p for p in parts if not is_server_part(p)]
         if len(rest) != len(parts):
             log.info("left %d server-side tool part(s) out of the history: the model takes none",
                      len(parts) - len(rest))
