@@ -13,6 +13,8 @@ from aiohttp import web
 
 from proxy import log_limits, malloc_tuning
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
+from proxy.dialects import DIALECTS
+from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
 from proxy.mock.server import start_mock
 from proxy.model_rules import ModelRules
 from proxy.server import make_app
@@ -166,11 +168,22 @@ def _model_rule_arguments(p: argparse.ArgumentParser) -> None:
                    help="a hosted tool (web_search, file_search, ...) that models matching PATTERN cannot serve is "
                         "dropped with a warning in the answer ('drop', default) or refused with a 400 ('error'); "
                         "web search is served as Google Search, next to functions on gemini-3 and later")
+    p.add_argument("--tool-mode", action="append", default=[], metavar="PATTERN=native|DIALECT",
+                   help=f"models matching PATTERN get tools natively or rendered into the prompt in a text dialect "
+                        f"({', '.join(DIALECTS)}) whose calls are parsed back (repeatable, first match wins; defaults "
+                        f"{', '.join(f'{p}={m}' for p, m in DEFAULT_TOOL_MODES)}, everything else native)")
+    p.add_argument("--rescue-text-calls", action="append", default=[], metavar="PATTERN=DIALECT|off",
+                   help="for native models matching PATTERN, complete calls written as text in DIALECT are turned into "
+                        "calls (repeatable; default off; prompt-mode models always parse their dialect)")
+    p.add_argument("--single-call", action="append", default=[], metavar="PATTERN",
+                   help="models matching PATTERN see parallel calls in history one call and result per turn "
+                        "(repeatable; the llama3 dialect always does)")
 
 
 def _model_rules(args: argparse.Namespace) -> ModelRules:
     try:
-        return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools)
+        return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools, args.tool_mode,
+                                args.rescue_text_calls, args.single_call)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
 

@@ -5,12 +5,15 @@ families, parsed once (serve's flags, the addon's `gtp_*` options) and asked per
 - `--stream-arguments PATTERN`: ask for `partialArgs` (from_gemini/partial_args.py). Off by default:
   Google's Developer API documents the field as Vertex-only and may refuse it;
 - `--hosted-tools PATTERN=drop|error`: what happens to a hosted tool a model cannot serve
-  (tools/hosted_tools.py).
+  (tools/hosted_tools.py);
+- `--tool-mode PATTERN=native|DIALECT`, `--rescue-text-calls PATTERN=DIALECT|off`, `--single-call
+  PATTERN`: models that speak tools as text (dialects/tool_modes.py).
 """
 
 import fnmatch
 from dataclasses import dataclass, field
 
+from proxy.dialects.tool_modes import ToolModes
 from proxy.to_gemini.tool_result_media import parse_media_rules, parts_in_results
 from proxy.tools.hosted_tools import parse_hosted_rules
 
@@ -20,18 +23,23 @@ class ModelRules:
     result_media: list[tuple[str, str]] = field(default_factory=list)
     stream_arguments: tuple[str, ...] = ()
     hosted_tools: list[tuple[str, str]] = field(default_factory=list)
+    text_calls: ToolModes = field(default_factory=ToolModes)
 
     @classmethod
     def parse(cls, result_media: list[str] | tuple[str, ...] = (), stream_arguments: list[str] | tuple[str, ...] = (),
-              hosted_tools: list[str] | tuple[str, ...] = ()) -> "ModelRules":
+              hosted_tools: list[str] | tuple[str, ...] = (), tool_modes: list[str] | tuple[str, ...] = (),
+              rescue_text_calls: list[str] | tuple[str, ...] = (), single_call: list[str] | tuple[str, ...] = ()
+              ) -> "ModelRules":
         """From option values; a bad one is a ValueError naming it."""
         patterns = tuple(p.strip() for p in stream_arguments)
         if any(not p for p in patterns):
             raise ValueError("a --stream-arguments pattern must not be empty")
-        return cls(parse_media_rules(result_media), patterns, parse_hosted_rules(hosted_tools))
+        return cls(parse_media_rules(result_media), patterns, parse_hosted_rules(hosted_tools),
+                   ToolModes.parse(tool_modes, rescue_text_calls, single_call))
 
     def result_parts(self, model: str) -> bool:
         return parts_in_results(model, self.result_media)
 
     def streams_arguments(self, model: str) -> bool:
-        return any(fnmatch.fnmatch(model, p) for p in self.stream_arguments)
+        """Only models with native tools stream arguments (a dialect's calls come whole)."""
+        return any(fnmatch.fnmatch(model, p) for p in self.stream_arguments) and self.text_calls.dialect(model) is None

@@ -36,6 +36,12 @@ _CALL_PARTIAL = re.compile(r"\[\s*(?:[A-Za-z_][\w.\-]*\s*)?")
 _ENDS = ("<|eom_id|>", "<|eot_id|>")
 
 
+def _result_text(result: Result) -> str:
+    """A result as the model reads it: text as it is, data as JSON."""
+    value = result_object(result.response)
+    return value if isinstance(value, str) else dumps(value)
+
+
 def _declared(name: str, tools: dict[str, ToolSpec]) -> bool:
     try:
         resolve_name(name, tools)
@@ -98,8 +104,7 @@ class Llama3(Dialect):
         return "; ".join(dumps({"name": c.name, "parameters": c.arguments}) for c in calls)
 
     def render_results(self, results: list[Result]) -> str:
-        return "\n".join(dumps(result_object(r.response)) if not isinstance(result_object(r.response), str)
-                         else result_object(r.response) for r in results)
+        return "\n".join(_result_text(r) for r in results)
 
     def block_end(self, buf: str, closing: bool = False) -> int:
         if buf.startswith(PYTHON_TAG):
@@ -159,7 +164,7 @@ class Pythonic(Dialect):
         return "[" + ", ".join(f"{c.name}({python_arguments(c.arguments)})" for c in calls) + "]"
 
     def render_results(self, results: list[Result]) -> str:
-        return "\n".join(dumps(result_object(r.response)) for r in results)
+        return "\n".join(_result_text(r) for r in results)
 
     def block_end(self, buf: str, closing: bool = False) -> int:
         return _list_block_end(buf, self.extra["tools"], closing)
@@ -189,7 +194,7 @@ class Gemma3(Dialect):
         return Pythonic.render_calls(self, calls)  # type: ignore[arg-type]
 
     def render_results(self, results: list[Result]) -> str:
-        body = "\n".join(dumps(result_object(r.response)) for r in results)
+        body = "\n".join(_result_text(r) for r in results)
         return f"```tool_output\n{body}\n```"
 
     def block_end(self, buf: str, closing: bool = False) -> int:

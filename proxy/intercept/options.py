@@ -60,6 +60,15 @@ class Options:
         loader.add_option("gtp_hosted_tools", Sequence[str], [],
                           "[PATTERN=]drop|error rules: a hosted tool (web_search, ...) a model cannot serve is dropped "
                           "with a warning in the answer ('drop', default) or refused with a 400 ('error').")
+        loader.add_option("gtp_tool_mode", Sequence[str], [],
+                          "PATTERN=native|DIALECT rules: models that get tools rendered into the prompt in a text "
+                          "dialect (gemma4, functiongemma, gemma3, hermes, qwen3coder, llama3, mistral, harmony, "
+                          "pythonic) and give calls as text; defaults gemma-4*=gemma4, gemma-3*=gemma3, "
+                          "*functiongemma*=functiongemma.")
+        loader.add_option("gtp_rescue_text_calls", Sequence[str], [],
+                          "PATTERN=DIALECT|off rules: native models whose complete text calls in DIALECT become calls.")
+        loader.add_option("gtp_single_call", Sequence[str], [],
+                          "Model patterns that see parallel calls in history one call per turn.")
         loader.add_option("gtp_forced_choice", str, "retry",
                           "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
                           "'error' at once, or 'allow' its answer through.")
@@ -151,10 +160,12 @@ class Options:
                 self.schema_modes = parse_schema_modes(opts.gtp_schema_mode)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
-        if updated & {"gtp_tool_result_media", "gtp_stream_arguments", "gtp_hosted_tools"}:
+        if updated & {"gtp_tool_result_media", "gtp_stream_arguments", "gtp_hosted_tools", "gtp_tool_mode",
+                      "gtp_rescue_text_calls", "gtp_single_call"}:
             try:
                 self.rules = ModelRules.parse(opts.gtp_tool_result_media, opts.gtp_stream_arguments,
-                                              opts.gtp_hosted_tools)
+                                              opts.gtp_hosted_tools, opts.gtp_tool_mode, opts.gtp_rescue_text_calls,
+                                              opts.gtp_single_call)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(

@@ -20,7 +20,9 @@ models sometimes do), `ignore_choice` (answer in text despite mode ANY unless th
 directive is in the system instruction; `ignore_choice always` ignores that too), `search QUERY`
 (with a googleSearch tool, the first answer of the turn searches: on Gemini 3 with
 includeServerSideToolInvocations as signed toolCall/toolResponse parts, always with groundingMetadata;
-a text answer then cites the result, and later answers name the searches they see in the history).
+a text answer then cites the result, and later answers name the searches they see in the history),
+`text_call DIALECT` (calls written as text in that dialect instead of functionCall parts).
+Prompted in a text dialect (declarations rendered into the prompt), the model answers in it: dialect_model.py.
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
 """
 
@@ -69,7 +71,7 @@ def _media(parts: list[dict[str, Any]]) -> list[str]:
     return seen
 
 
-def _latest_user_text(contents: list[dict[str, Any]]) -> tuple[int, str]:
+def latest_user_text(contents: list[dict[str, Any]]) -> tuple[int, str]:
     for i in range(len(contents) - 1, -1, -1):
         c = contents[i]
         if get(c, "role") == "user" and _texts(c):
@@ -150,7 +152,7 @@ class ArgumentMaker:
 
 def respond(body: dict[str, Any], model: str) -> Reply:
     contents = get(body, "contents") or []
-    start, text = _latest_user_text(contents)
+    start, text = latest_user_text(contents)
     directives = {m.group(1): (m.group(2) or "").strip() for m in DIRECTIVE.finditer(text)}
     reply = Reply()
     if "slow" in directives:

@@ -17,7 +17,8 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock.model import ERRORS, fragment_calls, respond
+from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
+from proxy.mock.model import ERRORS, fragment_calls, latest_user_text, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
 
 RECEIVED = web.AppKey("received", collections.deque)
@@ -199,7 +200,11 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
     flaky = _flaky(request, body)
     if flaky:
         return _error(flaky)
-    reply = respond(body, model)
+    spoken = detect(body)
+    reply = dialect_reply(body, model, spoken) if spoken else respond(body, model)
+    text_call = TEXT_CALL.search(latest_user_text(body.get("contents") or [])[1])
+    if text_call and not spoken:
+        reply = calls_as_text(reply, text_call.group(1))
     fcc = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
     if method == "streamGenerateContent" and fcc.get("streamFunctionCallArguments"):
         reply.chunks = fragment_calls(reply.chunks)

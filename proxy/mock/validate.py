@@ -70,6 +70,9 @@ SERVER_SIDE_UNSUPPORTED = "Server-side tool invocations are not supported for th
 RESPONSE_PARTS_REFUSED = ("Unable to submit request because `function_response.parts` is not supported for this model. "
                           "Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling")
 # Extra fields the Cloud Code Assist wrapper's inner request may carry (reference/protocols.md §B9).
+# Gemma on Gemini's API (agno-agi/agno#3505, BerriAI/litellm#10313; the system-instruction refusal for Gemma 3).
+GEMMA_NO_TOOLS = "Function calling is not enabled for models/{model}"
+GEMMA_NO_SYSTEM = "Developer instruction is not enabled for models/{model}"
 CLOUDCODE_FIELDS = frozenset({"sessionId", "labels"})
 
 
@@ -530,4 +533,9 @@ def validate_request(body: Any, model: str, allow: frozenset[str] = frozenset())
                               violations=[{"field": f, "description": d} for f, d in check.parse])
     if check.semantic:
         raise GeminiRejection(400, "".join(f"* {line}\n" for line in check.semantic))
+    if model.startswith("gemma-"):
+        if any(get(t, "functionDeclarations") for t in get(body, "tools") or []):
+            raise GeminiRejection(400, GEMMA_NO_TOOLS.format(model=model))
+        if model.startswith("gemma-3") and get(body, "systemInstruction") is not None:
+            raise GeminiRejection(400, GEMMA_NO_SYSTEM.format(model=model))
     check.history(get(body, "contents"))

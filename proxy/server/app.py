@@ -19,6 +19,7 @@ from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
 from proxy.upstream.gemini import CLIENT_HEADERS, GeminiUpstream, client_headers
+from proxy.upstream.text_calls import TextCallsUpstream
 
 # Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
@@ -56,11 +57,12 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app = web.Application(middlewares=[error_middleware, auth_middleware, identity_middleware],
                           client_max_size=max_body)
     rest = upstream if isinstance(upstream, GeminiUpstream) else None
-    upstream = ForcedChoiceUpstream(upstream, forced_choice)
+    rules = rules or ModelRules()
+    upstream = ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice)
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
-                           limits=limits or ServerLimits(), rules=rules or ModelRules(), rest=rest)
+                           limits=limits or ServerLimits(), rules=rules, rest=rest)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)

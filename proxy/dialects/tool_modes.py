@@ -1,0 +1,48 @@
+"""Which models speak tools natively and which in a text dialect, by model-name pattern
+(`--tool-mode PATTERN=native|DIALECT`, first match wins, then the defaults below), and where text
+calls are rescued from a native model's answer (`--rescue-text-calls PATTERN=DIALECT|off`)."""
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from proxy.dialects import DIALECTS, Dialect, dialect
+from proxy.pattern_rules import parse_rules, rule_for
+
+# Gemini's API refuses native tools for Gemma ("Function calling is not enabled for models/gemma-...").
+DEFAULT_TOOL_MODES = [("gemma-4*", "gemma4"), ("gemma-3*", "gemma3"), ("*functiongemma*", "functiongemma")]
+NATIVE = "native"
+
+
+def _model_id(model: str) -> str:
+    return model.removeprefix("models/")
+
+
+@dataclass(frozen=True)
+class ToolModes:
+    modes: list[tuple[str, str]] = field(default_factory=list)
+    rescue: list[tuple[str, str]] = field(default_factory=list)
+    single_call: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, tool_modes: list[str] | tuple[str, ...] = (), rescue: list[str] | tuple[str, ...] = (),
+              single_call: list[str] | tuple[str, ...] = ()) -> "ToolModes":
+        """From option values; a bad one is a ValueError naming it."""
+        modes = parse_rules(list(tool_modes), (NATIVE, *DIALECTS), "--tool-mode")
+        rescues = parse_rules(list(rescue), ("off", *DIALECTS), "--rescue-text-calls")
+        patterns = tuple(p.strip() for p in single_call)
+        if any(not p for p in patterns):
+            raise ValueError("a --single-call pattern must not be empty")
+        return cls(modes + DEFAULT_TOOL_MODES, rescues, patterns)
+
+    def dialect(self, model: str) -> Dialect | None:
+        """The dialect `model` is prompted in, or None for native tools."""
+        mode = rule_for(_model_id(model), self.modes or DEFAULT_TOOL_MODES)
+        return None if mode in (None, NATIVE) else dialect(mode)
+
+    def rescue_dialect(self, model: str) -> Dialect | None:
+        """For a native model: the dialect whose complete calls are rescued from its text."""
+        mode = rule_for(_model_id(model), self.rescue)
+        return None if mode in (None, "off") else dialect(mode)
+
+    def single(self, model: str) -> bool:
+        return any(fnmatch.fnmatch(_model_id(model), p) for p in self.single_call)
