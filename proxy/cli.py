@@ -33,6 +33,7 @@ from proxy.signatures.carrier_keys import load_carrier_keys, rotate
 from proxy.store import MemoryStore
 from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES
 from proxy.tools.schema_mode import parse_schema_modes
+from proxy.upstream.base import Upstream
 from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.gemini import (
     DEFAULT_BASE_URL,
@@ -41,7 +42,9 @@ from proxy.upstream.gemini import (
     DEFAULT_TOTAL_TIMEOUT,
     GeminiUpstream,
 )
+from proxy.upstream.openai_compat import OpenAIUpstream
 from proxy.upstream.retry import DEFAULT_MAX_RETRIES, RetryPolicy
+from proxy.upstream.routes import RoutedUpstream, parse_budgets, parse_routes
 
 DEFAULT_PORT = 8741
 DEFAULT_MOCK_PORT = 8742
@@ -94,6 +97,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="declare tool schemas as parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' "
                             "(default) for models matching PATTERN (repeatable, first match wins)")
     _model_rule_arguments(serve)
+    serve.add_argument("--openai-upstream", action="append", default=[], metavar="PATTERN=BASE_URL",
+                       help="send models matching PATTERN to an OpenAI-compatible server (vLLM, Ollama, llama.cpp, "
+                            "LM Studio, EXO) at BASE_URL (e.g. http://127.0.0.1:8000/v1) instead of Gemini "
+                            "(repeatable, first match wins; its key, if any, from $GTP_OPENAI_UPSTREAM_KEY)")
+    serve.add_argument("--two-pass", action="append", default=[], metavar="PATTERN=BUDGET",
+                       help="for models matching PATTERN on an OpenAI-compatible upstream: think for at most BUDGET "
+                            "tokens, then answer in a second pass after the closed think block (repeatable)")
     serve.add_argument("--fill-missing-required", action="store_true",
                        help="give a call's missing required arguments a null placeholder "
                             "(default: report them, never invent)")
@@ -258,8 +268,7 @@ async def _serve(args: argparse.Namespace) -> None:
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     try:
-        upstream = GeminiUpstream(base, connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
-                                  total_timeout=args.total_timeout, retry=RetryPolicy(args.max_retries))
+        upstream = _upstream(args, base)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     try:
@@ -279,6 +288,20 @@ async def _serve(args: argparse.Namespace) -> None:
     finally:
         for r in reversed(runners):
             await r.cleanup()
+
+
+def _upstream(args: argparse.Namespace, base: str) -> Upstream:
+    """Gemini at `base`, with the models --openai-upstream names routed to their servers."""
+    timeouts = {"connect_timeout": args.connect_timeout, "read_timeout": args.read_timeout,
+                "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries)}
+    gemini = GeminiUpstream(base, **timeouts)
+    routes, budgets = parse_routes(args.openai_upstream), parse_budgets(args.two_pass)
+    if not routes:
+        return gemini
+    servers: dict[str, OpenAIUpstream] = {}
+    for _, url in routes:
+        servers.setdefault(url, OpenAIUpstream(url, two_pass=budgets, **timeouts))
+    return RoutedUpstream(gemini, [(pattern, servers[url]) for pattern, url in routes])
 
 
 async def _mock(args: argparse.Namespace) -> None:

@@ -19,6 +19,7 @@ from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
 from proxy.upstream.gemini import CLIENT_HEADERS, GeminiUpstream, client_headers
+from proxy.upstream.routes import RoutedUpstream
 from proxy.upstream.text_calls import TextCallsUpstream
 
 # Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
@@ -56,7 +57,8 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              limits: ServerLimits | None = None, rules: ModelRules | None = None) -> web.Application:
     app = web.Application(middlewares=[error_middleware, auth_middleware, identity_middleware],
                           client_max_size=max_body)
-    rest = upstream if isinstance(upstream, GeminiUpstream) else None
+    gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
+    rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
     upstream = ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice)
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),

@@ -1,0 +1,1 @@
+"""Speaking to OpenAI-compatible local servers: Gemini bodies in, Chat Completions out, and back."""
