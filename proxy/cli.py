@@ -13,7 +13,7 @@ from aiohttp import web
 
 from proxy import log_limits, malloc_tuning
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
-from proxy.dialects import DIALECTS
+from proxy.dialects import DIALECTS, parse_command
 from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
 from proxy.mock.server import start_mock
 from proxy.model_rules import ModelRules
@@ -159,6 +159,13 @@ def _parser() -> argparse.ArgumentParser:
     _auth_arguments(mitm)
     _client_arguments(mitm)
     mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
+
+    parse = sub.add_parser("parse", help="parse a model's text into calls (JSON lines on stdin and stdout)",
+                           description="Each input line is {\"text\": ...} or {\"chunks\": [...]} (optionally with "
+                                       "\"tools\"); each output line {\"calls\", \"content\", \"reasoning\"} or "
+                                       "{\"error\"}.")
+    parse.add_argument("--dialect", required=True, choices=sorted(DIALECTS), help="the model's text dialect")
+    parse.add_argument("--tools", metavar="TOOLS.json", help="declared tools (a JSON list, any common shape)")
 
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
@@ -358,6 +365,8 @@ def main(argv: list[str] | None = None) -> None:
         return _mitm(args)
     if args.command == "carrier-key":
         return _carrier_key(args)
+    if args.command == "parse":
+        raise SystemExit(parse_command.run(args.dialect, args.tools))
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args) if args.command == "serve" else _mock(args))
 
