@@ -95,6 +95,7 @@ VECTORS = [
     ("hermes", '<think>I should search</think>\n\n<tool_call>{"name": "search", "arguments": {}}</tool_call>',
      [("search", {})], "", "I should search"),
     ("hermes", "<think>a</think>b", [], "b", "a"),
+    ("hermes", "\n<thinking>a</think>b</thinking>\n\nc", [], "c", "a</think>b"),
     ("hermes", '<think>call it <tool_call>{"name": "search", "arguments": {"q": 1}}</tool_call>',
      [("search", {"q": 1})],
      "call it", None),  # unterminated thinking ended by the model: it was content, and its call is parsed

@@ -205,3 +205,20 @@ def test_native_model_keeps_text_without_rescue_and_gets_calls_with_it(oai, text
     [call] = rescued.output
     assert call.type == "function_call" and json.loads(call.arguments) == {"city": "Lima"}
     assert "tools" in text_stack.last_body()  # native mode: the tools went upstream as tools
+
+
+def test_v1_gemini_conversation_with_gemma4(text_stack):
+    from tests.test_bad_input import post
+
+    url = f"{text_stack.url}/v1/gemini"
+    tools = [{"functionDeclarations": [{"name": "get_weather", "parameters": {
+        "type": "OBJECT", "properties": {"city": {"type": "STRING"}}, "required": ["city"]}}]}]
+    base = {"model": "gemma-4-31b-it", "tools": tools, "conversation": "gemma-conv"}
+    status, r1 = post(url, json.dumps({**base, "input": "call get_weather city=Lyon"}).encode())
+    assert status == 200 and r1["candidates"][0]["content"]["parts"] == [
+        {"functionCall": {"name": "get_weather", "args": {"city": "Lyon"}}}]
+    answer = [{"role": "user", "parts": [
+        {"functionResponse": {"name": "get_weather", "response": {"output": "mild"}}}]}]
+    status, r2 = post(url, json.dumps({**base, "input": answer}).encode())
+    assert status == 200 and r2["candidates"][0]["content"]["parts"][0]["text"].startswith(
+        "Tool results: get_weather returned")

@@ -49,13 +49,18 @@ NOT_A_CALL = -2   # the opener was text after all: emit its first character and 
 
 @dataclass(frozen=True)
 class ThinkTags:
-    """Reasoning delimiters a dialect's models write at the start of an answer."""
+    """Reasoning delimiters a dialect's models write at the start of an answer: each opener with
+    its closer (`closes[i]` ends `opens[i]`; one closer serves all when only one is given)."""
     opens: tuple[str, ...]
-    close: str
+    closes: tuple[str, ...]
     names: tuple[str, ...] = ()  # a channel name right after the opener, not part of the reasoning
 
+    def closer(self, opener: str | None) -> str:
+        i = self.opens.index(opener) if opener in self.opens else 0
+        return self.closes[i] if i < len(self.closes) else self.closes[0]
 
-THINK = ThinkTags(("<think>", "<thinking>"), "</think>")
+
+THINK = ThinkTags(("<think>", "<thinking>"), ("</think>", "</thinking>"))
 
 
 @dataclass

@@ -166,7 +166,7 @@ def _last_is_declared_string(args: dict[str, Any], schema: Any) -> bool:
 def gemma4() -> GemmaTokens:
     return GemmaTokens(
         name="gemma4", openers=("<|tool_call>",), quote='<|"|>',
-        think=ThinkTags(("<|channel>",), "<channel|>", names=("thought\n", "thought")),
+        think=ThinkTags(("<|channel>",), ("<channel|>",), names=("thought\n", "thought")),
         stops=("<|tool_response>",), noise=("<tool_call|>", "<|tool_response>"),
         declare=("<|tool>", "<tool|>"), call=("<|tool_call>", "<tool_call|>"),
         respond=("<|tool_response>", "<tool_response|>"))

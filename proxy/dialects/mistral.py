@@ -81,4 +81,4 @@ class Mistral(Dialect):
 
 
 def mistral() -> Mistral:
-    return Mistral(name="mistral", openers=(OPEN,), think=ThinkTags(("[THINK]",), "[/THINK]"), noise=("</s>",))
+    return Mistral(name="mistral", openers=(OPEN,), think=ThinkTags(("[THINK]",), ("[/THINK]",)), noise=("</s>",))

@@ -10,6 +10,7 @@ warnings (what was kept as text, and why) go to stderr.
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from proxy.dialects import Dialect, ToolSpec, dialect
@@ -64,7 +65,7 @@ def run(name: str, tools_file: str | None, stdin: TextIO = sys.stdin, stdout: Te
     logging.getLogger("proxy.dialects").setLevel(logging.ERROR)  # warnings are written below, once
     try:
         d = dialect(name)
-        tools = tool_specs(json.loads(open(tools_file, encoding="utf-8").read())) if tools_file else {}
+        tools = tool_specs(json.loads(Path(tools_file).read_text(encoding="utf-8"))) if tools_file else {}
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=stderr)
         return 2

@@ -37,6 +37,7 @@ class TextParser:
         self.skip_ws = False       # whitespace after a call block or a think block is dropped
         self.after_block = False   # stray markers right after a call block are dropped
         self.pending_ws = ""       # whitespace before a block: dropped if it holds calls, else text
+        self.opener: str | None = None  # the think opener seen (None: pre-opened by the template)
         self.reasoning_seen: list[str] = []
         self.saw_content = self.saw_call = False
 
@@ -86,7 +87,7 @@ class TextParser:
             return False
         for opener in self.think.opens:
             if s.startswith(opener):
-                self.buf, self.phase = s[len(opener):], "think"
+                self.buf, self.phase, self.opener = s[len(opener):], "think", opener
                 return True
         if not closing and any(o.startswith(s) for o in self.think.opens):
             return False
@@ -95,13 +96,14 @@ class TextParser:
 
     def _thinking(self, events: list[Event], closing: bool, finish: str) -> bool:
         assert self.think is not None
-        i = self.buf.find(self.think.close)
+        close = self.think.closer(self.opener)
+        i = self.buf.find(close)
         if i >= 0:
             self._emit(events, "reasoning", self._reasoning(self.buf[:i]))
-            self.buf, self.phase, self.skip_ws = self.buf[i + len(self.think.close):], "content", True
+            self.buf, self.phase, self.skip_ws = self.buf[i + len(close):], "content", True
             return True
         if len(self.buf) > MAX_HELD_REASONING:
-            keep = len(self.think.close)
+            keep = len(close)
             self._emit(events, "reasoning", self.buf[:-keep])
             self.buf = self.buf[-keep:]
             return False

@@ -5,6 +5,7 @@ mitmproxy's habit: several small addons, one concern each, sharing one session s
 - Route (routing.py): `gtp_route`, for tests;
 - Relay (relay_addon.py): relay turns take their request first;
 - Rewrite (rewrite.py): which flows are touched (flow_selection.py), the session's tools and history;
+- TextCalls (text_calls.py): tools rendered for, and calls parsed from, models that speak them as text;
 - Capture (capture.py): functionCall parts captured from the answer as it streams through;
 - Frontend (frontend.py): the aiohttp front-end in the same process.
 """
@@ -16,6 +17,7 @@ from proxy.intercept.relay import RelayBroker
 from proxy.intercept.relay_addon import Relay
 from proxy.intercept.rewrite import Rewrite
 from proxy.intercept.routing import Route
+from proxy.intercept.text_calls import TextCalls
 from proxy.store import MemoryStore
 from proxy.store.base import SessionStore
 
@@ -26,7 +28,8 @@ class GeminiTools:
         self.relay = RelayBroker()
         self.options = Options()
         self.frontend = Frontend(self.store, self.relay, self.options)
-        self.addons = [self.options, Route(), Relay(self.relay), Rewrite(self.store, self.options), Capture(self.store),
+        self.addons = [self.options, Route(), Relay(self.relay), Rewrite(self.store, self.options),
+                       TextCalls(self.options), Capture(self.store),
                        self.frontend]
 
     @property

@@ -23,7 +23,9 @@ class Capture:
         if state is None or state.relay is not None or flow.response is None or flow.response.status_code != 200:
             return
         if "text/event-stream" in flow.response.headers.get("content-type", ""):
-            flow.response.stream = SSETap(state.capture)
+            tap, before = SSETap(state.capture), flow.response.stream
+            # After an earlier rewriter (TextCalls), the tap reads what the app will receive.
+            flow.response.stream = (lambda data: tap(before(data))) if callable(before) else tap
 
     async def response(self, flow: http.HTTPFlow) -> None:
         state: FlowState | None = flow.metadata.get(META)
