@@ -15,6 +15,7 @@ from proxy import log_limits, malloc_tuning
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.dialects import DIALECTS, parse_command
 from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
+from proxy.mock.local_server import start_local_mock
 from proxy.mock.server import start_mock
 from proxy.model_rules import ModelRules
 from proxy.server import make_app
@@ -170,6 +171,8 @@ def _parser() -> argparse.ArgumentParser:
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
     mock.add_argument("--port", type=int, default=DEFAULT_MOCK_PORT, help=f"port (default {DEFAULT_MOCK_PORT})")
+    mock.add_argument("--openai", action="store_true",
+                      help="run the mock local OpenAI-compatible server (/v1/chat/completions) instead")
     return p
 
 
@@ -312,8 +315,12 @@ def _upstream(args: argparse.Namespace, base: str) -> Upstream:
 
 
 async def _mock(args: argparse.Namespace) -> None:
-    runner, base, _ = await start_mock(args.host, args.port)
-    print(f"mock Gemini ready on {base}", flush=True)
+    if args.openai:
+        runner, base, _ = await start_local_mock(args.host, args.port)
+        print(f"mock OpenAI-compatible server ready on {base}", flush=True)
+    else:
+        runner, base, _ = await start_mock(args.host, args.port)
+        print(f"mock Gemini ready on {base}", flush=True)
     try:
         await _until_stopped()
     finally:

@@ -89,3 +89,38 @@ def test_model_rule_options_are_checked_at_start() -> None:
     assert rules.streams_arguments("gemini-3-pro-preview") and not rules.streams_arguments("gemini-2.5-pro")
     assert ModelRules.parse(hosted_tools=["gemini-2.5*=error", "drop"]).hosted_tools == [("gemini-2.5*", "error"),
                                                                                           ("*", "drop")]
+
+
+def test_serve_routes_a_model_to_a_local_server_in_a_dialect() -> None:
+    """Issue 10's options as a user runs them: the standalone local mock, and serve pointed at it."""
+    local_port, port = free_port(), free_port()
+    local = start(["mock", "--openai", "--port", str(local_port)])
+    proc = None
+    try:
+        assert "mock OpenAI-compatible server ready" in local.stdout.readline()
+        proc = start(["serve", "--port", str(port), "--upstream", "mock",
+                      "--openai-upstream", f"qwen*=http://127.0.0.1:{local_port}/v1", "--tool-mode", "qwen*=hermes",
+                      "--two-pass", "qwen3-*-think=16"])
+        assert "ready on http://127.0.0.1:" in proc.stdout.readline()
+        c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo", _strict_response_validation=True)
+        tools = [{"type": "function", "name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+        r = c.responses.create(model="qwen3-8b-think", input="get_weather city=Bern", tools=tools)
+        assert [o.type for o in r.output] == ["reasoning", "function_call"]
+        assert json.loads(r.output[1].arguments) == {"city": "Bern"}
+    finally:
+        for p in (proc, local):
+            if p is not None:
+                p.send_signal(signal.SIGTERM)
+                assert p.wait(10) == 0
+
+
+def test_text_dialect_options_are_checked_at_start() -> None:
+    for args, expect in ((["--tool-mode", "gemma*=klingon"], "--tool-mode must be"),
+                         (["--rescue-text-calls", "x=nope"], "--rescue-text-calls must be"),
+                         (["--openai-upstream", "qwen*=ftp://x"], "--openai-upstream must be"),
+                         (["--two-pass", "qwen*=many"], "--two-pass must be"),
+                         (["--single-call", " "], "--single-call pattern")):
+        proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert proc.returncode != 0 and expect in proc.stderr, proc.stderr

@@ -63,6 +63,14 @@ ENDPOINTS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "rest_sse": ("POST", "/v1beta/models/gemini-3-flash-preview:streamGenerateContent?alt=sse", GEMINI_BODY,
                  "gemini"),
     "rest_array": ("POST", "/v1/models/gemini-2.5-flash:streamGenerateContent", GEMINI_BODY, "gemini"),
+    # prompt mode (a text dialect): the same shapes rendered into Gemma 4's prompt and parsed back
+    "responses_gemma": ("POST", "/v1/responses", {
+        "model": "gemma-4-31b-it", "stream": True, "tools": [TOOL], "tool_choice": "auto",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "call get_weather city=Oslo"}]},
+                  {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"O\"}"},
+                  {"type": "function_call_output", "call_id": "c1", "output": "cold"}], "instructions": "be brief"},
+                        "openai"),
+    "rest_gemma": ("POST", "/v1beta/models/gemma-3-27b-it:streamGenerateContent?alt=sse", GEMINI_BODY, "gemini"),
     "session_tools": ("PUT", "/v1/sessions/fz/tools", {"tools": [TOOL], "tool_choice": "required"}, "openai"),
     "session_outputs": ("POST", "/v1/sessions/fz/tool_outputs", {"outputs": [{"call_id": None, "output": "x"}]},
                         "openai"),

@@ -38,7 +38,9 @@ def tool_specs(body: dict[str, Any]) -> list[ToolSpec]:
     """The request's function declarations as a dialect renders them."""
     specs = []
     for tool in body.get("tools") or []:
-        for decl in tool.get("functionDeclarations") or []:
+        for decl in (tool.get("functionDeclarations") if isinstance(tool, dict) else None) or []:
+            if not isinstance(decl, dict):
+                continue
             params = decl.get("parametersJsonSchema")
             params = params if isinstance(params, dict) else json_schema(decl.get("parameters"))
             specs.append(ToolSpec(decl.get("name", ""), decl.get("description") or "",
@@ -55,9 +57,9 @@ def _model_parts(parts: list[dict[str, Any]], d: Dialect) -> list[dict[str, Any]
     out: list[dict[str, Any]] = []
     calls: list[Call] = []
     for p in parts:
-        if "functionCall" in p:
+        if isinstance(p.get("functionCall"), dict):
             fc = p["functionCall"]
-            calls.append(Call(fc.get("name", ""), fc.get("args") or {}))
+            calls.append(Call(str(fc.get("name", "")), fc["args"] if isinstance(fc.get("args"), dict) else {}))
             continue
         if calls:
             out.append({"text": d.render_calls(calls)})
@@ -78,7 +80,7 @@ def _user_parts(parts: list[dict[str, Any]], d: Dialect) -> list[dict[str, Any]]
     results: list[Result] = []
     media: list[dict[str, Any]] = []
     for p in parts:
-        if "functionResponse" in p:
+        if isinstance(p.get("functionResponse"), dict):
             fr = p["functionResponse"]
             results.append(Result(fr.get("name", ""), fr.get("response")))
             media += [m for m in fr.get("parts") or [] if isinstance(m, dict)]
@@ -100,14 +102,14 @@ def _one_call_per_turn(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     i = 0
     while i < len(contents):
         c = contents[i]
-        calls = [p for p in c.get("parts") or [] if "functionCall" in p]
+        calls = [p for p in c.get("parts") or [] if isinstance(p.get("functionCall"), dict)]
         nxt = contents[i + 1] if i + 1 < len(contents) else None
-        answers = [p for p in (nxt or {}).get("parts") or [] if "functionResponse" in p]
+        answers = [p for p in (nxt or {}).get("parts") or [] if isinstance(p.get("functionResponse"), dict)]
         if c.get("role") == "model" and len(calls) > 1 and nxt is not None and len(answers) == len(calls):
             by_id = {p["functionResponse"].get("id"): p for p in answers if p["functionResponse"].get("id")}
             paired = [by_id.get(p["functionCall"].get("id")) or answers[n] for n, p in enumerate(calls)]
-            others = [p for p in c["parts"] if "functionCall" not in p]
-            rest = [p for p in nxt["parts"] if "functionResponse" not in p]
+            others = [p for p in c["parts"] if not isinstance(p.get("functionCall"), dict)]
+            rest = [p for p in nxt["parts"] if not isinstance(p.get("functionResponse"), dict)]
             for n, (call, answer) in enumerate(zip(calls, paired, strict=True)):
                 out.append({"role": "model", "parts": (others if n == 0 else []) + [call]})
                 out.append({"role": nxt.get("role", "user"), "parts": [answer] + (rest if n == len(calls) - 1 else [])})

@@ -55,13 +55,15 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"role": "system", "content": text})
     pending: list[str] = []  # ids of the last model turn's calls, to pair responses without ids
     for i, c in enumerate(body.get("contents") or []):
-        parts = c.get("parts") or []
         where = f"contents[{i}]"
+        if not isinstance(c, dict) or not isinstance(c.get("parts") or [], list):
+            raise _refuse(where, "a content that is not an object with a list of parts")
+        parts = [p for p in c.get("parts") or [] if isinstance(p, dict)]
         if c.get("role") == "model":
             text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought"))
             calls = []
             for j, p in enumerate(parts):
-                if "functionCall" in p:
+                if isinstance(p.get("functionCall"), dict):
                     fc = p["functionCall"]
                     calls.append({"id": fc.get("id") or f"call_{i}_{j}", "type": "function", "function": {
                         "name": fc.get("name", ""), "arguments": json.dumps(fc.get("args") or {}, ensure_ascii=False)}})
@@ -73,14 +75,14 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
             pending = [tc["id"] for tc in calls]
             out.append(message)
             continue
-        answers = [p for p in parts if "functionResponse" in p]
+        answers = [p for p in parts if isinstance(p.get("functionResponse"), dict)]
         for n, p in enumerate(answers):
             fr = p["functionResponse"]
             if fr.get("parts"):
                 raise _refuse(f"{where}.parts[{parts.index(p)}].functionResponse.parts", "media in a tool result")
             call_id = fr.get("id") or (pending[n] if n < len(pending) else f"call_{i}_{n}")
             out.append({"role": "tool", "tool_call_id": call_id, "content": _tool_result(fr.get("response"))})
-        rest = [p for p in parts if "functionResponse" not in p]
+        rest = [p for p in parts if not isinstance(p.get("functionResponse"), dict)]
         if rest or not answers:
             out.append({"role": "user", "content": _user_content(rest, where)})
     return out
@@ -89,10 +91,14 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 def _tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for i, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, dict):
+            raise _refuse(f"tools[{i}]", "a tool that is not an object")
         for key in tool:
             if key != "functionDeclarations":
                 raise _refuse(f"tools[{i}].{key}", "a hosted tool")
         for decl in tool.get("functionDeclarations") or []:
+            if not isinstance(decl, dict):
+                raise _refuse(f"tools[{i}].functionDeclarations", "a declaration that is not an object")
             params = decl.get("parametersJsonSchema")
             params = params if isinstance(params, dict) else json_schema(decl.get("parameters"))
             fn: dict[str, Any] = {"name": decl.get("name", ""), "parameters": params or {"type": "object",
@@ -116,7 +122,7 @@ def chat_request(model: str, body: dict[str, Any], stream: bool) -> dict[str, An
         elif mode == "ANY":
             req["tool_choice"] = ({"type": "function", "function": {"name": allowed[0]}} if len(allowed) == 1
                                   else "required")
-    config = body.get("generationConfig") or {}
+    config = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
     for key, value in config.items():
         if key in GENERATION:
             req[GENERATION[key]] = value
