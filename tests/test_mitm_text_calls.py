@@ -73,3 +73,28 @@ def test_a_configured_dialect_and_a_rescued_native_model(mitm: MitmStack) -> Non
 def test_addon_refuses_a_bad_tool_mode(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="tool-mode"):
         MitmStack(tmp_path, "--set", "gtp_tool_mode=gemma-4*=klingon")
+
+
+def _weather(city: str) -> str:
+    """Weather for a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_google_genai_tool_loop_with_gemma4_through_the_addon(mitm: MitmStack, stream: bool) -> None:
+    """An unmodified google-genai app (automatic function calling) on Gemma 4: its own tools are
+    rendered, the model's text calls reach it as calls, it runs them, and the loop completes."""
+    from google import genai
+    from google.genai import types
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(
+        client_args={"proxy": mitm.proxy_url, "verify": mitm.client_ssl()}))
+    config = types.GenerateContentConfig(tools=[_weather])
+    text = f"call _weather city=Quito {stream}"
+    if stream:
+        answer = "".join(c.text or "" for c in client.models.generate_content_stream(
+            model="gemma-4-31b-it", contents=text, config=config))
+    else:
+        answer = client.models.generate_content(model="gemma-4-31b-it", contents=text, config=config).text
+    assert "sunny in Quito" in answer
+    sent = json.dumps(mitm.received[-1]["body"])
+    assert '"functionDeclarations"' not in sent and "<|tool_call>call:_weather" in sent

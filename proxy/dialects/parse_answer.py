@@ -85,6 +85,17 @@ class AnswerParser:
         return {**chunk, "candidates": out}
 
 
+def held_back(chunk: Any) -> bool:
+    """A rewritten stream chunk that carries nothing (its text is held back inside a call block).
+    Streams skip it: Gemini never sends a candidate without content mid-stream, and clients such as
+    google-genai's automatic function calling stop reading at one."""
+    if not isinstance(chunk, dict) or set(chunk) - {"candidates", "modelVersion", "responseId", "usageMetadata"}:
+        return False
+    cands = chunk.get("candidates")
+    return isinstance(cands, list) and bool(cands) and all(
+        isinstance(c, dict) and "content" not in c and not c.get("finishReason") for c in cands)
+
+
 def _merged(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Adjacent text pieces of the same kind as one part (a client sees one text, not dozens)."""
     out: list[dict[str, Any]] = []

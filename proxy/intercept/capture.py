@@ -3,6 +3,8 @@
 
 import json
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from mitmproxy import http
 
@@ -12,6 +14,20 @@ from proxy.intercept.session_tools import ToolRound
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)
+
+
+def _after(first: Callable[[bytes], Any], tap: SSETap) -> Callable[[bytes], Any]:
+    """The tap behind an earlier rewriter (TextCalls): it reads what the app receives. mitmproxy
+    calls a stream callable with b"" at the end; a rewriter may answer a list (`[]`: nothing yet)."""
+    def run(data: bytes) -> Any:
+        out = first(data)
+        out = out if isinstance(out, bytes) else b"".join(out)
+        if data:
+            return tap(out) if out else []
+        tail = tap(out) if out else b""
+        tap(b"")
+        return tail
+    return run
 
 
 class Capture:
@@ -24,8 +40,7 @@ class Capture:
             return
         if "text/event-stream" in flow.response.headers.get("content-type", ""):
             tap, before = SSETap(state.capture), flow.response.stream
-            # After an earlier rewriter (TextCalls), the tap reads what the app will receive.
-            flow.response.stream = (lambda data: tap(before(data))) if callable(before) else tap
+            flow.response.stream = _after(before, tap) if callable(before) else tap
 
     async def response(self, flow: http.HTTPFlow) -> None:
         state: FlowState | None = flow.metadata.get(META)

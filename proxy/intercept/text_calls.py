@@ -11,7 +11,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from proxy.dialects.parse_answer import AnswerParser
+from proxy.dialects.parse_answer import AnswerParser, held_back
 from proxy.dialects.render_request import render_request, tool_specs
 from proxy.intercept.flow_selection import META, FlowState
 from proxy.intercept.options import Options
@@ -36,7 +36,9 @@ class SSERewriter:
     def __init__(self, parser: AnswerParser) -> None:
         self.parser, self.decoder, self.broken = parser, SSEDecoder(), False
 
-    def __call__(self, data: bytes) -> bytes:
+    def __call__(self, data: bytes) -> bytes | list[bytes]:
+        """Bytes to send on; `[]` when everything is held back (an empty bytes object would end
+        an HTTP/1 chunked body)."""
         if self.broken:
             return data
         try:
@@ -47,8 +49,10 @@ class SSERewriter:
                 except json.JSONDecodeError:
                     out.append(f"data: {payload}\r\n\r\n")
                     continue
+                if held_back(chunk.get("response", chunk) if isinstance(chunk, dict) else chunk):
+                    continue
                 out.append(f"data: {json.dumps(chunk, ensure_ascii=False)}\r\n\r\n")
-            return "".join(out).encode()
+            return "".join(out).encode() if out else []
         except Exception:
             self.broken = True
             log.exception("text-call rewriting stopped; the rest of the stream passes as it came")

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from proxy.dialects.parse_answer import AnswerParser
+from proxy.dialects.parse_answer import AnswerParser, held_back
 from proxy.dialects.render_request import render_request, tool_specs
 from proxy.dialects.tool_modes import ToolModes
 from proxy.upstream.base import Upstream
@@ -48,7 +48,9 @@ class TextCallsUpstream:
 async def _rewritten(chunks: AsyncIterator[dict[str, Any]], parser: AnswerParser) -> AsyncIterator[dict[str, Any]]:
     try:
         async for chunk in chunks:
-            yield parser.chunk(chunk)
+            rewritten = parser.chunk(chunk)
+            if not held_back(rewritten):
+                yield rewritten
     finally:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
