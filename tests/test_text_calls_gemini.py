@@ -36,6 +36,26 @@ def oai(text_stack) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{text_stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
 
 
+def chat_turn(oai, model, messages, tools, stream):
+    """One Chat Completions turn, streamed or not: ([(id, name, arguments)], content, finish_reason)."""
+    if not stream:
+        r = oai.chat.completions.create(model=model, messages=messages, tools=tools)
+        m = r.choices[0].message
+        return ([(t.id, t.function.name, json.loads(t.function.arguments)) for t in m.tool_calls or []], m.content,
+                r.choices[0].finish_reason)
+    calls: dict[int, list] = {}
+    text, finish = "", None
+    for c in oai.chat.completions.create(model=model, messages=messages, tools=tools, stream=True):
+        if not c.choices:
+            continue
+        for d in c.choices[0].delta.tool_calls or []:
+            entry = calls.setdefault(d.index, [d.id, d.function.name, ""])
+            entry[2] += d.function.arguments or ""
+        text += c.choices[0].delta.content or ""
+        finish = c.choices[0].finish_reason or finish
+    return [(i, n, json.loads(a)) for i, n, a in calls.values()], text or None, finish
+
+
 def _upstream_text(body) -> str:
     system = body.get("systemInstruction") or {}
     return json.dumps([system, body.get("contents")])
@@ -142,22 +162,7 @@ def test_every_dialect_completes_a_parallel_tool_loop(oai, text_stack, name, str
     messages = [{"role": "user", "content": "get_weather get_time city=Rome utc=true"}]
 
     def create(msgs):
-        if not stream:
-            r = oai.chat.completions.create(model=model, messages=msgs, tools=CHAT_TOOLS)
-            m = r.choices[0].message
-            return [(t.id, t.function.name, json.loads(t.function.arguments)) for t in m.tool_calls or []], \
-                m.content, r.choices[0].finish_reason
-        calls: dict[int, list] = {}
-        text, finish = "", None
-        for c in oai.chat.completions.create(model=model, messages=msgs, tools=CHAT_TOOLS, stream=True):
-            if not c.choices:
-                continue
-            for d in c.choices[0].delta.tool_calls or []:
-                entry = calls.setdefault(d.index, [d.id, d.function.name, ""])
-                entry[2] += d.function.arguments or ""
-            text += c.choices[0].delta.content or ""
-            finish = c.choices[0].finish_reason or finish
-        return [(i, n, json.loads(a)) for i, n, a in calls.values()], text or None, finish
+        return chat_turn(oai, model, msgs, CHAT_TOOLS, stream)
 
     calls, content, finish = create(messages)
     assert finish == "tool_calls" and content is None

@@ -15,6 +15,7 @@ from proxy.model_rules import ModelRules
 from proxy.upstream.openai_compat import CUT_THINKING, OpenAIUpstream, first_pass, prefill
 from proxy.upstream.routes import RoutedUpstream
 from tests.harness import LoopThread, Stack
+from tests.test_text_calls_gemini import chat_turn
 
 MODELS = {"hermes": "qwen2.5-7b", "qwen3coder": "qwen3-coder-30b", "llama3": "llama-3.1-8b",
           "mistral": "mistral-small-3", "harmony": "gpt-oss-20b", "pythonic": "pythonic-1b",
@@ -57,22 +58,7 @@ def _received(local) -> list[dict]:
 
 
 def _chat(oai, model, messages, stream):
-    if not stream:
-        r = oai.chat.completions.create(model=model, messages=messages, tools=TOOLS)
-        m = r.choices[0].message
-        return ([(t.id, t.function.name, json.loads(t.function.arguments)) for t in m.tool_calls or []], m.content,
-                r.choices[0].finish_reason)
-    calls: dict[int, list] = {}
-    text, finish = "", None
-    for c in oai.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True):
-        if not c.choices:
-            continue
-        for d in c.choices[0].delta.tool_calls or []:
-            entry = calls.setdefault(d.index, [d.id, d.function.name, ""])
-            entry[2] += d.function.arguments or ""
-        text += c.choices[0].delta.content or ""
-        finish = c.choices[0].finish_reason or finish
-    return [(i, n, json.loads(a)) for i, n, a in calls.values()], text or None, finish
+    return chat_turn(oai, model, messages, TOOLS, stream)
 
 
 def test_native_mode_passes_a_parserless_servers_refusal_on(oai):

@@ -22,6 +22,7 @@ from yarl import URL
 
 from proxy import __version__
 from proxy.errors import ProxyError, UpstreamError
+from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
@@ -65,30 +66,17 @@ class Forwarded:
     body: bytes
 
 
-class GeminiUpstream:
+class GeminiUpstream(HttpSession):
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
                  total_timeout: float = DEFAULT_TOTAL_TIMEOUT, retry: RetryPolicy | None = None) -> None:
-        base = URL(base_url.rstrip("/"))
-        if base.scheme not in ("http", "https") or not base.host or base.query_string or base.fragment:
-            raise ValueError(f"the Gemini base URL must be http(s)://host[:port][/path], not {base_url!r}")
+        base = checked_base_url(base_url, "the Gemini base URL")
         self.base_url = str(base)
         self.api_key = api_key if api_key is not None else os.environ.get("GEMINI_API_KEY")
         self.api_version = api_version
         self.read_timeout, self.total_timeout = read_timeout, total_timeout
         self.retry = retry or RetryPolicy()
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
-        self._session: aiohttp.ClientSession | None = None
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
-        return self._session
+        super().__init__(connect_timeout)
 
     def _url(self, model: str, stream: bool) -> URL:
         """Built from validated parts only: the model is checked against Gemini's grammar (a 400

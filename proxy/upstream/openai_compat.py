@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-from yarl import URL
 
 from proxy.errors import UpstreamError
 from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
 from proxy.openai_upstream.request import chat_request
 from proxy.upstream.gemini import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, PROXY_TOKEN
+from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy
 from proxy.wire.sse import SSEDecoder
 
@@ -63,32 +63,19 @@ def prefill(fp: FirstPass) -> str:
     return f"{THINK_OPEN}\n{fp.reasoning}{'' if fp.closed else CUT_THINKING}\n{THINK_CLOSE}\n\n"
 
 
-class OpenAIUpstream:
+class OpenAIUpstream(HttpSession):
     def __init__(self, base_url: str, api_key: str | None = None, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                  read_timeout: float = DEFAULT_READ_TIMEOUT, total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
                  retry: RetryPolicy | None = None, two_pass: list[tuple[str, int]] | None = None,
                  think_opened: bool = False) -> None:
-        base = URL(base_url.rstrip("/"))
-        if base.scheme not in ("http", "https") or not base.host or base.query_string or base.fragment:
-            raise ValueError(f"an OpenAI-compatible base URL must be http(s)://host[:port][/path], not {base_url!r}")
+        base = checked_base_url(base_url, "an OpenAI-compatible base URL")
         self.base_url = str(base)
         self.url = base.joinpath("chat", "completions")
         self.api_key = api_key if api_key is not None else os.environ.get(KEY_ENV)
         self.read_timeout, self.total_timeout = read_timeout, total_timeout
         self.retry = retry or RetryPolicy()
         self.two_pass, self.think_opened = list(two_pass or []), think_opened
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
-        self._session: aiohttp.ClientSession | None = None
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-        return self._session
+        super().__init__(connect_timeout)
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "user-agent": PROXY_TOKEN}
