@@ -70,9 +70,9 @@ class AnswerParser:
             for p in content.get("parts") or []:
                 if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought"):
                     parts += self._parts(parser.feed(p["text"]))
-                    extra = {k: v for k, v in p.items() if k not in ("text", "thoughtSignature")}
-                    if extra:
-                        parts.append(extra)
+                    extra = {k: v for k, v in p.items() if k not in ("text", "thought")}
+                    if extra:  # a signature (Gemini 3 signs its last text part) travels on an empty text part
+                        parts.append({"text": "", **extra})
                 else:
                     parts.append(p)
             finish = cand.get("finishReason")
