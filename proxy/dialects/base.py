@@ -93,9 +93,10 @@ class Dialect:
         from proxy.dialects.text_parser import TextParser
         return TextParser(self, tools, think_open=think_open, rescue=rescue)
 
-    def block_end(self, buf: str, closing: bool = False) -> int:
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         """Length of the call block at the start of `buf` (which starts with an opener), or
-        INCOMPLETE / NOT_A_CALL. `closing`: no more text will come."""
+        INCOMPLETE / NOT_A_CALL. `closing`: no more text will come. `memo` (one per block) lets a
+        scan resume where the last call stopped, so a long block fed in small chunks costs linear time."""
         raise NotImplementedError
 
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:

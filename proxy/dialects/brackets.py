@@ -11,19 +11,25 @@ from proxy.dialects.base import MAX_DEPTH, Call, ParseFailure, ToolSpec, resolve
 PAIRS = {"{": "}", "[": "]", "(": ")"}
 
 
-def bracket_end(text: str, start: int, quotes: str = '"') -> int | None:
+def bracket_end(text: str, start: int, quotes: str = '"', memo: dict[Any, Any] | None = None) -> int | None:
     """Index after the bracket matching the one at `start`, or None if the text ends first.
-    Raises ParseFailure on a mismatched closer."""
-    stack: list[str] = []
-    i = start
+    Raises ParseFailure on a mismatched closer. With `memo` (one per block), a later call on the
+    same text grown longer resumes where this one stopped: streaming stays linear."""
+    key = ("brackets", start, quotes)
+    state = memo.get(key) if memo is not None else None
+    if isinstance(state, int):
+        return state  # found on an earlier call
+    i, stack, quote = state if state is not None else (start, [], None)
     while i < len(text):
         c = text[i]
-        if c in quotes:
-            i += 1
-            while i < len(text) and text[i] != c:
-                i += 2 if text[i] == "\\" else 1
-            if i >= len(text):
-                return None
+        if quote is not None:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+        elif c in quotes:
+            quote = c
         elif c in PAIRS:
             stack.append(PAIRS[c])
             if len(stack) > MAX_DEPTH:
@@ -32,9 +38,23 @@ def bracket_end(text: str, start: int, quotes: str = '"') -> int | None:
             if not stack or stack.pop() != c:
                 raise ParseFailure(f"mismatched {c!r}")
             if not stack:
+                if memo is not None:
+                    memo[key] = i + 1
                 return i + 1
         i += 1
+    if memo is not None:
+        memo[key] = (i, stack, quote)
     return None
+
+
+def find_from(text: str, needle: str, start: int, memo: dict[Any, Any] | None = None) -> int:
+    """`text.find(needle, start)`, resuming (with `memo`) after the part already searched."""
+    key = ("find", needle, start)
+    pos = memo.get(key, start) if memo is not None else start
+    found = text.find(needle, pos)
+    if found < 0 and memo is not None:
+        memo[key] = max(start, len(text) - len(needle) + 1)
+    return found
 
 
 def skip_ws(text: str, i: int) -> int:

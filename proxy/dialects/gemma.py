@@ -26,6 +26,7 @@ from proxy.dialects.base import (
     result_object,
     schema_of,
 )
+from proxy.dialects.brackets import find_from
 from proxy.dialects.gemma_values import parse_arguments, write_schema, write_value
 
 # Tool names as the parsers in the wild accept them: dotted, hyphenated, namespaced (`google:mcp:x`).
@@ -69,8 +70,8 @@ class GemmaTokens(Dialect):
         return "".join(out)
 
     # --- parsing ---------------------------------------------------------------------------------
-    def block_end(self, buf: str, closing: bool = False) -> int:
-        end = buf.find(self.call[1], len(self.call[0]))
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
+        end = find_from(buf, self.call[1], len(self.call[0]), memo)
         return INCOMPLETE if end < 0 else end + len(self.call[1])
 
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:

@@ -23,7 +23,7 @@ from proxy.dialects.base import (
     resolve_name,
     result_object,
 )
-from proxy.dialects.brackets import loads
+from proxy.dialects.brackets import find_from, loads
 from proxy.dialects.text_parser import Event, _held_suffix
 
 log = logging.getLogger(__name__)
@@ -107,9 +107,13 @@ class HarmonyParser:
         self.state = "between"       # between | header | body
         self.channel, self.recipient = "final", None
         self.saw_content = False
+        self.memo: dict[Any, Any] = {}  # resumable scans of the current header or body
 
     def feed(self, text: str) -> list[Event]:
-        self.buf += text
+        buf, self.buf = self.buf, ""  # grown in place while it is the only reference (see TextParser.feed)
+        buf += text
+        self.buf = buf
+        del buf
         return self._run(False, "stop")
 
     def close(self, finish: str = "stop") -> list[Event]:
@@ -142,7 +146,7 @@ class HarmonyParser:
         return True
 
     def _header(self, events: list[Event], closing: bool) -> bool:
-        i = self.buf.find(MESSAGE)
+        i = find_from(self.buf, MESSAGE, 0, self.memo)
         if i < 0:
             if closing or len(self.buf) > 4096:
                 events.append(("text", self.buf))
@@ -153,11 +157,11 @@ class HarmonyParser:
         self.channel = m.group(1) if m else "final"
         r = _RECIPIENT.search(header)
         self.recipient = r.group(1) if r else None
-        self.buf, self.state = self.buf[i + len(MESSAGE):], "body"
+        self.buf, self.state, self.memo = self.buf[i + len(MESSAGE):], "body", {}
         return True
 
     def _body(self, events: list[Event], closing: bool, finish: str) -> bool:
-        found = [(p, m) for m in (*ENDS, START) if (p := self.buf.find(m)) >= 0]
+        found = [(p, m) for m in (*ENDS, START) if (p := find_from(self.buf, m, 0, self.memo)) >= 0]
         end, marker = min(found) if found else (-1, "")
         if self.recipient is not None:
             if end < 0:
@@ -177,12 +181,12 @@ class HarmonyParser:
                 if piece:
                     events.append((kind, piece))
                     self.saw_content = self.saw_content or kind == "text"
-                self.buf = self.buf[len(piece):]
+                    self.buf, self.memo = self.buf[len(piece):], {}
                 return False
             if self.buf[:end]:
                 events.append((kind, self.buf[:end]))
         self.buf = self.buf[end + (len(marker) if marker != START else 0):]
-        self.state = "between"
+        self.state, self.memo = "between", {}
         return True
 
     def _call(self, events: list[Event], body: str) -> None:
@@ -202,7 +206,7 @@ class HarmonyParser:
     def _give_up(self, events: list[Event], why: str) -> bool:
         self._warn(events, f"{why}; kept as text")
         events.append(("text", self.buf))
-        self.buf, self.state = "", "between"
+        self.buf, self.state, self.memo = "", "between", {}
         return False
 
     def _warn(self, events: list[Event], message: str) -> None:

@@ -21,7 +21,7 @@ from proxy.dialects.base import (
     result_object,
     schema_of,
 )
-from proxy.dialects.brackets import bracket_end, json_call, loads, skip_ws
+from proxy.dialects.brackets import bracket_end, find_from, json_call, loads, skip_ws
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -58,14 +58,14 @@ class Hermes(Dialect):
     def render_results(self, results: list[Result]) -> str:
         return _responses(results)
 
-    def block_end(self, buf: str, closing: bool = False) -> int:
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         i = skip_ws(buf, len(OPEN))
         if i >= len(buf):
             return NOT_A_CALL if closing else INCOMPLETE
         if buf[i] != "{":  # prose that mentions <tool_call> (club-3090 #72)
             return NOT_A_CALL
         try:
-            end = bracket_end(buf, i)
+            end = bracket_end(buf, i, memo=memo)
         except ParseFailure:
             return NOT_A_CALL
         if end is None:
@@ -133,14 +133,14 @@ class Qwen3Coder(Dialect):
     def render_results(self, results: list[Result]) -> str:
         return _responses(results)
 
-    def block_end(self, buf: str, closing: bool = False) -> int:
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         closer = CLOSE if buf.startswith(OPEN) else "</function>"
         if buf.startswith(OPEN):
             i = skip_ws(buf, len(OPEN))
             head = buf[i:i + len("<function=")]
             if head and not "<function=".startswith(head) and not head.startswith("<function="):
                 return NOT_A_CALL
-        end = buf.find(closer)
+        end = find_from(buf, closer, 0, memo)
         return INCOMPLETE if end < 0 else end + len(closer)
 
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:

@@ -10,6 +10,7 @@ or a list must stay answers: vLLM's Llama parser dropped the text around them).
 import json
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 from proxy.dialects.base import (
     INCOMPLETE,
@@ -24,7 +25,7 @@ from proxy.dialects.base import (
     resolve_name,
     result_object,
 )
-from proxy.dialects.brackets import bracket_end, json_call, loads, python_arguments, python_calls, skip_ws
+from proxy.dialects.brackets import bracket_end, find_from, json_call, loads, python_arguments, python_calls, skip_ws
 
 PYTHON_TAG = "<|python_tag|>"
 TOOL_CODE, FENCE = "```tool_code", "```"
@@ -50,7 +51,7 @@ def _declared(name: str, tools: dict[str, ToolSpec]) -> bool:
     return True
 
 
-def _json_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool) -> int:
+def _json_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool, memo: dict[Any, Any] | None) -> int:
     """A bare `{"name": "declared", ...}` object."""
     m = _JSON_HEAD.match(buf)
     if not m:
@@ -59,7 +60,7 @@ def _json_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool) -> int:
     if named and not _declared(named.group(1), tools):
         return NOT_A_CALL  # JSON in an answer, not a call
     try:
-        end = bracket_end(buf, 0)
+        end = bracket_end(buf, 0, memo=memo)
     except ParseFailure:
         return NOT_A_CALL
     if end is None:
@@ -71,12 +72,12 @@ def _json_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool) -> int:
     return end
 
 
-def _list_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool) -> int:
+def _list_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool, memo: dict[Any, Any] | None) -> int:
     """A bare `[name(...), ...]` list whose names are declared."""
     if not _CALL_HEAD.match(buf):
         return INCOMPLETE if _CALL_PARTIAL.fullmatch(buf) and not closing else NOT_A_CALL
     try:
-        end = bracket_end(buf, 0, quotes="\"'")
+        end = bracket_end(buf, 0, quotes="\"'", memo=memo)
     except ParseFailure:
         return NOT_A_CALL
     if end is None:
@@ -106,23 +107,23 @@ class Llama3(Dialect):
     def render_results(self, results: list[Result]) -> str:
         return "\n".join(_result_text(r) for r in results)
 
-    def block_end(self, buf: str, closing: bool = False) -> int:
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         if buf.startswith(PYTHON_TAG):
             i = skip_ws(buf, len(PYTHON_TAG))
             if i >= len(buf):
                 return NOT_A_CALL if closing else INCOMPLETE
             if buf[i] == "{":
-                end = bracket_end(buf, i)
+                end = bracket_end(buf, i, memo=memo)
             else:  # a built-in tool: brave_search.call(query="...")
                 paren = buf.find("(", i)
-                end = bracket_end(buf, paren, quotes="\"'") if paren >= 0 else None
+                end = bracket_end(buf, paren, quotes="\"'", memo=memo) if paren >= 0 else None
             if end is None:
                 return len(buf) if closing else INCOMPLETE
             for marker in _ENDS:
                 if buf.startswith(marker, end):
                     return end + len(marker)
             return end
-        return _json_block_end(buf, self.extra["tools"], closing)
+        return _json_block_end(buf, self.extra["tools"], closing, memo)
 
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
         body = block.removeprefix(PYTHON_TAG).strip()
@@ -166,8 +167,8 @@ class Pythonic(Dialect):
     def render_results(self, results: list[Result]) -> str:
         return "\n".join(_result_text(r) for r in results)
 
-    def block_end(self, buf: str, closing: bool = False) -> int:
-        return _list_block_end(buf, self.extra["tools"], closing)
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
+        return _list_block_end(buf, self.extra["tools"], closing, memo)
 
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
         return python_calls(block, tools)
@@ -197,16 +198,16 @@ class Gemma3(Dialect):
         body = "\n".join(_result_text(r) for r in results)
         return f"```tool_output\n{body}\n```"
 
-    def block_end(self, buf: str, closing: bool = False) -> int:
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         tools = self.extra["tools"]
         if buf.startswith(TOOL_CODE):
-            end = buf.find(FENCE, len(TOOL_CODE))
+            end = find_from(buf, FENCE, len(TOOL_CODE), memo)
             if end < 0:
                 return len(buf) if closing else INCOMPLETE
             return end + len(FENCE)
         if buf.startswith("{"):
-            return _json_block_end(buf, tools, closing)
-        return _list_block_end(buf, tools, closing)
+            return _json_block_end(buf, tools, closing, memo)
+        return _list_block_end(buf, tools, closing, memo)
 
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
         if block.startswith(TOOL_CODE):

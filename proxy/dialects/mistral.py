@@ -4,6 +4,7 @@ versions), and the pre-v11 `[TOOL_CALLS] [{"name": ..., "arguments": ...}, ...]`
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from proxy.dialects.base import (
     INCOMPLETE,
@@ -39,13 +40,13 @@ class Mistral(Dialect):
     def render_results(self, results: list[Result]) -> str:
         return "".join(f"[TOOL_RESULTS]{dumps(result_object(r.response))}[/TOOL_RESULTS]" for r in results)
 
-    def block_end(self, buf: str, closing: bool = False) -> int:
+    def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         i = skip_ws(buf, len(OPEN))
         if i >= len(buf):
             return NOT_A_CALL if closing else INCOMPLETE
         try:
             if buf[i] == "[":  # pre-v11: a JSON array of calls
-                end = bracket_end(buf, i)
+                end = bracket_end(buf, i, memo=memo)
             else:
                 m = _NAME.match(buf, i)
                 if not m:
@@ -59,7 +60,7 @@ class Mistral(Dialect):
                     if not closing and (ARGS.startswith(partial) or CALL_ID.startswith(partial)):
                         return INCOMPLETE
                     return NOT_A_CALL
-                end = bracket_end(buf, j)
+                end = bracket_end(buf, j, memo=memo)
         except ParseFailure:
             return NOT_A_CALL
         return INCOMPLETE if end is None else end

@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from proxy.dialects.base import INCOMPLETE, MAX_BLOCK_CHARS, NOT_A_CALL, Call, Dialect, ParseFailure, ToolSpec
+from proxy.dialects.brackets import find_from
 
 log = logging.getLogger(__name__)
 Event = tuple[str, Any]  # ("text", str) | ("reasoning", str) | ("call", Call) | ("warning", str)
@@ -38,12 +39,18 @@ class TextParser:
         self.after_block = False   # stray markers right after a call block are dropped
         self.pending_ws = ""       # whitespace before a block: dropped if it holds calls, else text
         self.opener: str | None = None  # the think opener seen (None: pre-opened by the template)
+        self.memo: dict[Any, Any] = {}  # the current block's resumable scans (linear streaming)
         self.reasoning_seen: list[str] = []
         self.saw_content = self.saw_call = False
 
     # --- public ----------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
-        self.buf += text
+        # The buffer is the only reference while it grows, so CPython extends it in place (amortized
+        # linear) instead of copying the whole held block on every chunk.
+        buf, self.buf = self.buf, ""
+        buf += text
+        self.buf = buf
+        del buf
         return self._run(False, "stop")
 
     def close(self, finish: str = "stop") -> list[Event]:
@@ -97,15 +104,16 @@ class TextParser:
     def _thinking(self, events: list[Event], closing: bool, finish: str) -> bool:
         assert self.think is not None
         close = self.think.closer(self.opener)
-        i = self.buf.find(close)
+        i = find_from(self.buf, close, 0, self.memo)
         if i >= 0:
+            self.memo = {}
             self._emit(events, "reasoning", self._reasoning(self.buf[:i]))
             self.buf, self.phase, self.skip_ws = self.buf[i + len(close):], "content", True
             return True
         if len(self.buf) > MAX_HELD_REASONING:
             keep = len(close)
             self._emit(events, "reasoning", self.buf[:-keep])
-            self.buf = self.buf[-keep:]
+            self.buf, self.memo = self.buf[-keep:], {}
             return False
         if not closing:
             return False
@@ -149,7 +157,7 @@ class TextParser:
             text = self.buf[:p].rstrip(WS)
             self._emit(events, "text", text)
             self.pending_ws = self.buf[len(text):p]
-            self.buf, self.in_block = self.buf[p:], True
+            self.buf, self.in_block, self.memo = self.buf[p:], True, {}
             return True
         if closing:
             self._emit(events, "text", self.buf)
@@ -164,7 +172,7 @@ class TextParser:
         return False
 
     def _block(self, events: list[Event], closing: bool, finish: str) -> bool:
-        n = self.dialect.block_end(self.buf, closing)
+        n = self.dialect.block_end(self.buf, closing, self.memo)
         if n == NOT_A_CALL:
             self._emit(events, "text", self._unpend() + self.buf[0])
             self.buf, self.in_block = self.buf[1:], False
