@@ -198,12 +198,15 @@ def _model_rule_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--single-call", action="append", default=[], metavar="PATTERN",
                    help="models matching PATTERN see parallel calls in history one call and result per turn "
                         "(repeatable; the llama3 dialect always does)")
+    p.add_argument("--think-open", action="append", default=[], metavar="PATTERN",
+                   help="models matching PATTERN have a template that ends the prompt with an open think tag "
+                        "(Qwen3-thinking-2507, DeepSeek-R1, GLM-4.5): their answers start in reasoning (repeatable)")
 
 
 def _model_rules(args: argparse.Namespace) -> ModelRules:
     try:
         return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools, args.tool_mode,
-                                args.rescue_text_calls, args.single_call)
+                                args.rescue_text_calls, args.single_call, args.think_open)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
 
@@ -310,7 +313,7 @@ def _upstream(args: argparse.Namespace, base: str) -> Upstream:
         return gemini
     servers: dict[str, OpenAIUpstream] = {}
     for _, url in routes:
-        servers.setdefault(url, OpenAIUpstream(url, two_pass=budgets, **timeouts))
+        servers.setdefault(url, OpenAIUpstream(url, two_pass=budgets, think_open=tuple(args.think_open), **timeouts))
     return RoutedUpstream(gemini, [(pattern, servers[url]) for pattern, url in routes])
 
 

@@ -7,7 +7,7 @@ families, parsed once (serve's flags, the addon's `gtp_*` options) and asked per
 - `--hosted-tools PATTERN=drop|error`: what happens to a hosted tool a model cannot serve
   (tools/hosted_tools.py);
 - `--tool-mode PATTERN=native|DIALECT`, `--rescue-text-calls PATTERN=DIALECT|off`, `--single-call
-  PATTERN`: models that speak tools as text (dialects/tool_modes.py).
+  PATTERN`, `--think-open PATTERN`: models that speak tools as text (dialects/tool_modes.py).
 """
 
 import fnmatch
@@ -28,14 +28,14 @@ class ModelRules:
     @classmethod
     def parse(cls, result_media: list[str] | tuple[str, ...] = (), stream_arguments: list[str] | tuple[str, ...] = (),
               hosted_tools: list[str] | tuple[str, ...] = (), tool_modes: list[str] | tuple[str, ...] = (),
-              rescue_text_calls: list[str] | tuple[str, ...] = (), single_call: list[str] | tuple[str, ...] = ()
-              ) -> "ModelRules":
+              rescue_text_calls: list[str] | tuple[str, ...] = (), single_call: list[str] | tuple[str, ...] = (),
+              think_open: list[str] | tuple[str, ...] = ()) -> "ModelRules":
         """From option values; a bad one is a ValueError naming it."""
         patterns = tuple(p.strip() for p in stream_arguments)
         if any(not p for p in patterns):
             raise ValueError("a --stream-arguments pattern must not be empty")
         return cls(parse_media_rules(result_media), patterns, parse_hosted_rules(hosted_tools),
-                   ToolModes.parse(tool_modes, rescue_text_calls, single_call))
+                   ToolModes.parse(tool_modes, rescue_text_calls, single_call, think_open))
 
     def result_parts(self, model: str) -> bool:
         return parts_in_results(model, self.result_media)

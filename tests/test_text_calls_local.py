@@ -32,12 +32,13 @@ def local():
     lt = LoopThread()
     runner, url, app = lt.run(start_local_mock())
     rules = ModelRules.parse(
-        tool_modes=[f"{m}={d}" for d, m in MODELS.items()] + ["qwen3-*-think=hermes", "*-toolparser=native",
+        tool_modes=[f"{m}={d}" for d, m in MODELS.items()] + ["qwen3-*-think*=hermes", "*-toolparser=native",
                                                              "*-brokenparser=native", "qwen-plain=native"],
-        rescue_text_calls=["qwen3-8b-brokenparser=hermes"])
+        rescue_text_calls=["qwen3-8b-brokenparser=hermes"], think_open=["*-preopen"])
 
     def wrap(gemini):
-        server = OpenAIUpstream(url, two_pass=[("qwen3-8b-think", 20), ("qwen3-32b-think", 500)])
+        server = OpenAIUpstream(url, two_pass=[("qwen3-8b-think", 20), ("qwen3-32b-think", 500),
+                                               ("qwen3-4b-think-preopen", 20)], think_open=("*-preopen",))
         return RoutedUpstream(gemini, [("gemini-*", gemini), ("*", server)])
 
     stack = Stack(wrap=wrap, rules=rules)
@@ -114,6 +115,24 @@ def test_two_pass_thinking_closed_within_the_budget(local, oai):
     assert [o.type for o in r.output] == ["reasoning", "function_call"]
     first, second = _received(local)[before:]
     assert second["messages"][-1]["content"] == f"<think>\n{REASONING.strip()}\n</think>\n\n"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_template_that_pre_opens_the_think_tag(local, oai, stream):
+    """Qwen3-thinking-2507's template ends the prompt with `<think>`: the answer shows only `</think>`.
+    With --think-open the reasoning is reasoning, not content with a stray tag."""
+    model = "qwen3-30b-think-preopen"
+    kw = {"model": model, "input": "get_weather city=Nara", "tools": RESPONSES_TOOLS}
+    if stream:
+        with oai.responses.stream(**kw) as s:
+            r = s.get_final_response()
+    else:
+        r = oai.responses.create(**kw)
+    assert [o.type for o in r.output] == ["reasoning", "function_call"]
+    assert "</think>" not in r.output[0].summary[0].text
+    r = oai.responses.create(**{**kw, "model": "qwen3-4b-think-preopen"})  # and two-pass on such a template
+    assert [o.type for o in r.output] == ["reasoning", "function_call"]
+    assert _received(local)[-1]["messages"][-1]["content"].endswith(f"{CUT_THINKING}\n</think>\n\n")
 
 
 def test_first_pass_edges():

@@ -22,17 +22,17 @@ class ToolModes:
     modes: list[tuple[str, str]] = field(default_factory=list)
     rescue: list[tuple[str, str]] = field(default_factory=list)
     single_call: tuple[str, ...] = ()
+    think_open: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, tool_modes: list[str] | tuple[str, ...] = (), rescue: list[str] | tuple[str, ...] = (),
-              single_call: list[str] | tuple[str, ...] = ()) -> "ToolModes":
+              single_call: list[str] | tuple[str, ...] = (), think_open: list[str] | tuple[str, ...] = ()
+              ) -> "ToolModes":
         """From option values; a bad one is a ValueError naming it."""
         modes = parse_rules(list(tool_modes), (NATIVE, *DIALECTS), "--tool-mode")
         rescues = parse_rules(list(rescue), ("off", *DIALECTS), "--rescue-text-calls")
-        patterns = tuple(p.strip() for p in single_call)
-        if any(not p for p in patterns):
-            raise ValueError("a --single-call pattern must not be empty")
-        return cls(modes + DEFAULT_TOOL_MODES, rescues, patterns)
+        return cls(modes + DEFAULT_TOOL_MODES, rescues, _patterns(single_call, "--single-call"),
+                   _patterns(think_open, "--think-open"))
 
     def dialect(self, model: str) -> Dialect | None:
         """The dialect `model` is prompted in, or None for native tools."""
@@ -46,3 +46,15 @@ class ToolModes:
 
     def single(self, model: str) -> bool:
         return any(fnmatch.fnmatch(_model_id(model), p) for p in self.single_call)
+
+    def thinks_open(self, model: str) -> bool:
+        """The model's template ends the prompt with an open think tag (Qwen3-thinking-2507,
+        DeepSeek-R1, GLM-4.5): its answer starts inside reasoning and shows only the closing tag."""
+        return any(fnmatch.fnmatch(_model_id(model), p) for p in self.think_open)
+
+
+def _patterns(specs: list[str] | tuple[str, ...], option: str) -> tuple[str, ...]:
+    patterns = tuple(p.strip() for p in specs)
+    if any(not p for p in patterns):
+        raise ValueError(f"a {option} pattern must not be empty")
+    return patterns

@@ -69,6 +69,8 @@ class Options:
                           "PATTERN=DIALECT|off rules: native models whose complete text calls in DIALECT become calls.")
         loader.add_option("gtp_single_call", Sequence[str], [],
                           "Model patterns that see parallel calls in history one call per turn.")
+        loader.add_option("gtp_think_open", Sequence[str], [],
+                          "Model patterns whose template pre-opens the think tag (their answers start in reasoning).")
         loader.add_option("gtp_forced_choice", str, "retry",
                           "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
                           "'error' at once, or 'allow' its answer through.")
@@ -161,11 +163,11 @@ class Options:
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if updated & {"gtp_tool_result_media", "gtp_stream_arguments", "gtp_hosted_tools", "gtp_tool_mode",
-                      "gtp_rescue_text_calls", "gtp_single_call"}:
+                      "gtp_rescue_text_calls", "gtp_single_call", "gtp_think_open"}:
             try:
                 self.rules = ModelRules.parse(opts.gtp_tool_result_media, opts.gtp_stream_arguments,
                                               opts.gtp_hosted_tools, opts.gtp_tool_mode, opts.gtp_rescue_text_calls,
-                                              opts.gtp_single_call)
+                                              opts.gtp_single_call, opts.gtp_think_open)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(

@@ -80,7 +80,7 @@ class TextCalls:
         if d is None:
             flow.metadata[PARSER] = AnswerParser(rescue, tool_specs(inner), rescue=True)
             return
-        flow.metadata[PARSER] = AnswerParser(d, tool_specs(inner))
+        flow.metadata[PARSER] = AnswerParser(d, tool_specs(inner), think_open=modes.thinks_open(state.model))
         rendered = render_request(inner, d, single_call=modes.single(state.model))
         flow.request.set_content(json.dumps({**body, "request": rendered} if cloudcode else rendered,
                                             ensure_ascii=False).encode())

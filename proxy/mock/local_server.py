@@ -7,7 +7,8 @@ Model names choose the behaviour:
 - the dialect by family: qwen3-coder -> qwen3coder, qwen/hermes -> hermes, llama -> llama3, mistral /
   ministral / devstral -> mistral, gpt-oss -> harmony, functiongemma, gemma-4 / gemma4, gemma-3,
   pythonic; the dialect rendered in the prompt wins when there is one;
-- `*think*`: a thinker that writes `<think>...</think>` before its answer;
+- `*think*`: a thinker that writes `<think>...</think>` before its answer (`*-preopen*`: its template
+  opened the tag, so the answer starts inside the reasoning and shows only `</think>`);
 - `*-toolparser`: started with a tool parser: takes `tools`, answers with structured tool_calls;
 - `*-brokenparser`: takes `tools` but its parser misses the calls, which stay text in `content`.
 """
@@ -157,7 +158,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if error:
         return _error(500, error)
     if "think" in model and "</think>" not in prefill:
-        answer = f"<think>\n{REASONING}\n</think>\n\n{answer}"
+        # `*-preopen*`: the template ended the prompt with `<think>\n`, so the answer starts inside it
+        opener = "" if "preopen" in model else "<think>\n"
+        answer = f"{opener}{REASONING}\n</think>\n\n{answer}"
     text, finish, stop_reason = _cut(answer, req)
     if calls and finish == "stop" and not stop_reason:
         finish = "tool_calls"

@@ -67,14 +67,14 @@ class OpenAIUpstream(HttpSession):
     def __init__(self, base_url: str, api_key: str | None = None, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                  read_timeout: float = DEFAULT_READ_TIMEOUT, total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
                  retry: RetryPolicy | None = None, two_pass: list[tuple[str, int]] | None = None,
-                 think_opened: bool = False) -> None:
+                 think_open: tuple[str, ...] = ()) -> None:
         base = checked_base_url(base_url, "an OpenAI-compatible base URL")
         self.base_url = str(base)
         self.url = base.joinpath("chat", "completions")
         self.api_key = api_key if api_key is not None else os.environ.get(KEY_ENV)
         self.read_timeout, self.total_timeout = read_timeout, total_timeout
         self.retry = retry or RetryPolicy()
-        self.two_pass, self.think_opened = list(two_pass or []), think_opened
+        self.two_pass, self.think_open = list(two_pass or []), tuple(think_open)
         super().__init__(connect_timeout)
 
     def _headers(self) -> dict[str, str]:
@@ -140,15 +140,16 @@ class OpenAIUpstream(HttpSession):
         """The first pass's token budget for `model` (first matching --two-pass rule), or None."""
         return next((b for p, b in self.two_pass if fnmatch.fnmatch(model.removeprefix("models/"), p)), None)
 
-    async def _first_pass(self, req: dict[str, Any], budget_tokens: int, deadline: float) -> FirstPass:
+    async def _first_pass(self, model: str, req: dict[str, Any], budget_tokens: int, deadline: float) -> FirstPass:
         budget = {**req, "max_tokens": budget_tokens, "stop": [THINK_CLOSE]}
         budget.pop("stream", None)
         budget.pop("stream_options", None)
         answer = await self._whole(budget, deadline)
         choice = (answer.get("choices") or [{}])[0]
         message = choice.get("message") or {}
+        opened = any(fnmatch.fnmatch(model.removeprefix("models/"), p) for p in self.think_open)
         return first_pass(str(message.get("content") or ""), choice.get("finish_reason"), choice.get("stop_reason"),
-                          self.think_opened)
+                          opened)
 
     @staticmethod
     def _second(req: dict[str, Any], fp: FirstPass) -> dict[str, Any]:
@@ -161,7 +162,7 @@ class OpenAIUpstream(HttpSession):
         budget = self._budget(model)
         if budget is None:
             return gemini_answer(await self._whole(req, deadline), model)
-        fp = await self._first_pass(req, budget, deadline)
+        fp = await self._first_pass(model, req, budget, deadline)
         if fp.reasoning is None:
             return gemini_answer({"choices": [{"message": {"content": fp.text}, "finish_reason": "stop"}]}, model)
         answer = gemini_answer(await self._whole(self._second(req, fp), deadline), model)
@@ -175,7 +176,7 @@ class OpenAIUpstream(HttpSession):
         lead: list[dict[str, Any]] = []
         budget = self._budget(model)
         if budget is not None:
-            fp = await self._first_pass(req, budget, deadline)
+            fp = await self._first_pass(model, req, budget, deadline)
             if fp.reasoning is None:
                 return _replay([{"candidates": [{"content": {"role": "model", "parts": [{"text": fp.text}]},
                                                  "finishReason": "STOP", "index": 0}], "modelVersion": model}])

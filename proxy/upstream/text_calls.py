@@ -27,7 +27,8 @@ class TextCallsUpstream:
         d = self.modes.dialect(model)
         if d is not None:
             specs = tool_specs(body)
-            return render_request(body, d, single_call=self.modes.single(model)), AnswerParser(d, specs)
+            return (render_request(body, d, single_call=self.modes.single(model)),
+                    AnswerParser(d, specs, think_open=self.modes.thinks_open(model)))
         rescue = self.modes.rescue_dialect(model)
         if rescue is not None:
             return body, AnswerParser(rescue, tool_specs(body), rescue=True)
