@@ -138,7 +138,7 @@ class Qwen3Coder(Dialect):
         if buf.startswith(OPEN):
             i = skip_ws(buf, len(OPEN))
             head = buf[i:i + len("<function=")]
-            if head and not "<function=".startswith(head) and not head.startswith("<function="):
+            if head and not "<function=".startswith(head):  # prose that mentions <tool_call>
                 return NOT_A_CALL
         end = find_from(buf, closer, 0, memo)
         return INCOMPLETE if end < 0 else end + len(closer)
