@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy.tools.tool_names import loose_name
+
 # A call block longer than this is not a call a model would write: kept as text with a warning
 # rather than parsed (and held) without bound. Real calls with whole files as arguments reach a few
 # hundred KB; vLLM and Ollama set no limit at all, llama.cpp bounds by context length.
@@ -129,6 +131,12 @@ def result_object(response: Any) -> Any:
     return response
 
 
+def result_text(response: Any) -> str:
+    """A tool result as the model reads it: text as it is, data as JSON."""
+    value = result_object(response)
+    return value if isinstance(value, str) else dumps(value)
+
+
 def dumps(value: Any) -> str:
     """JSON as Python's `tojson` writes it in the chat templates (", " and ": ", non-ASCII kept)."""
     return json.dumps(value, ensure_ascii=False)
@@ -139,8 +147,8 @@ def resolve_name(name: str, tools: dict[str, ToolSpec]) -> str:
     that matches none is a ParseFailure (the text stays text; a tool is never invented)."""
     if not tools or name in tools:
         return name
-    key = "".join(c for c in name.lower() if c not in "-_.")
-    found = [n for n in tools if "".join(c for c in n.lower() if c not in "-_.") == key]
+    key = loose_name(name)
+    found = [n for n in tools if loose_name(n) == key]
     if len(found) == 1:
         return found[0]
     raise ParseFailure(f"the model called {name[:80]!r}, which is not a declared tool")

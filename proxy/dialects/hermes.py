@@ -18,7 +18,7 @@ from proxy.dialects.base import (
     dumps,
     forced_line,
     resolve_name,
-    result_object,
+    result_text,
     schema_of,
 )
 from proxy.dialects.brackets import bracket_end, find_from, json_call, loads, skip_ws
@@ -26,14 +26,9 @@ from proxy.dialects.brackets import bracket_end, find_from, json_call, loads, sk
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 
-def _result_text(response: Any) -> str:
-    value = result_object(response)
-    return value if isinstance(value, str) else dumps(value)
-
-
 def _responses(results: list[Result]) -> str:
     """Qwen merges consecutive tool messages into one user turn of <tool_response> blocks."""
-    return "\n".join(f"<tool_response>\n{_result_text(r.response)}\n</tool_response>" for r in results)
+    return "\n".join(f"<tool_response>\n{result_text(r.response)}\n</tool_response>" for r in results)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from proxy.dialects.base import (
     dumps,
     forced_line,
     resolve_name,
-    result_object,
+    result_text,
 )
 from proxy.dialects.brackets import bracket_end, find_from, json_call, loads, python_arguments, python_calls, skip_ws
 
@@ -35,12 +35,6 @@ _CALL_HEAD = re.compile(r"\[\s*[A-Za-z_][\w.\-]*\s*\(")
 _JSON_PARTIAL = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e(?:"\s*(?::\s*)?)?)?)?)?)?)?')
 _CALL_PARTIAL = re.compile(r"\[\s*(?:[A-Za-z_][\w.\-]*\s*)?")
 _ENDS = ("<|eom_id|>", "<|eot_id|>")
-
-
-def _result_text(result: Result) -> str:
-    """A result as the model reads it: text as it is, data as JSON."""
-    value = result_object(result.response)
-    return value if isinstance(value, str) else dumps(value)
 
 
 def _declared(name: str, tools: dict[str, ToolSpec]) -> bool:
@@ -90,7 +84,23 @@ def _list_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool, memo: d
 
 
 @dataclass
-class Llama3(Dialect):
+class BareOpeners(Dialect):
+    """A dialect whose calls start with plain `{` or `[`: its parser's copy knows the declared tools,
+    which tell a call from an answer that holds JSON or a list."""
+
+    def parser(self, tools: dict[str, ToolSpec], *, think_open: bool = False, rescue: bool = False) -> Any:
+        return Dialect.parser(replace(self, extra={**self.extra, "tools": tools}), tools, think_open=think_open,
+                              rescue=rescue)
+
+
+def _declarations(tools: list[ToolSpec]) -> str:
+    """The tools as the indented JSON list the pythonic and Gemma 3 prompts show."""
+    return dumps_indented([{"name": t.name, "description": t.description, "parameters": t.parameters or {}}
+                           for t in tools])
+
+
+@dataclass
+class Llama3(BareOpeners):
     def render_tools(self, tools: list[ToolSpec], forced: list[str] | None = None) -> str:
         decls = "".join(dumps_indented({"type": "function", "function": {
             "name": t.name, "description": t.description, "parameters": t.parameters or {}}}) + "\n\n"
@@ -105,7 +115,7 @@ class Llama3(Dialect):
         return "; ".join(dumps({"name": c.name, "parameters": c.arguments}) for c in calls)
 
     def render_results(self, results: list[Result]) -> str:
-        return "\n".join(_result_text(r) for r in results)
+        return "\n".join(result_text(r.response) for r in results)
 
     def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         if buf.startswith(PYTHON_TAG):
@@ -133,13 +143,6 @@ class Llama3(Dialect):
             return [json_call(loads(body), tools)]
         return python_calls(body, tools)
 
-    def parser(self, tools: dict[str, ToolSpec], *, think_open: bool = False, rescue: bool = False):  # noqa: ANN201
-        return Dialect.parser(_with_tools(self, tools), tools, think_open=think_open, rescue=rescue)
-
-
-def _with_tools(dialect: Dialect, tools: dict[str, ToolSpec]) -> Dialect:
-    """A copy that knows the declared tools (its bare openers need them to tell calls from text)."""
-    return replace(dialect, extra={**dialect.extra, "tools": tools})
 
 
 def dumps_indented(value: object) -> str:
@@ -147,10 +150,9 @@ def dumps_indented(value: object) -> str:
 
 
 @dataclass
-class Pythonic(Dialect):
+class Pythonic(BareOpeners):
     def render_tools(self, tools: list[ToolSpec], forced: list[str] | None = None) -> str:
-        decls = dumps_indented([{"name": t.name, "description": t.description, "parameters": t.parameters or {}}
-                                for t in tools])
+        decls = _declarations(tools)
         line = forced_line(forced)
         return ("You are an expert in composing functions. You are given a question and a set of possible "
                 "functions. Based on the question, you will need to make one or more function/tool calls to achieve "
@@ -165,7 +167,7 @@ class Pythonic(Dialect):
         return "[" + ", ".join(f"{c.name}({python_arguments(c.arguments)})" for c in calls) + "]"
 
     def render_results(self, results: list[Result]) -> str:
-        return "\n".join(_result_text(r) for r in results)
+        return "\n".join(result_text(r.response) for r in results)
 
     def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
         return _list_block_end(buf, self.extra["tools"], closing, memo)
@@ -173,18 +175,15 @@ class Pythonic(Dialect):
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
         return python_calls(block, tools)
 
-    def parser(self, tools: dict[str, ToolSpec], *, think_open: bool = False, rescue: bool = False):  # noqa: ANN201
-        return Dialect.parser(_with_tools(self, tools), tools, think_open=think_open, rescue=rescue)
 
 
 @dataclass
-class Gemma3(Dialect):
+class Gemma3(BareOpeners):
     """Google's function-calling prompt for Gemma 3 (ai.google.dev/gemma/docs/capabilities/function-calling):
     no special tokens; calls as Python in a ```tool_code fence or a bare list, results in ```tool_output."""
 
     def render_tools(self, tools: list[ToolSpec], forced: list[str] | None = None) -> str:
-        decls = dumps_indented([{"name": t.name, "description": t.description, "parameters": t.parameters or {}}
-                                for t in tools])
+        decls = _declarations(tools)
         line = forced_line(forced)
         return ("You have access to functions. If you decide to invoke any of the function(s),\nyou MUST put it in "
                 "the format of\n[func_name1(params_name1=params_value1, params_name2=params_value2...), "
@@ -195,7 +194,7 @@ class Gemma3(Dialect):
         return Pythonic.render_calls(self, calls)  # type: ignore[arg-type]
 
     def render_results(self, results: list[Result]) -> str:
-        body = "\n".join(_result_text(r) for r in results)
+        body = "\n".join(result_text(r.response) for r in results)
         return f"```tool_output\n{body}\n```"
 
     def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
@@ -222,8 +221,6 @@ class Gemma3(Dialect):
             return self.parse_block(block, tools)  # a fence the answer did not close: the code is whole or fails
         raise ParseFailure("an unterminated call")
 
-    def parser(self, tools: dict[str, ToolSpec], *, think_open: bool = False, rescue: bool = False):  # noqa: ANN201
-        return Dialect.parser(_with_tools(self, tools), tools, think_open=think_open, rescue=rescue)
 
 
 def llama3() -> Llama3:

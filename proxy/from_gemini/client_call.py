@@ -10,7 +10,7 @@ from proxy import ids
 from proxy.schema.normalize_arguments import normalize_arguments
 from proxy.signatures.call_record import CallRecord
 from proxy.tools.prepare_tools import PreparedTools
-from proxy.tools.tool_names import ToolRef
+from proxy.tools.tool_names import ToolRef, loose_name
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,8 @@ def match_name(tools: PreparedTools, gemini_name: str) -> str:
     """A declared name for what Gemini called: exact, else ignoring case and `-`/`_`/`.` (never invented)."""
     if gemini_name in tools.names.refs or not tools.names.refs:
         return gemini_name
-    key = _loose(gemini_name)
-    found = [n for n in tools.names.refs if _loose(n) == key]
+    key = loose_name(gemini_name)
+    found = [n for n in tools.names.refs if loose_name(n) == key]
     return found[0] if len(found) == 1 else gemini_name
 
 
@@ -58,6 +58,3 @@ def normalize(tools: PreparedTools, gemini_name: str, args: dict[str, Any]) -> d
                     "; ".join(errors[:5]))
     return fixed
 
-
-def _loose(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "").replace(".", "")

@@ -13,6 +13,7 @@ from mitmproxy import http
 
 from proxy.dialects.parse_answer import AnswerParser, held_back
 from proxy.dialects.render_request import render_request, tool_specs
+from proxy.intercept.capture_calls import unwrap
 from proxy.intercept.flow_selection import META, FlowState
 from proxy.intercept.options import Options
 from proxy.wire.gemini_keys import to_camel_request
@@ -49,7 +50,7 @@ class SSERewriter:
                 except json.JSONDecodeError:
                     out.append(f"data: {payload}\r\n\r\n")
                     continue
-                if held_back(chunk.get("response", chunk) if isinstance(chunk, dict) else chunk):
+                if held_back(unwrap(chunk)):
                     continue
                 out.append(f"data: {json.dumps(chunk, ensure_ascii=False)}\r\n\r\n")
             return "".join(out).encode() if out else []

@@ -21,6 +21,11 @@ def _sanitize(name: str) -> str:
     return clean[:MAX_NAME_LEN]
 
 
+def loose_name(name: str) -> str:
+    """A tool name compared loosely, as models misspell them: case and `-`/`_`/`.` ignored."""
+    return name.lower().replace("-", "").replace("_", "").replace(".", "")
+
+
 @dataclass(frozen=True)
 class ToolRef:
     """What a Gemini function name stands for on the client's side."""
