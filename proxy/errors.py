@@ -2,6 +2,16 @@
 
 from dataclasses import dataclass, field
 
+# Google's canonical status names for HTTP codes, as Gemini's error objects carry them.
+GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                 405: "UNIMPLEMENTED", 408: "DEADLINE_EXCEEDED", 409: "ABORTED", 413: "INVALID_ARGUMENT",
+                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "UNIMPLEMENTED", 502: "UNAVAILABLE",
+                 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+
+def gemini_status(status: int) -> str:
+    return GEMINI_STATUS.get(status, "UNKNOWN")
+
 
 @dataclass
 class ProxyError(Exception):

@@ -32,3 +32,8 @@ def call_id() -> str:
 
 def web_search_id() -> str:
     return f"ws_{_token(32)}"
+
+
+def interaction_id() -> str:
+    """Google's interaction ids start with the API generation ("v1_...")."""
+    return f"v1_{_token(40)}"

@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
+from proxy.mock import interactions
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, fragment_calls, latest_user_text, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
@@ -297,6 +298,13 @@ def make_mock_app() -> web.Application:
     app[RECEIVED] = collections.deque(maxlen=256)
     app[ACCEPTED] = [0]
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)
+    app[interactions.STORE] = {}
+    one = "/{version:v1|v1beta|v1alpha}/interactions/{interaction_id}"
+    app.router.add_post("/{version:v1|v1beta|v1alpha}/interactions",
+                        lambda r: interactions.create(r, _key_problem, _remember, _error))
+    app.router.add_get(one, lambda r: interactions.get(r, _key_problem, _error))
+    app.router.add_delete(one, lambda r: interactions.delete(r, _key_problem, _error))
+    app.router.add_post(one + "/cancel", lambda r: interactions.cancel(r, _key_problem, _error))
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models/{model}", get_model)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/files", files)

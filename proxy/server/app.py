@@ -11,6 +11,7 @@ from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware, is_gemini_path
 from proxy.server.gemini_rest import add_routes as add_gemini_rest_routes
 from proxy.server.gemini_routes import native_generate, rest_generate
+from proxy.server.interactions_routes import add_routes as add_interactions_routes
 from proxy.server.responses_routes import create_response, get_response, list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
@@ -73,6 +74,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app.router.add_post("/v1/gemini", native_generate)
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", rest_generate)
     add_session_routes(app)
+    add_interactions_routes(app)
     add_gemini_rest_routes(app)  # last: its catch-all must not shadow the routes above
 
     async def close_upstream(_: web.Application) -> None:

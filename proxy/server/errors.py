@@ -11,18 +11,13 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from proxy.errors import ProxyError, UpstreamError
+from proxy.errors import ProxyError, UpstreamError, gemini_status
 from proxy.server.context import CONTEXT
 from proxy.wire.json_body import field_path, parse_json
 
 log = logging.getLogger(__name__)
 
-_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                  408: "DEADLINE_EXCEEDED",
-                  405: "UNIMPLEMENTED", 409: "ABORTED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
-                  500: "INTERNAL", 501: "UNIMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
-                  504: "DEADLINE_EXCEEDED"}
-_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/upload/", "/v1/files",
+_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/v1/interactions", "/upload/", "/v1/files",
                     "/v1/cachedContents", "/v1/operations", "/v1/tunedModels", "/v1/batches")
 
 
@@ -38,7 +33,7 @@ def gemini_error_body(e: ProxyError) -> dict[str, Any]:
         if not (isinstance(err.get("code"), int) and 400 <= err["code"] < 600):
             err["code"] = e.status
         return {"error": err}
-    return {"error": {"code": e.status, "message": e.message, "status": _GEMINI_STATUS.get(e.status, "UNKNOWN")}}
+    return {"error": {"code": e.status, "message": e.message, "status": gemini_status(e.status)}}
 
 
 def openai_error_body(e: ProxyError) -> dict[str, Any]:

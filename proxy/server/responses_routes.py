@@ -86,7 +86,7 @@ async def get_response(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     rid = request.match_info["response_id"]
     stored = await ctx.store.get_response(session_of(request), rid)
-    if stored is None:
+    if stored is None or "interaction" in stored.response:  # an interaction's id is not a response's
         raise ProxyError(f"No response found with id '{rid}'.", status=404, param="response_id",
                          type="invalid_request_error")
     return web.json_response(stored.response)

@@ -6,6 +6,8 @@ end is told from a truncated or empty one, and how a failure is said.
 - Gemini SSE (`alt=sse`, `/v1/gemini`): Gemini's chunks as they came; failure is a Gemini error
   object as the last event (google-genai raises on it).
 - Gemini JSON array (streamGenerateContent without alt=sse): the same inside `[...]`.
+- Interactions: named SSE events with ids (resumable) ending in `[DONE]`; failure is an `error`
+  event with Google's status name and the message.
 """
 
 import json
@@ -15,6 +17,7 @@ from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck
 from proxy.from_gemini.model_turn import ModelTurn
 from proxy.from_gemini.to_chat import ChatTranslator, error_chunk
+from proxy.from_gemini.to_interactions import InteractionsTranslator
 from proxy.from_gemini.to_responses import ResponsesTranslator
 from proxy.server.errors import gemini_error_body
 from proxy.wire.gemini import first_candidate_parts
@@ -123,3 +126,40 @@ class GeminiWriter:
             return b""
         self.done = self.failed = True
         return self._out(gemini_error_body(error)) + (b"" if self.sse else b"]")
+
+
+def interaction_events(events: list[dict[str, Any]]) -> bytes:
+    """Interactions' SSE framing: the event type and its resumable id on every event."""
+    return b"".join(f"event: {e['event_type']}\nid: {e['event_id']}\ndata: ".encode()
+                    + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events)
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+class InteractionsWriter:
+    content_type = SSE
+
+    def __init__(self, translator: InteractionsTranslator) -> None:
+        self.t = translator
+
+    @property
+    def done(self) -> bool:
+        return self.t.done
+
+    @property
+    def failed(self) -> bool:
+        return self.t.interaction["status"] == "failed"
+
+    def start(self) -> bytes:
+        return interaction_events(self.t.start())
+
+    def feed(self, chunk: dict[str, Any]) -> bytes:
+        return interaction_events(self.t.feed(chunk))
+
+    def finish(self) -> bytes:
+        return interaction_events(self.t.finish()) + DONE
+
+    def fail(self, error: ProxyError) -> bytes:
+        events = self.t.fail(error)
+        return interaction_events(events) + DONE if events else b""

@@ -47,6 +47,12 @@ class MemoryStore:
         found = self.entries.get((session, "response", response_id))
         return StoredResponse(**json.loads(found[0])) if found else None
 
+    async def delete_response(self, session: str, response_id: str) -> bool:
+        key = (session, "response", response_id)
+        found = self.entries.get(key) is not None
+        self.entries.pop(key)
+        return found
+
     async def put_calls(self, session: str, calls: list[CallRecord]) -> None:
         for c in calls:
             self._put((session, "call", c.call_id), [_dump(c.to_dict())], f"Call '{c.call_id}'")

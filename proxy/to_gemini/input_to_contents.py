@@ -193,7 +193,12 @@ class _Builder:
         parts = _parts_of(item.output, f"input[{index}].output")
         text = "".join(p["text"] for p in parts if "text" in p)
         media = [p for p in parts if "text" not in p]
-        self.outputs[item.call_id] = response_with_media(gname, gid, item.call_id, text, media)
+        extra = item.model_extra or {}
+        error = extra.get("is_error") is True  # Interactions' function_result.is_error
+        out = response_with_media(gname, gid, item.call_id, text, media, error)
+        if isinstance(extra.get("result_object"), dict):  # Interactions' object result: Gemini's response as is
+            out["functionResponse"]["response"] = {"error": extra["result_object"]} if error else extra["result_object"]
+        self.outputs[item.call_id] = out
 
     def finish(self) -> Conversation:
         if self.pending and self.outputs:

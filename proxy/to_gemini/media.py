@@ -112,7 +112,8 @@ def input_file(part: dict[str, Any], where: str) -> dict[str, Any]:
             return from_url(data, f"{where}.file_data", filename=filename)
         return inline(data, guess_mime(filename), f"{where}.file_data")
     if isinstance(url, str) and url:
-        return from_url(url, f"{where}.file_url", filename=filename)
+        mime = spec.get("mime_type")  # Interactions contents name their type
+        return from_url(url, f"{where}.file_url", mime=mime if isinstance(mime, str) else None, filename=filename)
     raise _no_source(spec, where, "file_data (a data URL) or file_url", "a file needs file_data or file_url.")
 
 

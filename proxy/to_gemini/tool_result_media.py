@@ -40,9 +40,10 @@ def _display_name(media: dict[str, Any], call_id: str, n: int) -> str:
 
 
 def response_with_media(name: str, gemini_id: str | None, call_id: str, text: str,
-                        media: list[dict[str, Any]]) -> dict[str, Any]:
-    """A functionResponse part: the text as `output`, the media as referenced `parts`."""
-    response: dict[str, Any] = {"output": text}
+                        media: list[dict[str, Any]], error: bool = False) -> dict[str, Any]:
+    """A functionResponse part: the text as `output` (`error` for a failed call, Gemini's other
+    documented key), the media as referenced `parts`."""
+    response: dict[str, Any] = {"error" if error else "output": text}
     fr: dict[str, Any] = {"name": name, "response": response}
     if gemini_id:
         fr["id"] = gemini_id
