@@ -43,9 +43,10 @@ from proxy.upstream.gemini import (
     DEFAULT_TOTAL_TIMEOUT,
     GeminiUpstream,
 )
+from proxy.upstream.interactions_api import InteractionsUpstream
 from proxy.upstream.openai_compat import OpenAIUpstream
 from proxy.upstream.retry import DEFAULT_MAX_RETRIES, RetryPolicy
-from proxy.upstream.routes import RoutedUpstream, parse_budgets, parse_routes
+from proxy.upstream.routes import RoutedUpstream, gemini_routes, parse_budgets, parse_routes, parse_upstream_api
 
 DEFAULT_PORT = 8741
 DEFAULT_MOCK_PORT = 8742
@@ -102,6 +103,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="send models matching PATTERN to an OpenAI-compatible server (vLLM, Ollama, llama.cpp, "
                             "LM Studio, EXO) at BASE_URL (e.g. http://127.0.0.1:8000/v1) instead of Gemini "
                             "(repeatable, first match wins; its key, if any, from $GTP_OPENAI_UPSTREAM_KEY)")
+    serve.add_argument("--upstream-api", action="append", default=[], metavar="[PATTERN=]generate|interactions",
+                       help="which Gemini API answers models matching PATTERN: generateContent ('generate', default) "
+                            "or Google's Interactions API ('interactions', server-side history via "
+                            "previous_interaction_id) (repeatable, first match wins; a bare value applies to all)")
     serve.add_argument("--two-pass", action="append", default=[], metavar="PATTERN=BUDGET",
                        help="for models matching PATTERN on an OpenAI-compatible upstream: think for at most BUDGET "
                             "tokens, then answer in a second pass after the closed think block (repeatable)")
@@ -309,12 +314,15 @@ def _upstream(args: argparse.Namespace, base: str) -> Upstream:
                 "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries)}
     gemini = GeminiUpstream(base, **timeouts)
     routes, budgets = parse_routes(args.openai_upstream), parse_budgets(args.two_pass)
-    if not routes:
+    apis = parse_upstream_api(args.upstream_api)
+    if not routes and not apis:
         return gemini
     servers: dict[str, OpenAIUpstream] = {}
     for _, url in routes:
         servers.setdefault(url, OpenAIUpstream(url, two_pass=budgets, think_open=tuple(args.think_open), **timeouts))
-    return RoutedUpstream(gemini, [(pattern, servers[url]) for pattern, url in routes])
+    interactions = InteractionsUpstream(base, **timeouts) if any(a == "interactions" for _, a in apis) else None
+    return RoutedUpstream(gemini, [(pattern, servers[url]) for pattern, url in routes]
+                          + gemini_routes(gemini, interactions, apis))
 
 
 async def _mock(args: argparse.Namespace) -> None:

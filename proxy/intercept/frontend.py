@@ -1,6 +1,7 @@
 """`Frontend`: run the aiohttp front-end inside mitmdump, on the same loop and session store."""
 
 import logging
+from typing import Any
 
 from aiohttp import web
 from mitmproxy import ctx
@@ -14,7 +15,9 @@ from proxy.server.site import start_site
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.interactions_api import InteractionsUpstream
 from proxy.upstream.retry import RetryPolicy
+from proxy.upstream.routes import RoutedUpstream, gemini_routes
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +43,13 @@ class Frontend:
             upstream = RelayUpstream(self.broker, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)
         else:
             o = ctx.options
-            upstream = GeminiUpstream(base, connect_timeout=o.gtp_connect_timeout, read_timeout=o.gtp_read_timeout,
-                                      total_timeout=o.gtp_total_timeout, retry=RetryPolicy(o.gtp_max_retries))
+            timeouts: dict[str, Any] = {"connect_timeout": o.gtp_connect_timeout, "read_timeout": o.gtp_read_timeout,
+                                        "total_timeout": o.gtp_total_timeout, "retry": RetryPolicy(o.gtp_max_retries)}
+            upstream = GeminiUpstream(base, **timeouts)
+            apis = self.options.upstream_api
+            if any(api == "interactions" for _, api in apis):
+                upstream = RoutedUpstream(upstream, gemini_routes(upstream, InteractionsUpstream(base, **timeouts),
+                                                                  apis))
         limits = self.options.limits()
         app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
                        fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice,

@@ -20,6 +20,7 @@ from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
 from proxy.upstream.retry import DEFAULT_MAX_RETRIES
+from proxy.upstream.routes import parse_upstream_api
 
 DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
                  "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
@@ -31,6 +32,7 @@ class Options:
         self.schema_modes: list[tuple[str, str]] = []
         self.keys = ClientKeys(())
         self.rules = ModelRules()
+        self.upstream_api: list[tuple[str, str]] = []  # --upstream-api rules for the front-end
         self.carrier = CarrierKeys.ephemeral()
 
     def load(self, loader: Any) -> None:
@@ -71,6 +73,9 @@ class Options:
                           "Model patterns that see parallel calls in history one call per turn.")
         loader.add_option("gtp_think_open", Sequence[str], [],
                           "Model patterns whose template pre-opens the think tag (their answers start in reasoning).")
+        loader.add_option("gtp_upstream_api", Sequence[str], [],
+                          "[PATTERN=]generate|interactions rules: the front-end's requests for matching models go to "
+                          "Gemini's generateContent ('generate', default) or its Interactions API ('interactions').")
         loader.add_option("gtp_forced_choice", str, "retry",
                           "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
                           "'error' at once, or 'allow' its answer through.")
@@ -168,6 +173,11 @@ class Options:
                 self.rules = ModelRules.parse(opts.gtp_tool_result_media, opts.gtp_stream_arguments,
                                               opts.gtp_hosted_tools, opts.gtp_tool_mode, opts.gtp_rescue_text_calls,
                                               opts.gtp_single_call, opts.gtp_think_open)
+            except ValueError as e:
+                raise exceptions.OptionsError(str(e)) from None
+        if "gtp_upstream_api" in updated:
+            try:
+                self.upstream_api = parse_upstream_api(opts.gtp_upstream_api)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(

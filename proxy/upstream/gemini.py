@@ -13,7 +13,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +100,12 @@ class GeminiUpstream(HttpSession):
 
     async def _post(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
                     deadline: float) -> aiohttp.ClientResponse:
-        url, data = self._url(model, stream), json.dumps(body, ensure_ascii=False).encode()
+        return await self.send(self._url(model, stream), body, api_key, stream, deadline)
+
+    async def send(self, url: URL, body: dict[str, Any], api_key: str | None, stream: bool,
+                   deadline: float) -> aiohttp.ClientResponse:
+        """POST a body to one of Gemini's URLs, retried while the answer is retryable; a 200 is returned open."""
+        data = json.dumps(body, ensure_ascii=False).encode()
         loop = asyncio.get_running_loop()
         for attempt in range(self.retry.max_retries + 1):
             # A stream's headers come at once; a whole answer's only when it is done.
@@ -188,8 +193,10 @@ class GeminiUpstream(HttpSession):
         resp = await self._post(model, body, api_key, stream=True, deadline=deadline)
         return self._chunks(resp, deadline)
 
-    async def _chunks(self, resp: aiohttp.ClientResponse, deadline: float) -> AsyncIterator[dict[str, Any]]:
-        """Gemini's chunks as they arrive. Only a whole event resets the idle clock, and only time
+    async def _chunks(self, resp: aiohttp.ClientResponse, deadline: float,
+                      parse: Callable[[str], dict[str, Any] | None] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Gemini's chunks as they arrive (`parse`: another reading of each event's data; None skips
+        it). Only a whole event resets the idle clock, and only time
         spent waiting on Gemini counts (not the time the client takes to read what was sent)."""
         loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
@@ -209,10 +216,14 @@ class GeminiUpstream(HttpSession):
                     ended = True
                     break
                 for payload in decoder.feed(data):
-                    yield _parse_chunk(payload)
+                    chunk = (parse or _parse_chunk)(payload)
+                    if chunk is not None:
+                        yield chunk
                     last = loop.time()
             for payload in decoder.close():
-                yield _parse_chunk(payload)
+                chunk = (parse or _parse_chunk)(payload)
+                if chunk is not None:
+                    yield chunk
         except (aiohttp.ClientError, ValueError) as e:
             yield {"error": {"code": 502, "status": "UNAVAILABLE", "message": f"Gemini stream broke off: {e}"}}
         finally:

@@ -5,7 +5,10 @@ import fnmatch
 from collections.abc import AsyncIterator
 from typing import Any
 
+from proxy.pattern_rules import parse_rules
 from proxy.upstream.base import Upstream
+
+UPSTREAM_APIS = ("generate", "interactions")
 
 
 def parse_routes(specs: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
@@ -28,6 +31,17 @@ def parse_budgets(specs: list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
             raise ValueError(f"--two-pass must be PATTERN=BUDGET (a positive number of tokens), not {spec!r}")
         out.append((pattern.strip(), int(budget)))
     return out
+
+
+def parse_upstream_api(specs: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """`["gemini-3.5*=interactions", "generate"]` -> [(pattern, api)] (`--upstream-api`)."""
+    return parse_rules(specs, UPSTREAM_APIS, "--upstream-api")
+
+
+def gemini_routes(generate: Upstream, interactions: Upstream | None, rules: list[tuple[str, str]]
+                  ) -> list[tuple[str, Upstream]]:
+    """Routes for `--upstream-api` rules (first match wins, like every route)."""
+    return [(p, interactions if api == "interactions" and interactions is not None else generate) for p, api in rules]
 
 
 class RoutedUpstream:

@@ -1,0 +1,1 @@
+"""Gemini bodies <-> Google's Interactions API, for `--upstream-api interactions`."""

@@ -1,0 +1,125 @@
+"""`--upstream-api interactions`: Gemini bodies answered by Google's Interactions API
+(`POST /{version}/interactions`) instead of generateContent, for the models it is asked for.
+
+Server-side state: every interaction is stored at Google, and this client remembers which stored
+interaction ends which history (request.turn_keys: by key and model, blind to what a stateless
+resend loses). A later request whose history extends a remembered one sends only the new steps
+with `previous_interaction_id` — a Responses client's previous_response_id, or a Codex-style
+client's full resend, costs Google only the new turn. When Google no longer has the interaction
+(404), the whole history is sent instead: the answer never depends on the shortcut.
+"""
+
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from cachetools import LRUCache
+from yarl import URL
+
+from proxy.errors import UpstreamError
+from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
+from proxy.interactions_upstream.request import interactions_request, turn_keys
+from proxy.upstream.gemini import GeminiUpstream
+
+log = logging.getLogger(__name__)
+# Remembered history ends (one key -> one interaction id, ~150 bytes each): plenty for a day of agents.
+MAX_REMEMBERED = 100_000
+
+
+class InteractionsUpstream(GeminiUpstream):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.url = URL(self.base_url).joinpath(self.api_version, "interactions")
+        self.ends: LRUCache[str, str] = LRUCache(MAX_REMEMBERED)
+
+    def _scope(self, model: str, api_key: str | None) -> str:
+        key = api_key or self.api_key or ""
+        return f"{hashlib.sha256(key.encode()).hexdigest()}|{model}"  # never the key itself
+
+    def _plan(self, model: str, body: dict[str, Any], api_key: str | None) -> dict[str, Any]:
+        """The request to send: the shortest that continues a remembered interaction."""
+        keys = turn_keys(self._scope(model, api_key), body["contents"])
+        for i in range(len(keys) - 2, -1, -1):  # the last content is new: at least it is sent
+            previous = self.ends.get(keys[i])
+            if previous:
+                return interactions_request(model, body, i + 1, previous)
+        return interactions_request(model, body)
+
+    def _remember(self, model: str, body: dict[str, Any], api_key: str | None, turn: dict[str, Any] | None,
+                  interaction_id: str | None) -> None:
+        """The stored interaction `interaction_id` ends the history `body` + `turn`."""
+        if interaction_id and turn is not None:
+            self.ends[turn_keys(self._scope(model, api_key), [*body["contents"], turn])[-1]] = interaction_id
+
+    async def _send_planned(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
+                            deadline: float) -> Any:
+        req = self._plan(model, body, api_key)
+        if stream:
+            req["stream"] = True
+        try:
+            return await self.send(self.url, req, api_key, stream, deadline)
+        except UpstreamError as e:
+            if e.status != 404 or "previous_interaction_id" not in req:
+                raise
+            log.info("the Interactions upstream no longer has %s; sending the whole history",
+                     req["previous_interaction_id"])
+            req = interactions_request(model, body)
+            if stream:
+                req["stream"] = True
+            return await self.send(self.url, req, api_key, stream, deadline)
+
+    async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
+        deadline = self._deadline()
+        resp = await self._send_planned(model, body, api_key, False, deadline)
+        try:
+            interaction = json.loads(await resp.read())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise UpstreamError(f"The Interactions upstream sent an unreadable answer: {e}", status=502,
+                                type="server_error") from e
+        finally:
+            resp.release()
+        answer = gemini_answer(interaction)
+        self._remember(model, body, api_key, answer["candidates"][0].get("content"), interaction.get("id"))
+        return answer
+
+    async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
+        deadline = self._deadline()
+        resp = await self._send_planned(model, body, api_key, True, deadline)
+        return self._translated(self._chunks(resp, deadline, parse=_event), model, body, api_key)
+
+    async def _translated(self, events: AsyncIterator[dict[str, Any]], model: str, body: dict[str, Any],
+                          api_key: str | None) -> AsyncIterator[dict[str, Any]]:
+        t = StreamTranslator()
+        parts: list[dict[str, Any]] = []
+        try:
+            async for event in events:
+                if "error" in event and "event_type" not in event:  # the reader's own (timeouts, cuts)
+                    yield event
+                    return
+                for chunk in t.event(event):
+                    for cand in chunk.get("candidates") or []:
+                        parts += (cand.get("content") or {}).get("parts") or []
+                    yield chunk
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+        if t.interaction is not None:
+            self._remember(model, body, api_key, {"role": "model", "parts": _joined(parts)}, t.id)
+
+
+def _joined(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Streamed text pieces as the history keeps them (turn keys join texts anyway)."""
+    return [p for p in parts if not p.get("thought")]
+
+
+def _event(payload: str) -> dict[str, Any] | None:
+    if payload.strip() == "[DONE]":
+        return None
+    try:
+        event = json.loads(payload)
+    except json.JSONDecodeError:
+        return {"error": {"code": 502, "status": "INTERNAL", "message": "The Interactions upstream sent an unreadable "
+                                                                        "event"}}
+    return event if isinstance(event, dict) else None
