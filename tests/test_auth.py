@@ -14,7 +14,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind, scope_of
-from proxy.server.errors import is_gemini_path
+from proxy.server.errors import INTERACTIONS_PATH, is_gemini_path
 from tests.harness import Stack
 from tests.mitm_harness import MITMDUMP, ROOT
 
@@ -69,7 +69,9 @@ def test_every_route_but_healthz_needs_a_key(locked: Stack) -> None:
                 assert status == 200
                 continue
             assert status == 401, (method, path, headers, answer)
-            if is_gemini_path(path):
+            if INTERACTIONS_PATH.match(path):  # the Interactions API's own error shape
+                assert answer["error"]["code"] == "UNAUTHENTICATED"
+            elif is_gemini_path(path):
                 assert answer["error"]["status"] == "UNAUTHENTICATED" and answer["error"]["code"] == 401
             else:
                 assert answer["error"]["code"] == "invalid_api_key"

@@ -120,6 +120,7 @@ def test_text_dialect_options_are_checked_at_start() -> None:
                          (["--rescue-text-calls", "x=nope"], "--rescue-text-calls must be"),
                          (["--openai-upstream", "qwen*=ftp://x"], "--openai-upstream must be"),
                          (["--two-pass", "qwen*=many"], "--two-pass must be"),
+                         (["--upstream-api", "gemini-3*=responses"], "--upstream-api must be"),
                          (["--single-call", " "], "--single-call pattern")):
         proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
                               cwd=ROOT, capture_output=True, text=True, timeout=30)

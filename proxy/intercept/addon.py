@@ -7,11 +7,13 @@ mitmproxy's habit: several small addons, one concern each, sharing one session s
 - Rewrite (rewrite.py): which flows are touched (flow_selection.py), the session's tools and history;
 - TextCalls (text_calls.py): tools rendered for, and calls parsed from, models that speak them as text;
 - Capture (capture.py): functionCall parts captured from the answer as it streams through;
+- InteractionsTraffic (interactions.py): the same for Interactions API calls (tools, placeholders, capture);
 - Frontend (frontend.py): the aiohttp front-end in the same process.
 """
 
 from proxy.intercept.capture import Capture
 from proxy.intercept.frontend import Frontend
+from proxy.intercept.interactions import InteractionsTraffic
 from proxy.intercept.options import Options
 from proxy.intercept.relay import RelayBroker
 from proxy.intercept.relay_addon import Relay
@@ -29,7 +31,7 @@ class GeminiTools:
         self.options = Options()
         self.frontend = Frontend(self.store, self.relay, self.options)
         self.addons = [self.options, Route(), Relay(self.relay), Rewrite(self.store, self.options),
-                       TextCalls(self.options), Capture(self.store),
+                       TextCalls(self.options), Capture(self.store), InteractionsTraffic(self.store),
                        self.frontend]
 
     @property

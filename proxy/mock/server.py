@@ -7,6 +7,7 @@ proxy really sent upstream.
 
 import asyncio
 import collections
+import functools
 import hashlib
 import json
 import math
@@ -59,6 +60,11 @@ def _error(e: GeminiRejection) -> web.Response:
     if e.retry_delay:  # Google's front ends send both on quota errors
         headers["retry-after"] = str(math.ceil(float(e.retry_delay.rstrip("s"))))
     return web.json_response(e.body(), status=e.status, headers=headers)
+
+
+def _interactions_error(e: GeminiRejection) -> web.Response:
+    """The Interactions API's error object: its `code` is the status name (google-genai's type is a string)."""
+    return web.json_response({"error": {"code": e.status_name, "message": e.message}}, status=e.status)
 
 
 def _flaky(request: web.Request, body: dict[str, Any]) -> GeminiRejection | None:
@@ -301,10 +307,12 @@ def make_mock_app() -> web.Application:
     app[interactions.STORE] = {}
     one = "/{version:v1|v1beta|v1alpha}/interactions/{interaction_id}"
     app.router.add_post("/{version:v1|v1beta|v1alpha}/interactions",
-                        lambda r: interactions.create(r, _key_problem, _remember, _error))
-    app.router.add_get(one, lambda r: interactions.get(r, _key_problem, _error))
-    app.router.add_delete(one, lambda r: interactions.delete(r, _key_problem, _error))
-    app.router.add_post(one + "/cancel", lambda r: interactions.cancel(r, _key_problem, _error))
+                        functools.partial(interactions.create, key_problem=_key_problem, remember=_remember,
+                                          error=_interactions_error))
+    for add, handler in ((app.router.add_get, interactions.get), (app.router.add_delete, interactions.delete)):
+        add(one, functools.partial(handler, key_problem=_key_problem, error=_interactions_error))
+    app.router.add_post(one + "/cancel", functools.partial(interactions.cancel, key_problem=_key_problem,
+                                                           error=_interactions_error))
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models/{model}", get_model)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/files", files)

@@ -6,6 +6,7 @@ unknown paths and methods, and the unexpected — goes through here, so none is 
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 from aiohttp import web
@@ -36,12 +37,26 @@ def gemini_error_body(e: ProxyError) -> dict[str, Any]:
     return {"error": {"code": e.status, "message": e.message, "status": gemini_status(e.status)}}
 
 
+INTERACTIONS_PATH = re.compile(r"^/(v1|v1beta|v1alpha)/interactions(/|$)")
+
+
+def interactions_error_body(e: ProxyError) -> dict[str, Any]:
+    """The Interactions API's error object: google-genai reads `code` as a string (the status name)."""
+    status = e.status
+    if isinstance(e, UpstreamError) and e.gemini_error and isinstance(e.gemini_error.get("status"), str):
+        return {"error": {"code": e.gemini_error["status"], "message": e.message}}
+    return {"error": {"code": gemini_status(status), "message": e.message}}
+
+
 def openai_error_body(e: ProxyError) -> dict[str, Any]:
     return {"error": {"message": e.message, "type": e.type, "param": e.param, "code": e.code}}
 
 
 def render(request: web.Request, e: ProxyError) -> web.Response:
-    body = gemini_error_body(e) if is_gemini_path(request.path) else openai_error_body(e)
+    if INTERACTIONS_PATH.match(request.path):
+        body = interactions_error_body(e)
+    else:
+        body = gemini_error_body(e) if is_gemini_path(request.path) else openai_error_body(e)
     return web.json_response(body, status=e.status, headers=e.headers)
 
 
