@@ -87,17 +87,22 @@ def step_events(index: int, step: dict[str, Any], after: int | None = None) -> l
     return events
 
 
+def summary(interaction: dict[str, Any]) -> dict[str, Any]:
+    """An interaction as the created/completed events carry it: identity, status and usage, no steps."""
+    return {k: interaction[k] for k in ("id", "status", "model", "object", "created", "updated", "usage")
+            if interaction.get(k) is not None}
+
+
 def replay(interaction: dict[str, Any], output_steps: list[dict[str, Any]], last_event_id: str | None
            ) -> list[Event]:
     """The events of a stored interaction, after `last_event_id` (all of them when None)."""
-    summary = {k: interaction[k] for k in ("id", "status", "model", "object", "created", "updated")
-               if k in interaction}
+    whole = summary(interaction)
+    started = {k: v for k, v in whole.items() if k != "usage"}
     events: list[Event] = [{"event_type": "interaction.created",
-                            "interaction": {**summary, "status": "in_progress"}, "event_id": "created"}]
+                            "interaction": {**started, "status": "in_progress"}, "event_id": "created"}]
     for i, step in enumerate(output_steps):
         events += step_events(i, step)
-    events.append({"event_type": "interaction.completed", "interaction": {**summary, "usage": interaction.get(
-        "usage")}, "event_id": "done"})
+    events.append({"event_type": "interaction.completed", "interaction": whole, "event_id": "done"})
     if last_event_id is None:
         return events
     head, _, tail = last_event_id.partition(".")
@@ -135,14 +140,10 @@ class InteractionsTranslator:
     def steps(self) -> list[dict[str, Any]]:
         return self.interaction["steps"]
 
-    def _summary(self) -> dict[str, Any]:
-        return {k: self.interaction[k] for k in ("id", "status", "model", "object", "created", "updated", "usage")
-                if self.interaction.get(k) is not None}
-
     # -- public API ---------------------------------------------------------------------------
 
     def start(self) -> list[Event]:
-        return [{"event_type": "interaction.created", "interaction": self._summary(), "event_id": "created"}]
+        return [{"event_type": "interaction.created", "interaction": summary(self.interaction), "event_id": "created"}]
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         if self.done:
@@ -187,7 +188,8 @@ class InteractionsTranslator:
             status = "requires_action"
         self.interaction["status"] = status
         self.done = True
-        return events + [{"event_type": "interaction.completed", "interaction": self._summary(), "event_id": "done"}]
+        return events + [{"event_type": "interaction.completed", "interaction": summary(self.interaction),
+                          "event_id": "done"}]
 
     def fail(self, error: ProxyError) -> list[Event]:
         """End the interaction as failed: Interactions' `error` event (status code name and message)."""

@@ -5,10 +5,10 @@ it belongs to); a signature with nothing after it travels on an empty text part.
 answer shape cannot carry are refused with a 502 naming them, never dropped.
 """
 
-import json
 from typing import Any
 
 from proxy.errors import ProxyError, UpstreamError
+from proxy.wire.interactions import StepAssembler, UnreadableArguments
 
 _FINISH = {"completed": "STOP", "requires_action": "STOP", "incomplete": "MAX_TOKENS"}
 
@@ -98,8 +98,7 @@ class StreamTranslator:
 
     def __init__(self) -> None:
         self.parts = Parts()
-        self.steps: dict[int, dict[str, Any]] = {}
-        self.arguments: dict[int, list[str]] = {}
+        self.steps = StepAssembler()
         self.interaction: dict[str, Any] | None = None  # the completed interaction's summary
         self.id: str | None = None
 
@@ -110,25 +109,19 @@ class StreamTranslator:
             return []
         if kind == "step.start":
             step = event.get("step") or {}
-            index = event.get("index", len(self.steps))
-            self.steps[index] = dict(step)
+            self.steps.start(event.get("index", 0), step)
             if step.get("type") not in ("thought", "function_call", "model_output", "user_input"):
                 raise _unrepresented(step.get("type"))
             return []
         if kind == "step.delta":
             return self._delta(event.get("index", 0), event.get("delta") or {})
         if kind == "step.stop":
-            step = self.steps.get(event.get("index", 0)) or {}
-            if step.get("type") == "function_call":
-                joined = "".join(self.arguments.pop(event.get("index", 0), []))
-                if joined:
-                    try:
-                        step["arguments"] = json.loads(joined)
-                    except json.JSONDecodeError as e:
-                        raise ProxyError("The Interactions upstream streamed unreadable call arguments.", status=502,
-                                         type="server_error") from e
-                return [_chunk(self.parts.step(step))]
-            return []
+            try:
+                step = self.steps.stop(event.get("index", 0)) or {}
+            except UnreadableArguments as e:
+                raise ProxyError("The Interactions upstream streamed unreadable call arguments.", status=502,
+                                 type="server_error") from e
+            return [_chunk(self.parts.step(step))] if step.get("type") == "function_call" else []
         if kind == "interaction.completed":
             self.interaction = event.get("interaction") or {}
             self.id = self.interaction.get("id") or self.id
@@ -155,6 +148,6 @@ class StreamTranslator:
             self.parts.signature = delta.get("signature") or self.parts.signature
             return []
         if kind == "arguments_delta":
-            self.arguments.setdefault(index, []).append(delta.get("arguments") or "")
+            self.steps.delta(index, delta)
             return []
         raise _unrepresented(f"{kind} delta")

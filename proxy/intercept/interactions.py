@@ -13,7 +13,6 @@ import copy
 import fnmatch
 import json
 import logging
-import re
 from typing import Any
 
 from mitmproxy import ctx, http
@@ -24,11 +23,12 @@ from proxy.intercept.flow_selection import destination
 from proxy.intercept.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import SessionStore
+from proxy.wire.interactions import StepAssembler, UnreadableArguments
 from proxy.wire.sse import SSEDecoder
 
 log = logging.getLogger(__name__)
-PATH = re.compile(r"^/(v1|v1beta|v1alpha)/interactions$")
 STATE = "gemini_tool_proxy.interaction"
+CREATE_PATHS = frozenset(f"/{v}/interactions" for v in ("v1", "v1beta", "v1alpha"))
 
 
 class StepCapture:
@@ -38,8 +38,7 @@ class StepCapture:
     def __init__(self) -> None:
         self.calls: list[CallRecord] = []
         self._signature: str | None = None
-        self._steps: dict[int, dict[str, Any]] = {}
-        self._args: dict[int, list[str]] = {}
+        self._assembler = StepAssembler()
 
     def step(self, step: dict[str, Any]) -> None:
         kind = step.get("type")
@@ -60,22 +59,17 @@ class StepCapture:
     def event(self, event: dict[str, Any]) -> None:
         kind, index = event.get("event_type"), event.get("index")
         if kind == "step.start" and isinstance(event.get("step"), dict):
-            self._steps[index] = dict(event["step"])
+            self._assembler.start(index, event["step"])
         elif kind == "step.delta" and isinstance(event.get("delta"), dict):
-            delta = event["delta"]
-            if delta.get("type") == "arguments_delta":
-                self._args.setdefault(index, []).append(str(delta.get("arguments") or ""))
-            elif delta.get("type") == "thought_signature" and index in self._steps:
-                self._steps[index]["signature"] = delta.get("signature")
-        elif kind == "step.stop" and index in self._steps:
-            step = self._steps.pop(index)
-            joined = "".join(self._args.pop(index, []))
-            if joined:
-                try:
-                    step["arguments"] = json.loads(joined)
-                except json.JSONDecodeError:
-                    log.warning("unreadable streamed arguments of %s", step.get("name"))
-            self.step(step)
+            self._assembler.delta(index, event["delta"])
+        elif kind == "step.stop":
+            try:
+                step = self._assembler.stop(index)
+            except UnreadableArguments as e:
+                log.warning("%s", e)
+                step = e.step
+            if step is not None:
+                self.step(step)
 
 
 class EventTap:
@@ -173,7 +167,7 @@ class InteractionsTraffic:
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error or not flow.live or flow.request.method != "POST":
             return
-        if not PATH.match(flow.request.path.split("?", 1)[0]):
+        if flow.request.path.split("?", 1)[0] not in CREATE_PATHS:
             return
         host = destination(flow)
         if host is None or not any(fnmatch.fnmatch(host, p) for p in ctx.options.gtp_intercept_hosts):

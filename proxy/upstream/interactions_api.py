@@ -38,14 +38,15 @@ class InteractionsUpstream(GeminiUpstream):
         key = api_key or self.api_key or ""
         return f"{hashlib.sha256(key.encode()).hexdigest()}|{model}"  # never the key itself
 
-    def _plan(self, model: str, body: dict[str, Any], api_key: str | None) -> dict[str, Any]:
-        """The request to send: the shortest that continues a remembered interaction."""
+    def _plan(self, model: str, body: dict[str, Any], api_key: str | None) -> tuple[dict[str, Any], str | None]:
+        """The request to send (the shortest that continues a remembered interaction) and the
+        remembered key it continues (None: the whole history)."""
         keys = turn_keys(self._scope(model, api_key), body["contents"])
         for i in range(len(keys) - 2, -1, -1):  # the last content is new: at least it is sent
             previous = self.ends.get(keys[i])
             if previous:
-                return interactions_request(model, body, i + 1, previous)
-        return interactions_request(model, body)
+                return interactions_request(model, body, i + 1, previous), keys[i]
+        return interactions_request(model, body), None
 
     def _remember(self, model: str, body: dict[str, Any], api_key: str | None, turn: dict[str, Any] | None,
                   interaction_id: str | None) -> None:
@@ -55,20 +56,17 @@ class InteractionsUpstream(GeminiUpstream):
 
     async def _send_planned(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
                             deadline: float) -> Any:
-        req = self._plan(model, body, api_key)
-        if stream:
-            req["stream"] = True
+        req, continued = self._plan(model, body, api_key)
         try:
-            return await self.send(self.url, req, api_key, stream, deadline)
+            return await self.send(self.url, {**req, "stream": True} if stream else req, api_key, stream, deadline)
         except UpstreamError as e:
-            if e.status != 404 or "previous_interaction_id" not in req:
+            if e.status != 404 or continued is None:
                 raise
             log.info("the Interactions upstream no longer has %s; sending the whole history",
                      req["previous_interaction_id"])
+            self.ends.pop(continued, None)  # not tried again by later turns
             req = interactions_request(model, body)
-            if stream:
-                req["stream"] = True
-            return await self.send(self.url, req, api_key, stream, deadline)
+            return await self.send(self.url, {**req, "stream": True} if stream else req, api_key, stream, deadline)
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()
@@ -106,12 +104,7 @@ class InteractionsUpstream(GeminiUpstream):
         finally:
             await events.aclose()  # type: ignore[attr-defined]
         if t.interaction is not None:
-            self._remember(model, body, api_key, {"role": "model", "parts": _joined(parts)}, t.id)
-
-
-def _joined(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Streamed text pieces as the history keeps them (turn keys join texts anyway)."""
-    return [p for p in parts if not p.get("thought")]
+            self._remember(model, body, api_key, {"role": "model", "parts": parts}, t.id)
 
 
 def _event(payload: str) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ mistyped option is a 400 naming it, never silently ignored. Steps and content st
 to_gemini/interaction_input.py reads them one by one and names the field that is wrong.
 """
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -56,3 +57,42 @@ class CreateInteraction(_Strict):
     continuation_token: str | None = None
     environment: str | dict[str, Any] | None = None
     webhook_config: dict[str, Any] | None = None
+
+
+class UnreadableArguments(ValueError):
+    """A call step whose streamed arguments are not JSON; `step` is the call as it started."""
+
+    def __init__(self, step: dict[str, Any]) -> None:
+        super().__init__(f"unreadable streamed arguments of {step.get('name')!r}")
+        self.step = step
+
+
+class StepAssembler:
+    """An Interactions stream's `step.start` / `step.delta` / `step.stop` events -> whole steps:
+    streamed call arguments joined, a thought step's streamed signature set. The one reading the
+    upstream client and the interceptor share; text deltas are left to each (they pass them on live)."""
+
+    def __init__(self) -> None:
+        self._steps: dict[int, dict[str, Any]] = {}
+        self._arguments: dict[int, list[str]] = {}
+
+    def start(self, index: Any, step: dict[str, Any]) -> None:
+        self._steps[index] = dict(step)
+
+    def delta(self, index: Any, delta: dict[str, Any]) -> None:
+        if delta.get("type") == "arguments_delta":
+            self._arguments.setdefault(index, []).append(str(delta.get("arguments") or ""))
+        elif delta.get("type") == "thought_signature" and index in self._steps:
+            self._steps[index]["signature"] = delta.get("signature")
+
+    def stop(self, index: Any) -> dict[str, Any] | None:
+        """The whole step (None for an index never started); UnreadableArguments when its streamed
+        arguments are not JSON."""
+        step = self._steps.pop(index, None)
+        joined = "".join(self._arguments.pop(index, []))
+        if step is not None and joined:
+            try:
+                step["arguments"] = json.loads(joined)
+            except json.JSONDecodeError:
+                raise UnreadableArguments(step) from None
+        return step
