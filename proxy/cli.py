@@ -31,8 +31,8 @@ from proxy.server.site import (
 from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import load_carrier_keys, rotate
-from proxy.store import MemoryStore
-from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES
+from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES, DEFAULT_TTL_SECONDS
+from proxy.store.open_store import open_store
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.base import Upstream
 from proxy.upstream.forced_choice import POLICIES
@@ -129,6 +129,11 @@ def _parser() -> argparse.ArgumentParser:
                             f"with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})")
     _auth_arguments(serve)
     _client_arguments(serve)
+    serve.add_argument("--store", default="memory", metavar="memory|redis://HOST:PORT/DB",
+                       help="where sessions live: this process's memory (default) or a Redis shared by several "
+                            "instances (rediss:// for TLS; stored responses, calls, conversations, session tools)")
+    serve.add_argument("--store-ttl", type=_seconds, default=DEFAULT_TTL_SECONDS, metavar="SECONDS",
+                       help=f"seconds an unused stored entry is kept (default {DEFAULT_TTL_SECONDS:g})")
     serve.add_argument("--store-max-bytes", type=_bytes, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
                        help="bytes (as JSON) the session store keeps in all; least recently used go first "
                             "(default 512M)")
@@ -161,6 +166,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="front-end's Gemini base URL, 'mock', or 'relay' (with -- --set gtp_relay=...)")
     mitm.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
                       help="serve a client's model name with a Gemini model (repeatable)")
+    mitm.add_argument("--store", default="memory", metavar="memory|redis://HOST:PORT/DB",
+                      help="where sessions live (default this process's memory; a Redis URL shares them)")
     mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
     _auth_arguments(mitm)
     _client_arguments(mitm)
@@ -290,7 +297,8 @@ async def _serve(args: argparse.Namespace) -> None:
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     try:
-        store = MemoryStore(max_bytes=args.store_max_bytes, session_bytes=args.session_max_bytes)
+        store = open_store(args.store, max_bytes=args.store_max_bytes, session_bytes=args.session_max_bytes,
+                           ttl=args.store_ttl)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     runner = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
@@ -306,6 +314,7 @@ async def _serve(args: argparse.Namespace) -> None:
     finally:
         for r in reversed(runners):
             await r.cleanup()
+        await store.close()
 
 
 def _upstream(args: argparse.Namespace, base: str) -> Upstream:
@@ -367,6 +376,7 @@ def _mitm(args: argparse.Namespace) -> None:
     mitmdump(["-s", str(ADDON_SCRIPT), "--listen-host", args.listen_host, "--listen-port", str(args.listen_port),
               "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys
               "--set", f"gtp_frontend_port={args.port}", "--set", f"gtp_upstream={args.upstream}",
+              "--set", f"gtp_store={args.store}",
               *[a for alias in args.model_alias for a in ("--set", f"gtp_model_aliases={alias}")],
               *auth, *args.mitmdump_args])
 

@@ -2,6 +2,7 @@
 
 mitmproxy's habit: several small addons, one concern each, sharing one session store. In hook order:
 - Options (options.py): the `gtp_*` options, validated once;
+- SharedStore (store_addon.py): `gtp_store`, memory or a Redis shared by several instances;
 - Route (routing.py): `gtp_route`, for tests;
 - Relay (relay_addon.py): relay turns take their request first;
 - Rewrite (rewrite.py): which flows are touched (flow_selection.py), the session's tools and history;
@@ -19,6 +20,7 @@ from proxy.intercept.relay import RelayBroker
 from proxy.intercept.relay_addon import Relay
 from proxy.intercept.rewrite import Rewrite
 from proxy.intercept.routing import Route
+from proxy.intercept.store_addon import SharedStore
 from proxy.intercept.text_calls import TextCalls
 from proxy.store import MemoryStore
 from proxy.store.base import SessionStore
@@ -30,9 +32,9 @@ class GeminiTools:
         self.relay = RelayBroker()
         self.options = Options()
         self.frontend = Frontend(self.store, self.relay, self.options)
-        self.addons = [self.options, Route(), Relay(self.relay), Rewrite(self.store, self.options),
-                       TextCalls(self.options), Capture(self.store), InteractionsTraffic(self.store),
-                       self.frontend]
+        self.addons = [self.options, SharedStore(self.store), Route(), Relay(self.relay),
+                       Rewrite(self.store, self.options), TextCalls(self.options), Capture(self.store),
+                       InteractionsTraffic(self.store), self.frontend]
 
     @property
     def frontend_url(self) -> str | None:

@@ -8,12 +8,28 @@ from typing import Any
 
 from mitmproxy import http
 
+from proxy.errors import ProxyError
 from proxy.intercept.capture_calls import SSETap
 from proxy.intercept.flow_selection import META, FlowState
+from proxy.intercept.refusal import gemini_error_response
 from proxy.intercept.session_tools import ToolRound
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)
+
+
+async def record_round(store: SessionStore, flow: http.HTTPFlow, session: str, rnd: ToolRound) -> bool:
+    """Keep a captured round. When the store cannot, the app must not believe its calls are known:
+    a whole answer becomes Gemini's 503 (the app retries); a stream already passed is logged loudly
+    (its placeholder turn will be refused later, never rewritten wrongly)."""
+    try:
+        await store.add_round(session, rnd)
+        return True
+    except ProxyError as e:
+        log.error("could not keep %d captured call(s) of session %s: %s", len(rnd.calls), session, e.message)
+        if flow.response is not None and not flow.response.stream:
+            flow.response = gemini_error_response(e)
+        return False
 
 
 def _after(first: Callable[[bytes], Any], tap: SSETap) -> Callable[[bytes], Any]:
@@ -55,5 +71,6 @@ class Capture:
             except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
                 log.warning("could not read Gemini's answer on %s", flow.request.path)
         if state.capture.calls and state.session:
-            await self.store.add_round(state.session, ToolRound(state.capture.calls))
+            if not await record_round(self.store, flow, state.session, ToolRound(state.capture.calls)):
+                return
             log.info("captured %d function call(s) for session %s", len(state.capture.calls), state.session)

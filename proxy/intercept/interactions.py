@@ -19,7 +19,9 @@ from mitmproxy import ctx, http
 
 from proxy.errors import ProxyError
 from proxy.interactions_upstream.request import generation_of, openapi_to_json_schema
+from proxy.intercept.capture import record_round
 from proxy.intercept.flow_selection import destination
+from proxy.intercept.refusal import gemini_error_response
 from proxy.intercept.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import SessionStore
@@ -140,10 +142,15 @@ def _calls(rnd: ToolRound) -> list[dict[str, Any]]:
     return out
 
 
+def placeholder_steps(steps: list[Any], placeholder: str, chained: bool) -> list[int]:
+    """Positions of the steps that stand for captured rounds."""
+    return [i for i, s in enumerate(steps) if isinstance(s, dict) and (
+        _only_text(s, "model_output", placeholder) or (chained and _only_text(s, "user_input", placeholder)))]
+
+
 def rewrite_steps(steps: list[Any], rounds: list[ToolRound], placeholder: str, chained: bool) -> list[Any]:
     """Placeholder steps -> the captured rounds (the latest placeholders get the latest rounds)."""
-    marks = [i for i, s in enumerate(steps) if isinstance(s, dict) and (
-        _only_text(s, "model_output", placeholder) or (chained and _only_text(s, "user_input", placeholder)))]
+    marks = placeholder_steps(steps, placeholder, chained)
     if not marks:
         return steps
     usable = [r for r in rounds if r.calls]
@@ -179,15 +186,22 @@ class InteractionsTraffic:
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             return  # agents and odd shapes pass through
         session = flow.request.headers.pop(ctx.options.gtp_session_header, None) or ctx.options.gtp_default_session
-        tctx = await self.store.get_tool_context(session) if session else None
+        steps = body.get("input")
+        if isinstance(steps, str):
+            steps = [{"type": "user_input", "content": [{"type": "text", "text": steps}]}]
+        needed = len(placeholder_steps(steps, ctx.options.gtp_placeholder, bool(body.get(
+            "previous_interaction_id")))) if isinstance(steps, list) else 0
+        try:
+            tctx = await self.store.get_tool_context(session, rounds=needed) if session else None
+        except ProxyError as e:
+            flow.response = gemini_error_response(e)
+            return
         if tctx is not None:
             try:
                 body = self._rewritten(body, tctx)
             except ProxyError as e:
                 log.warning("refused intercepted interaction for session %s: %s", session, e.message)
-                flow.response = http.Response.make(e.status, json.dumps({"error": {
-                    "code": e.status, "message": e.message, "status": "FAILED_PRECONDITION"}}),
-                    {"content-type": "application/json"})
+                flow.response = gemini_error_response(e, "FAILED_PRECONDITION")
                 return
             flow.request.set_content(json.dumps(body, ensure_ascii=False).encode())
         if body.get("stream"):
@@ -232,6 +246,7 @@ class InteractionsTraffic:
             except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
                 log.warning("could not read the interaction on %s", flow.request.path)
         if capture.calls and session:
-            await self.store.add_round(session, ToolRound(capture.calls))
+            if not await record_round(self.store, flow, session, ToolRound(capture.calls)):
+                return
             log.info("captured %d function call(s) from an interaction for session %s", len(capture.calls), session)
 

@@ -43,6 +43,11 @@ def _is_dummy(content: dict[str, Any]) -> bool:
             and "".join(texts).strip() in DUMMY_TEXTS)
 
 
+def placeholder_count(contents: list[dict[str, Any]], placeholder: str = DEFAULT_PLACEHOLDER) -> int:
+    """How many captured rounds a history refers to: the rounds the store must give back for it."""
+    return sum(1 for c in contents if isinstance(c, dict) and _is_placeholder(c, placeholder))
+
+
 def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
                     placeholder: str = DEFAULT_PLACEHOLDER) -> list[dict[str, Any]]:
     """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest rounds)."""

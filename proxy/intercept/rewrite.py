@@ -9,6 +9,8 @@ from mitmproxy import ctx, http
 from proxy.errors import ProxyError
 from proxy.intercept.flow_selection import META, FlowState, select
 from proxy.intercept.options import Options
+from proxy.intercept.placeholders import placeholder_count
+from proxy.intercept.refusal import gemini_error_response
 from proxy.intercept.tool_context import apply_tool_context
 from proxy.store.base import SessionStore
 
@@ -26,16 +28,21 @@ class Rewrite:
                      ctx.options.gtp_default_session)
         if req is None:
             return
-        tool_ctx = await self.store.get_tool_context(req.session) if req.session else None
+        placeholder = ctx.options.gtp_placeholder
+        contents = req.inner.get("contents")
+        needed = placeholder_count(contents, placeholder) if isinstance(contents, list) else 0
+        try:
+            tool_ctx = await self.store.get_tool_context(req.session, rounds=needed) if req.session else None
+        except ProxyError as e:  # the shared store is unreachable: the app hears it, nothing is sent half-done
+            flow.response = gemini_error_response(e)
+            return
         try:
             rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=ctx.options.gtp_tools == "merge",
-                                           placeholder=ctx.options.gtp_placeholder,
+                                           placeholder=placeholder,
                                            result_parts=self.options.rules.result_parts(req.model))
         except ProxyError as e:
             log.warning("refused intercepted request for session %s: %s", req.session, e.message)
-            flow.response = http.Response.make(e.status, json.dumps({"error": {
-                "code": e.status, "message": e.message, "status": "FAILED_PRECONDITION"}}),
-                {"content-type": "application/json"})
+            flow.response = gemini_error_response(e, "FAILED_PRECONDITION")
             return
         if rewritten != req.inner or req.marked:  # otherwise the app's bytes go out exactly as sent
             body = {**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten

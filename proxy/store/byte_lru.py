@@ -64,6 +64,29 @@ class ByteLRU:
         self.total += size
         self._evict(key)
 
+    def append(self, key: Key, doc: bytes, keep: int = 0) -> None:
+        """Add a document to an entry in place (a new entry if there is none); with keep > 0 only the
+        last `keep` documents stay. Costs the new document, not the entry's size."""
+        entry = self._all.get(key)
+        if entry is None or entry.expires <= self.clock():
+            self.put(key, [doc])
+            return
+        value = entry.value
+        value.append(doc)
+        grown = len(doc) - (sum(len(d) for d in value[:-keep]) if 0 < keep < len(value) else 0)
+        if 0 < keep < len(value):
+            del value[:-keep]
+        if entry.size + grown > self.session_bytes:
+            self._drop(key, tombstone=True)
+            raise TooLarge(f"{entry.size + grown} bytes is more than a session may keep ({self.session_bytes} bytes)")
+        entry.size += grown
+        entry.expires = self.clock() + self.ttl
+        self._session_size[key[0]] += grown
+        self.total += grown
+        self._all.move_to_end(key)
+        self._sessions[key[0]].move_to_end(key)
+        self._evict(key)
+
     def evicted(self, key: Key) -> bool:
         return key in self._tombstones
 

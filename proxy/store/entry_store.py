@@ -1,0 +1,145 @@
+"""The session store over an Entries backend (memory or Redis): what is kept, under which names.
+
+- a stored response is one entry; a call record one entry per call id;
+- a `/v1/gemini` conversation is one entry with a document per turn (appending costs the turn);
+- a session's tool context is three entries: its tools, its captured rounds (a document per round,
+  the newest `max_rounds` kept) and the results recorded for them (a document per posting). The
+  addon asks only for the rounds a rewrite refers to, so its cost does not grow with the session.
+"""
+
+from dataclasses import asdict
+from typing import Any
+
+from proxy import fast_json
+from proxy.errors import ProxyError
+from proxy.intercept.session_tools import ToolContext, ToolRound
+from proxy.signatures.call_record import CallRecord
+from proxy.store.base import StoredResponse
+from proxy.store.entries import Entries, Evicted, Key, TooLarge
+
+DEFAULT_MAX_ROUNDS = 4096  # captured tool rounds kept per session (the oldest go first)
+EVICTED = "was evicted to stay within the store's memory limits; start a new one (or resend its history)."
+
+
+def _too_large(what: str, e: TooLarge) -> ProxyError:
+    return ProxyError(f"{what} is too large to keep: {e}.", status=413, code="session_too_large")
+
+
+def _evicted(conversation: str, how: str) -> ProxyError:
+    return ProxyError(f"Conversation '{conversation}' {how}", status=409, param="conversation",
+                      code="conversation_evicted")
+
+
+class EntryStore:
+    """SessionStore over `entries`; every method is one or a few atomic entry operations."""
+
+    def __init__(self, entries: Entries, max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
+        self.backend, self.max_rounds = entries, max_rounds
+
+    async def close(self) -> None:
+        """Let go of the backend's connections (Redis); nothing to do in memory."""
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            await close()
+
+    async def _put(self, key: Key, docs: list[bytes], what: str) -> None:
+        try:
+            await self.backend.put(key, docs)
+        except TooLarge as e:
+            raise _too_large(what, e) from None
+
+    async def _get(self, key: Key) -> list[bytes] | None:
+        try:
+            return await self.backend.get(key)
+        except Evicted:
+            return None
+
+    async def put_response(self, session: str, stored: StoredResponse) -> None:
+        await self._put((session, "response", stored.id), [fast_json.dumps(asdict(stored))], f"Response '{stored.id}'")
+
+    async def get_response(self, session: str, response_id: str) -> StoredResponse | None:
+        found = await self._get((session, "response", response_id))
+        return StoredResponse(**fast_json.loads(found[0])) if found else None
+
+    async def delete_response(self, session: str, response_id: str) -> bool:
+        return await self.backend.pop((session, "response", response_id))
+
+    async def put_calls(self, session: str, calls: list[CallRecord]) -> None:
+        for c in calls:
+            await self._put((session, "call", c.call_id), [fast_json.dumps(c.to_dict())], f"Call '{c.call_id}'")
+
+    async def get_calls(self, session: str, call_ids: list[str]) -> dict[str, CallRecord]:
+        out = {}
+        for cid in call_ids:
+            found = await self._get((session, "call", cid))
+            if found:
+                out[cid] = CallRecord.from_dict(fast_json.loads(found[0]))
+        return out
+
+    async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]:
+        try:
+            docs = await self.backend.get((session, "conversation", conversation))
+        except Evicted:
+            raise _evicted(conversation, EVICTED) from None
+        return [turn for doc in docs or [] for turn in fast_json.loads(doc)]
+
+    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
+        try:
+            await self.backend.append((session, "conversation", conversation), fast_json.dumps(contents), fresh=False)
+        except Evicted:
+            raise _evicted(conversation, "was evicted while this turn ran; its turn is not kept.") from None
+        except TooLarge as e:
+            raise _too_large(f"Conversation '{conversation}'", e) from None
+
+    # Tool contexts.
+
+    async def get_tool_context(self, session: str, rounds: int | None = None) -> ToolContext | None:
+        """The session's tools with its captured rounds: all of them, or only the newest `rounds`."""
+        tools = await self._get((session, "tools", ""))
+        docs = await self.backend.tail((session, "rounds", ""), -1 if rounds is None else rounds)
+        if tools is None and docs is None:
+            return None
+        head = fast_json.loads(tools[0]) if tools else {}
+        ctx = ToolContext(head.get("declarations") or [], head.get("tool_config"), head.get("client_names") or {})
+        if docs:
+            results: dict[str, Any] = {}
+            for doc in await self._get((session, "results", "")) or []:
+                results.update(fast_json.loads(doc))
+            for doc in docs:
+                calls = [CallRecord.from_dict(c) for c in fast_json.loads(doc)]
+                ctx.rounds.append(ToolRound(calls, {c.call_id: results[c.call_id] for c in calls
+                                                    if c.call_id in results}))
+        return ctx
+
+    async def set_tools(self, session: str, declarations: list[dict[str, Any]], tool_config: dict[str, Any] | None,
+                        client_names: dict[str, str]) -> None:
+        head = {"declarations": declarations, "tool_config": tool_config, "client_names": client_names}
+        await self._put((session, "tools", ""), [fast_json.dumps(head)], f"Session '{session}'s tools")
+
+    async def add_round(self, session: str, rnd: ToolRound) -> None:
+        try:
+            await self.backend.append((session, "rounds", ""), fast_json.dumps([c.to_dict() for c in rnd.calls]),
+                                      keep=self.max_rounds)
+        except TooLarge as e:
+            raise _too_large(f"Session '{session}'s captured calls", e) from None
+        if rnd.results:
+            await self._append_results(session, rnd.results)
+
+    async def add_results(self, session: str, results: dict[str, dict[str, Any]]) -> list[str]:
+        ctx = await self.get_tool_context(session)
+        unknown = [cid for cid in results if ctx is None or ctx.find_call(cid) is None]
+        if unknown or ctx is None:
+            return unknown
+        await self._append_results(session, results)
+        return []
+
+    async def _append_results(self, session: str, results: dict[str, dict[str, Any]]) -> None:
+        try:
+            # As many postings as rounds are kept: a result outlives its round by at most that many.
+            await self.backend.append((session, "results", ""), fast_json.dumps(results), keep=self.max_rounds)
+        except TooLarge as e:
+            raise _too_large(f"Session '{session}'s tool results", e) from None
+
+    async def drop_tool_context(self, session: str) -> None:
+        for kind in ("tools", "rounds", "results"):
+            await self.backend.pop((session, kind, ""))

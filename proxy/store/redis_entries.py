@@ -1,0 +1,95 @@
+"""Entries in Redis, shared by every proxy instance pointed at it (`--store redis://HOST:PORT/DB`).
+
+Each operation is one Lua script call (redis_entries.lua), so it is atomic across instances: no
+read-modify-write spans an await. The script keeps the in-memory store's guarantees: TTL refreshed
+on use, byte budgets per session and in total with least-recently-used eviction, and tombstones so
+an evicted conversation is reported as evicted. Times come from Redis's clock, one for all instances.
+
+Redis unreachable: a 503 (`store_unavailable`) in the caller's protocol; redis-py reconnects on the
+next call, and scripts are loaded again after a Redis restart. A single Redis (or a primary with
+replicas) is supported, not Redis Cluster: a script touches keys of several sessions.
+"""
+
+from pathlib import Path
+
+import redis.asyncio as aioredis
+from redis import exceptions as rexc
+
+from proxy.errors import ProxyError
+from proxy.store.byte_lru import Key, TooLarge
+from proxy.store.entries import Evicted
+
+SCRIPT = (Path(__file__).with_name("redis_entries.lua")).read_text()
+DEFAULT_PREFIX = "gtp:"
+# A store that does not answer within this long is treated as down (a request must not hang on it).
+SOCKET_TIMEOUT = 5.0
+MAX_CONNECTIONS = 64  # per process: Redis answers each script in microseconds, so few are needed
+
+
+class StoreUnavailable(ProxyError):
+    pass
+
+
+def unavailable(e: Exception) -> StoreUnavailable:
+    return StoreUnavailable(f"The session store (Redis) is unavailable: {type(e).__name__}: {e}. Nothing was "
+                            "changed; retry when it is back.", status=503, code="store_unavailable",
+                            type="server_error", headers={"Retry-After": "1"})
+
+
+class RedisEntries:
+    def __init__(self, url: str, max_bytes: int, session_bytes: int, ttl: float, prefix: str = DEFAULT_PREFIX) -> None:
+        # Requests beyond the pool wait for a connection (up to the timeout) instead of failing.
+        pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=MAX_CONNECTIONS, timeout=SOCKET_TIMEOUT,
+                                                        socket_timeout=SOCKET_TIMEOUT,
+                                                        socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30)
+        self.client = aioredis.Redis(connection_pool=pool)
+        self.script = self.client.register_script(SCRIPT)
+        self.limits = [int(ttl * 1000), session_bytes, max_bytes, prefix]
+        self.prefix = prefix
+
+    def _key(self, key: Key) -> str:
+        session, kind, name = key
+        return f"{self.prefix}e:{len(session)}:{session}:{kind}:{name}"
+
+    async def _call(self, key: Key, op: str, *args: bytes | str | int) -> list:
+        try:
+            return await self.script(keys=[self._key(key)], args=[op, key[0], *self.limits, *args])
+        except (rexc.ConnectionError, rexc.TimeoutError, rexc.BusyLoadingError, OSError) as e:
+            raise unavailable(e) from e
+        except rexc.ResponseError as e:
+            if "OOM" in str(e) or "READONLY" in str(e) or "MASTERDOWN" in str(e):
+                raise unavailable(e) from e
+            raise
+
+    async def get(self, key: Key) -> list[bytes] | None:
+        out = await self._call(key, "get")
+        if out[0] == 2:
+            raise Evicted(key)
+        return out[1:] if out[0] == 1 else None
+
+    async def tail(self, key: Key, count: int) -> list[bytes] | None:
+        out = await self._call(key, "tail", count)
+        return out[1:] if out[0] == 1 else None
+
+    async def put(self, key: Key, docs: list[bytes]) -> None:
+        out = await self._call(key, "put", *docs)
+        if out[0] == -1:
+            raise TooLarge(f"{out[1]} bytes is more than a session may keep ({self.limits[1]} bytes)")
+
+    async def append(self, key: Key, doc: bytes, keep: int = 0, fresh: bool = True) -> None:
+        out = await self._call(key, "append", doc, keep, 1 if fresh else 0)
+        if out[0] == 2:
+            raise Evicted(key)
+        if out[0] == -1:
+            raise TooLarge(f"{out[1]} bytes is more than a session may keep ({self.limits[1]} bytes)")
+
+    async def pop(self, key: Key) -> bool:
+        return (await self._call(key, "pop"))[0] == 1
+
+    async def stats(self, session: str = "") -> tuple[int, int, int]:
+        """(bytes in all, entries in all, bytes of `session`)."""
+        out = await self._call((session, "", ""), "stats")
+        return int(out[0]), int(out[1]), int(out[2])
+
+    async def close(self) -> None:
+        await self.client.aclose(close_connection_pool=True)

@@ -1,0 +1,18 @@
+# Sourced by test.sh and bench.sh: the system servers the tests and benchmarks run for real
+# (redis-server for the shared store, haproxy as the load balancer), from Debian's packages.
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+if [ "${#need[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing ${need[*]} (Debian packages)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q --no-install-recommends "${need[@]}" >&2 \
+            || { apt-get update -q >&2 && apt-get install -y -q --no-install-recommends "${need[@]}" >&2; }
+    else
+        echo "error: the tests need ${need[*]}; install them (Debian: apt-get install ${need[*]})" >&2
+        exit 1
+    fi
+fi
+# Debian starts the packaged services; the tests run their own on free ports.
+export PATH="$PATH:/usr/sbin"

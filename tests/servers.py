@@ -1,0 +1,139 @@
+"""Real servers for the multi-instance tests: redis-server, haproxy, `gemini-tool-proxy serve`
+processes and the mock Gemini, each a process of its own on a free loopback port."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _which(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+    if not found:
+        raise RuntimeError(f"{name} is not installed: the README's test command (scripts/test.sh) installs it")
+    return found
+
+
+def _wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on {port}")
+
+
+class RedisServer:
+    """redis-server with append-only persistence, so a restart keeps what was stored."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.dir, self.port = tmp / "redis", free_port()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([_which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+                                      "--dir", str(self.dir), "--appendonly", "yes", "--appendfsync", "always",
+                                      "--save", "", "--protected-mode", "yes"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_port(self.port, self.proc, "redis-server")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+class Process:
+    """A command that prints a ready line; its output goes to a log file."""
+
+    def __init__(self, tmp: Path, name: str, args: list[str], ready: str, env: dict[str, str] | None = None) -> None:
+        self.log_path = tmp / f"{name}.log"
+        self.log = open(self.log_path, "w+")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+        deadline = time.monotonic() + 30
+        while ready not in self.log_path.read_text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not start:\n{self.log_path.read_text()}")
+            time.sleep(0.05)
+
+    def logs(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def mock_gemini(tmp: Path) -> tuple[Process, str]:
+    port = free_port()
+    return Process(tmp, "mock", [sys.executable, "-m", "proxy", "mock", "--port", str(port)], "ready"), \
+        f"http://127.0.0.1:{port}"
+
+
+def proxy_instance(tmp: Path, name: str, upstream: str, *extra: str) -> tuple[Process, str]:
+    port = free_port()
+    return Process(tmp, name, [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream", upstream,
+                               "--carrier-keys-file", str(tmp / "carrier-keys"), *extra], "ready",
+                   env={"GEMINI_API_KEY": "test-key"}), f"http://127.0.0.1:{port}"
+
+
+class HAProxy:
+    """haproxy in front of `backends`, round robin, as a user would run it (see README)."""
+
+    def __init__(self, tmp: Path, backends: list[str]) -> None:
+        self.port = free_port()
+        servers = "\n".join(f"    server p{i} {b.removeprefix('http://')} check inter 1s"
+                            for i, b in enumerate(backends))
+        cfg = tmp / "haproxy.cfg"
+        cfg.write_text(f"""global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 300s
+    timeout server 300s
+    option http-server-close
+frontend gtp
+    bind 127.0.0.1:{self.port}
+    default_backend proxies
+backend proxies
+    balance roundrobin
+    option httpchk GET /healthz
+{servers}
+""")
+        self.proc = subprocess.Popen([_which("haproxy"), "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        _wait_port(self.port, self.proc, "haproxy")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)

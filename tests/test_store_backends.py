@@ -1,0 +1,196 @@
+"""Issue 12 item 1: the session store behaves the same in memory and in a real Redis — byte budgets
+with least-recently-used eviction, tombstones, TTLs, linear conversations, tool contexts whose
+rounds are read only as far as asked — and a Redis that goes away is a 503, then recovers."""
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from proxy.errors import ProxyError
+from proxy.intercept.session_tools import ToolRound
+from proxy.signatures.call_record import CallRecord
+from proxy.store.base import StoredResponse
+from proxy.store.entry_store import EntryStore
+from proxy.store.open_store import check_store_url, open_store
+from tests.servers import RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+_db = iter(range(1, 16))
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make_store(request: pytest.FixtureRequest):
+    """A factory of empty stores of the parametrized kind (each Redis store gets its own prefix)."""
+    made: list[EntryStore] = []
+
+    def make(**limits) -> EntryStore:
+        if request.param == "memory":
+            return open_store("memory", **limits)
+        server = request.getfixturevalue("redis_server")
+        store = open_store(server.url, **limits)
+        store.backend.prefix = store.backend.limits[3] = f"t{time.monotonic_ns()}:"
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        asyncio.run(store.close())
+
+
+def call(i: int) -> CallRecord:
+    return CallRecord(f"call_{i}", "get_weather", "get_weather", f"g{i}", f"sig{i}", {"city": f"c{i}"})
+
+
+def test_responses_calls_and_deletes(make_store) -> None:
+    async def go() -> None:
+        store = make_store()
+        stored = StoredResponse("resp_1", {"id": "resp_1"}, [{"role": "user", "parts": [{"text": "hi"}]}],
+                                pending=["call_1"], parent=None)
+        await store.put_response("s", stored)
+        assert await store.get_response("s", "resp_1") == stored
+        assert await store.get_response("other", "resp_1") is None, "sessions never see each other"
+        await store.put_calls("s", [call(1), call(2)])
+        assert await store.get_calls("s", ["call_1", "call_2", "nope"]) == {"call_1": call(1), "call_2": call(2)}
+        assert await store.delete_response("s", "resp_1") is True
+        assert await store.delete_response("s", "resp_1") is False
+        assert await store.get_response("s", "resp_1") is None
+        await store.close()
+    asyncio.run(go())
+
+
+def test_budgets_evict_least_recently_used_with_tombstones(make_store) -> None:
+    async def go() -> None:
+        store = make_store(max_bytes=40_000, session_bytes=20_000)
+        turn = [{"role": "user", "parts": [{"text": "x" * 4000}]}]
+        await store.append_conversation("a", "old", turn)
+        for i in range(6):
+            await store.put_response("a", StoredResponse(f"r{i}", {}, turn))
+        with pytest.raises(ProxyError) as e:  # evicted, and said so: never restarted as a new conversation
+            await store.get_conversation("a", "old")
+        assert e.value.status == 409 and e.value.code == "conversation_evicted"
+        with pytest.raises(ProxyError) as e:
+            await store.append_conversation("a", "old", turn)
+        assert e.value.code == "conversation_evicted"
+        assert await store.get_response("a", "r5") is not None and await store.get_response("a", "r0") is None
+        for i in range(12):  # other sessions push the total over its budget: the oldest of anyone's go
+            await store.put_response(f"b{i}", StoredResponse("r", {}, turn))
+        assert await store.get_response("b11", "r") is not None and await store.get_response("a", "r5") is None
+        with pytest.raises(ProxyError) as e:
+            await store.put_response("c", StoredResponse("huge", {}, [{"text": "y" * 30_000}]))
+        assert e.value.status == 413
+        await store.close()
+    asyncio.run(go())
+
+
+def test_conversations_grow_by_turns(make_store) -> None:
+    async def go() -> None:
+        store = make_store()
+        for i in range(50):
+            await store.append_conversation("s", "c", [{"role": "user", "parts": [{"text": f"t{i}"}]}])
+        assert [c["parts"][0]["text"] for c in await store.get_conversation("s", "c")] == [f"t{i}" for i in range(50)]
+        assert await store.get_conversation("s", "new") == []
+        await store.close()
+    asyncio.run(go())
+
+
+def test_tool_context_rounds_are_read_only_as_far_as_asked(make_store) -> None:
+    async def go() -> None:
+        store = make_store(max_rounds=100)
+        decls = [{"name": "get_weather", "parameters": {"type": "OBJECT"}}]
+        await store.set_tools("s", decls, {"functionCallingConfig": {"mode": "ANY"}}, {"get_weather": "weather"})
+        for i in range(150):
+            await store.add_round("s", ToolRound([call(i)]))
+        assert await store.add_results("s", {"call_149": {"t": 1}, "call_0": {}}) == ["call_0"], \
+            "a trimmed round is unknown, and nothing is recorded then"
+        assert await store.add_results("s", {"call_149": {"t": 1}, "call_148": {"t": 2}}) == []
+        newest = await store.get_tool_context("s", rounds=2)
+        assert newest is not None and newest.declarations == decls and newest.client_names == {"get_weather": "weather"}
+        assert [r.calls[0].call_id for r in newest.rounds] == ["call_148", "call_149"]
+        assert [r.results for r in newest.rounds] == [{"call_148": {"t": 2}}, {"call_149": {"t": 1}}]
+        assert (await store.get_tool_context("s", rounds=0)).rounds == []
+        every = await store.get_tool_context("s")
+        assert len(every.rounds) == 100 and every.rounds[0].calls[0] == call(50)
+        await store.set_tools("s", [], None, {})  # new tools keep the captured rounds
+        assert len((await store.get_tool_context("s")).rounds) == 100
+        await store.drop_tool_context("s")
+        assert await store.get_tool_context("s") is None
+        await store.close()
+    asyncio.run(go())
+
+
+def test_entries_expire_after_their_ttl(make_store) -> None:
+    async def go() -> None:
+        store = make_store(ttl=0.3)
+        await store.put_response("s", StoredResponse("r", {}, []))
+        await store.append_conversation("s", "c", [{"role": "user"}])
+        await asyncio.sleep(0.6)
+        assert await store.get_response("s", "r") is None
+        assert await store.get_conversation("s", "c") == [], "expired, not evicted: a new conversation"
+        await store.close()
+    asyncio.run(go())
+
+
+def test_concurrent_appends_lose_nothing(make_store) -> None:
+    async def go() -> None:
+        store = make_store()
+        await asyncio.gather(*(store.append_conversation("s", "c", [{"n": i}]) for i in range(100)),
+                             *(store.add_round("s", ToolRound([call(i)])) for i in range(100)))
+        assert sorted(c["n"] for c in await store.get_conversation("s", "c")) == list(range(100))
+        assert len((await store.get_tool_context("s")).rounds) == 100
+        await store.close()
+    asyncio.run(go())
+
+
+def test_two_clients_of_one_redis_share_everything(redis_server: RedisServer) -> None:
+    async def go() -> None:
+        a, b = open_store(redis_server.url), open_store(redis_server.url)
+        await a.put_response("shared", StoredResponse("r", {"id": "r"}, []))
+        await a.set_tools("shared", [{"name": "f"}], None, {})
+        await b.add_round("shared", ToolRound([call(1)]))
+        assert (await b.get_response("shared", "r")).response == {"id": "r"}
+        ctx = await a.get_tool_context("shared", rounds=1)
+        assert ctx.declarations == [{"name": "f"}] and ctx.rounds[0].calls == [call(1)]
+        await a.close()
+        await b.close()
+    asyncio.run(go())
+
+
+def test_redis_down_is_a_503_and_it_recovers(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path)
+    store = open_store(server.url)
+
+    async def put(name: str) -> None:
+        await store.put_response("s", StoredResponse(name, {"id": name}, []))
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(put("before"))
+        server.stop()
+        with pytest.raises(ProxyError) as e:
+            loop.run_until_complete(put("during"))
+        assert e.value.status == 503 and e.value.code == "store_unavailable" and "Redis" in e.value.message
+        server.start()  # same port, its append-only file: what was stored is still there
+        loop.run_until_complete(put("after"))
+        assert loop.run_until_complete(store.get_response("s", "before")) is not None
+        assert loop.run_until_complete(store.get_response("s", "after")) is not None
+    finally:
+        loop.run_until_complete(store.close())
+        loop.close()
+        server.stop()
+
+
+def test_store_urls_are_checked() -> None:
+    assert check_store_url("redis://127.0.0.1:6379/0") and check_store_url("rediss://h:6380/1")
+    for bad in ("mysql://h/db", "redis:///0", "memcached", ""):
+        with pytest.raises(ValueError, match="store"):
+            check_store_url(bad)
