@@ -41,18 +41,19 @@ def served(tmp_path_factory):
                              stdout=logs[1], stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
 
-    async def ready() -> None:
+    async def ready(probe: str) -> None:
         async with aiohttp.ClientSession() as s:
             for _ in range(300):
                 try:
-                    async with s.get(url + "/healthz") as r:
-                        if r.status == 200:
-                            return
+                    async with s.get(probe) as r:  # any answer: it listens
+                        await r.read()
+                        return
                 except aiohttp.ClientError:
                     await asyncio.sleep(0.1)
-        raise AssertionError("serve did not start")
+        raise AssertionError(f"{probe} did not start")
 
-    asyncio.run(ready())
+    asyncio.run(ready(f"http://127.0.0.1:{mock_port}/mock/last"))  # a busy machine starts the mock last
+    asyncio.run(ready(url + "/healthz"))
     yield serve.pid, url
     for p in (serve, mock):
         p.terminate()

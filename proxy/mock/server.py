@@ -321,9 +321,18 @@ def make_mock_app() -> web.Application:
     app.router.add_get("/oauth2/v2/userinfo", userinfo)
     app.router.add_post(
         "/{version:v1|v1beta1}/projects/{project}/locations/{location}/publishers/google/models/{target}", generate)
+    app.router.add_get("/mock/last", last_received)
     # Anything else (the test stand-in for unrelated traffic): echo what arrived, byte for byte.
     app.router.add_route("*", "/echo/{tail:.*}", echo)
     return app
+
+
+async def last_received(request: web.Request) -> web.Response:
+    """What the mock accepted last (for tests that run it as a process of its own)."""
+    received = request.app[RECEIVED]
+    last = received[-1] if received else {}
+    return web.json_response({"model": last.get("model"), "body": last.get("body"),
+                              "accepted": request.app[ACCEPTED][0]})
 
 
 async def echo(request: web.Request) -> web.Response:

@@ -1,0 +1,208 @@
+"""Issue 12 items 1-2: several real proxy processes sharing a real redis-server, behind a real
+HAProxy. A conversation whose turns land on different instances works on every API; the addon of a
+mitmdump injects tools set through another instance; Redis stopped and restarted mid-conversation
+is a 503 in the client's protocol, then everything continues; a restarted instance loses nothing."""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import openai
+import pytest
+
+from proxy.mock.validate import sign
+from tests.mitm_harness import MitmStack
+from tests.servers import HAProxy, Process, RedisServer, mock_gemini, proxy_instance
+from tests.test_mitm_e2e import GL, WEATHER, gemini, run, user
+
+MODEL = "gemini-3-flash-preview"  # signatures required: a turn on another instance must find them
+
+
+class Fleet:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.redis = RedisServer(tmp)
+        self.mock, self.mock_url = mock_gemini(tmp)
+        self.instances: list[tuple[Process, str]] = [self.start(f"proxy{i}") for i in range(2)]
+        self.lb = HAProxy(tmp, [url for _, url in self.instances])
+
+    def start(self, name: str) -> tuple[Process, str]:
+        return proxy_instance(self.tmp, name, self.mock_url, "--store", self.redis.url)
+
+    @property
+    def urls(self) -> list[str]:
+        return [url for _, url in self.instances]
+
+    def client(self, url: str, **headers: str) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{url}/v1", api_key="k", _strict_response_validation=True, max_retries=0,
+                             default_headers=headers or None)
+
+    def stop(self) -> None:
+        self.lb.stop()
+        for proc, _ in self.instances:
+            proc.stop()
+        self.mock.stop()
+        self.redis.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    f = Fleet(tmp_path_factory.mktemp("fleet"))
+    yield f
+    f.stop()
+
+
+def post(url: str, body: dict) -> tuple[int, dict]:
+    async def go() -> tuple[int, dict]:
+        async with aiohttp.ClientSession() as s, s.post(url, json=body) as r:
+            return r.status, await r.json(content_type=None)
+    return run(go())
+
+
+def test_a_chained_conversation_alternates_instances(fleet: Fleet) -> None:
+    a, b = (fleet.client(u) for u in fleet.urls)
+    r1 = a.responses.create(model=MODEL, input="call get_weather city=Paris", tools=[WEATHER])
+    call = next(o for o in r1.output if o.type == "function_call")
+    r2 = b.responses.create(model=MODEL, previous_response_id=r1.id, tools=[WEATHER],
+                            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}])
+    assert r2.status == "completed" and r2.output_text
+    r3 = a.responses.create(model=MODEL, previous_response_id=r2.id, input="call get_weather city=Oslo",
+                            tools=[WEATHER])
+    assert any(o.type == "function_call" for o in r3.output)
+    assert b.responses.retrieve(r3.id).id == r3.id, "stored on one instance, read on the other"
+
+
+def test_stateless_resends_alternate_instances(fleet: Fleet) -> None:
+    items: list = [{"role": "user", "content": "call get_weather city=Rome"}]
+    for turn in range(4):
+        client = fleet.client(fleet.urls[turn % 2])
+        r = client.responses.create(model=MODEL, input=items, tools=[WEATHER], store=False,
+                                    include=["reasoning.encrypted_content"])
+        items += [o.model_dump(exclude_none=True) for o in r.output]
+        calls = [o for o in r.output if o.type == "function_call"]
+        if not calls:
+            break
+        items += [{"type": "function_call_output", "call_id": c.call_id, "output": "warm"} for c in calls]
+    assert r.status == "completed" and r.output_text
+
+
+def test_chat_tool_loop_alternates_instances(fleet: Fleet) -> None:
+    a, b = (fleet.client(u) for u in fleet.urls)
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER["parameters"]}}
+    messages: list = [{"role": "user", "content": "call get_weather city=Lima"}]
+    first = a.chat.completions.create(model=MODEL, messages=messages, tools=[tool])
+    msg = first.choices[0].message
+    assert msg.tool_calls, first
+    messages += [msg.model_dump(exclude_none=True),
+                 *[{"role": "tool", "tool_call_id": c.id, "content": "cloudy"} for c in msg.tool_calls]]
+    second = b.chat.completions.create(model=MODEL, messages=messages, tools=[tool])
+    assert second.choices[0].finish_reason == "stop" and second.choices[0].message.content
+    # The replayed call carried Gemini's own signature, found in the store the other instance wrote.
+    assert "skip_thought_signature_validator" not in json.dumps(fleet_last_body(fleet))
+
+
+def fleet_last_body(fleet: Fleet) -> dict:
+    status, seen = post_get(f"{fleet.mock_url}/mock/last")
+    assert status == 200
+    return seen["body"]
+
+
+def test_gemini_native_conversation_alternates_instances(fleet: Fleet) -> None:
+    for i in range(4):
+        status, answer = post(f"{fleet.urls[i % 2]}/v1/gemini", {"model": "gemini-2.5-flash", "input": f"turn {i}",
+                                                                 "conversation": "shared-conv"})
+        assert status == 200, answer
+    status, answer = post(f"{fleet.urls[0]}/v1/gemini", {"model": "gemini-2.5-flash", "input": "how many turns?",
+                                                         "conversation": "shared-conv"})
+    assert status == 200
+    # The mock echoes how much history it was sent: all four earlier turns and their answers.
+    assert fleet_history_length(fleet) == 9
+
+
+def fleet_history_length(fleet: Fleet) -> int:
+    return len(fleet_last_body(fleet)["contents"])
+
+
+def test_a_conversation_through_the_load_balancer(fleet: Fleet) -> None:
+    lb = fleet.client(fleet.lb.url)
+    previous = None
+    for i in range(6):
+        r = lb.responses.create(model=MODEL, input=f"turn {i}", previous_response_id=previous)
+        assert r.status == "completed"
+        previous = r.id
+    assert len(fleet_last_body(fleet)["contents"]) == 11
+    with lb.responses.stream(model=MODEL, input="call get_weather city=Kyiv", tools=[WEATHER],
+                             previous_response_id=previous) as s:
+        final = s.get_final_response()
+    call = next(o for o in final.output if o.type == "function_call")
+    done = lb.responses.create(model=MODEL, previous_response_id=final.id, tools=[WEATHER],
+                               input=[{"type": "function_call_output", "call_id": call.call_id, "output": "snow"}])
+    assert done.status == "completed"
+
+
+def test_the_addon_injects_tools_set_through_another_instance(fleet: Fleet, tmp_path: Path) -> None:
+    run(set_tools_at(fleet.urls[1], "fleet-session", [WEATHER]))
+    mitm = MitmStack(tmp_path, "--set", f"gtp_store={fleet.redis.url}")
+    try:
+        status, body, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:generateContent",
+                                     {"contents": [user("call get_weather city=Paris")]},
+                                     {"x-gtp-session": "fleet-session"}))
+        assert status == 200, body
+        sent = mitm.received[-1]["body"]
+        assert [d["name"] for d in sent["tools"][0]["functionDeclarations"]] == ["get_weather"]
+        # The captured call is in Redis: the other instance lists it.
+        status, state = post_get(f"{fleet.urls[0]}/v1/sessions/fleet-session")
+        assert status == 200 and state["rounds"][0]["calls"][0]["name"] == "get_weather", state
+    finally:
+        mitm.close()
+
+
+async def set_tools_at(url: str, session: str, tools: list) -> None:
+    async with aiohttp.ClientSession() as s, s.put(f"{url}/v1/sessions/{session}/tools",
+                                                   json={"tools": tools}) as r:
+        assert r.status == 200, await r.text()
+
+
+def post_get(url: str) -> tuple[int, dict]:
+    async def go() -> tuple[int, dict]:
+        async with aiohttp.ClientSession() as s, s.get(url) as r:
+            return r.status, await r.json(content_type=None)
+    return run(go())
+
+
+def test_redis_stopped_and_restarted_mid_conversation(fleet: Fleet) -> None:
+    a, b = (fleet.client(u) for u in fleet.urls)
+    r1 = a.responses.create(model=MODEL, input="before the outage")
+    fleet.redis.stop()
+    try:
+        with pytest.raises(openai.APIStatusError) as e:
+            b.responses.create(model=MODEL, input="during", previous_response_id=r1.id)
+        assert e.value.status_code == 503 and e.value.body["code"] == "store_unavailable", e.value.body
+        with pytest.raises(openai.APIStatusError) as e:  # a stream that cannot start fails in its protocol too
+            with b.responses.stream(model=MODEL, input="during", previous_response_id=r1.id) as s:
+                list(s)
+        assert e.value.status_code == 503
+        status, answer = post(f"{fleet.urls[0]}/v1/gemini", {"model": "gemini-2.5-flash", "input": "x",
+                                                             "conversation": "outage"})
+        assert status == 503 and answer["error"]["status"] == "UNAVAILABLE", answer
+    finally:
+        fleet.redis.start()
+    r2 = b.responses.create(model=MODEL, input="after", previous_response_id=r1.id)
+    assert r2.status == "completed"
+
+
+def test_a_restarted_instance_loses_nothing(fleet: Fleet) -> None:
+    a = fleet.client(fleet.urls[0])
+    r1 = a.responses.create(model=MODEL, input="call get_weather city=Nice", tools=[WEATHER])
+    call = next(o for o in r1.output if o.type == "function_call")
+    proc, _ = fleet.instances[0]
+    proc.stop()
+    fleet.instances[0] = fleet.start("proxy0-again")
+    again = fleet.client(fleet.urls[0])
+    r2 = again.responses.create(model=MODEL, previous_response_id=r1.id, tools=[WEATHER],
+                                input=[{"type": "function_call_output", "call_id": call.call_id, "output": "mild"}])
+    assert r2.status == "completed"
+    body = fleet_last_body(fleet)
+    replayed = next(p for c in body["contents"] for p in c["parts"] if "functionCall" in p)
+    assert replayed["thoughtSignature"] == sign(MODEL, "get_weather", replayed["functionCall"]["args"])
