@@ -13,8 +13,10 @@ from aiohttp import web
 
 from proxy import log_limits, malloc_tuning
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
+from proxy.config_file import ConfigError, apply_config
 from proxy.dialects import DIALECTS, parse_command
 from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
+from proxy.logs import setup_logging
 from proxy.mock.local_server import start_local_mock
 from proxy.mock.server import start_mock
 from proxy.model_rules import ModelRules
@@ -86,9 +88,13 @@ def _count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemini-tool-proxy", description=__doc__)
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="log lines as text (default) or as JSON objects with request and session ids")
     sub = p.add_subparsers(dest="command", required=True)
+    p.set_defaults(commands=sub.choices)
 
     serve = sub.add_parser("serve", help="run the OpenAI Responses / Gemini-native front-end")
+    _config_argument(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     serve.add_argument("--upstream", default=DEFAULT_BASE_URL,
@@ -99,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="declare tool schemas as parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' "
                             "(default) for models matching PATTERN (repeatable, first match wins)")
     _model_rule_arguments(serve)
+    serve.add_argument("--gemini-key", action="append", default=[], metavar="KEY",
+                       help="a Gemini API key of the server's (repeatable: used in turn, a key Gemini rate-limits "
+                            "rests as long as Gemini asks); default $GEMINI_API_KEYS (comma separated) or "
+                            "$GEMINI_API_KEY")
     serve.add_argument("--openai-upstream", action="append", default=[], metavar="PATTERN=BASE_URL",
                        help="send models matching PATTERN to an OpenAI-compatible server (vLLM, Ollama, llama.cpp, "
                             "LM Studio, EXO) at BASE_URL (e.g. http://127.0.0.1:8000/v1) instead of Gemini "
@@ -158,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
 
     mitm = sub.add_parser("mitm", help="run the intercepting proxy (mitmdump + addon) with the front-end",
                           epilog="Arguments after -- go to mitmdump, e.g. -- --set gtp_default_session=work")
+    _config_argument(mitm)
     mitm.add_argument("--listen-host", default="127.0.0.1", help="proxy address (default 127.0.0.1)")
     mitm.add_argument("--listen-port", type=int, default=DEFAULT_MITM_PORT,
                       help=f"proxy port clients use as HTTPS_PROXY (default {DEFAULT_MITM_PORT})")
@@ -186,6 +197,24 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--openai", action="store_true",
                       help="run the mock local OpenAI-compatible server (/v1/chat/completions) instead")
     return p
+
+
+def _config_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE.toml",
+                   help="TOML file of options: the long names without dashes (model_alias = [\"a=b\"], "
+                        "store = \"redis://...\"); flags on the command line win")
+
+
+def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """serve: the file fills what the flags left; mitm: the addon reads it (gtp_config), as it holds
+    the options for both."""
+    if not getattr(args, "config", None) or args.command == "mitm":
+        return
+    at = argv.index(args.command)
+    try:
+        apply_config(args, args.config, args.commands[args.command], parser, argv[at + 1:], argv[:at])
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
 
 
 def _model_rule_arguments(p: argparse.ArgumentParser) -> None:
@@ -321,7 +350,8 @@ def _upstream(args: argparse.Namespace, base: str) -> Upstream:
     """Gemini at `base`, with the models --openai-upstream names routed to their servers."""
     timeouts = {"connect_timeout": args.connect_timeout, "read_timeout": args.read_timeout,
                 "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries)}
-    gemini = GeminiUpstream(base, **timeouts)
+    gemini_keys = {"keys": args.gemini_key} if args.gemini_key else {}
+    gemini = GeminiUpstream(base, **timeouts, **gemini_keys)
     routes, budgets = parse_routes(args.openai_upstream), parse_budgets(args.two_pass)
     apis = parse_upstream_api(args.upstream_api)
     if not routes and not apis:
@@ -329,7 +359,8 @@ def _upstream(args: argparse.Namespace, base: str) -> Upstream:
     servers: dict[str, OpenAIUpstream] = {}
     for _, url in routes:
         servers.setdefault(url, OpenAIUpstream(url, two_pass=budgets, think_open=tuple(args.think_open), **timeouts))
-    interactions = InteractionsUpstream(base, **timeouts) if any(a == "interactions" for _, a in apis) else None
+    wanted = any(a == "interactions" for _, a in apis)
+    interactions = InteractionsUpstream(base, **timeouts, **gemini_keys) if wanted else None
     return RoutedUpstream(gemini, [(pattern, servers[url]) for pattern, url in routes]
                           + gemini_routes(gemini, interactions, apis))
 
@@ -377,14 +408,17 @@ def _mitm(args: argparse.Namespace) -> None:
               "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys
               "--set", f"gtp_frontend_port={args.port}", "--set", f"gtp_upstream={args.upstream}",
               "--set", f"gtp_store={args.store}",
+              *(["--set", f"gtp_config={args.config}"] if args.config else []),
               *[a for alias in args.model_alias for a in ("--set", f"gtp_model_aliases={alias}")],
               *auth, *args.mitmdump_args])
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _apply_config(args, parser, argv)
+    setup_logging(args.log_level, args.log_format)
     log_limits.install()
     malloc_tuning.tune()
     if args.command == "ca":

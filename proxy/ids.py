@@ -9,6 +9,10 @@ def _token(n: int = 24) -> str:
     return secrets.token_hex(n // 2)
 
 
+def request_id() -> str:
+    return "req_" + _token(12)
+
+
 def response_id() -> str:
     return f"resp_{_token(32)}"
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from mitmproxy import http
 
+from proxy import metrics
 from proxy.errors import ProxyError
 from proxy.intercept.capture_calls import SSETap
 from proxy.intercept.flow_selection import META, FlowState
@@ -24,6 +25,7 @@ async def record_round(store: SessionStore, flow: http.HTTPFlow, session: str, r
     (its placeholder turn will be refused later, never rewritten wrongly)."""
     try:
         await store.add_round(session, rnd)
+        metrics.TOOL_CALLS.labels("intercepted").inc(len(rnd.calls))
         return True
     except ProxyError as e:
         log.error("could not keep %d captured call(s) of session %s: %s", len(rnd.calls), session, e.message)

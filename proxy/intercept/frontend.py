@@ -44,7 +44,8 @@ class Frontend:
         else:
             o = ctx.options
             timeouts: dict[str, Any] = {"connect_timeout": o.gtp_connect_timeout, "read_timeout": o.gtp_read_timeout,
-                                        "total_timeout": o.gtp_total_timeout, "retry": RetryPolicy(o.gtp_max_retries)}
+                                        "total_timeout": o.gtp_total_timeout, "retry": RetryPolicy(o.gtp_max_retries),
+                                        **({"keys": list(o.gtp_gemini_key)} if o.gtp_gemini_key else {})}
             upstream = GeminiUpstream(base, **timeouts)
             apis = self.options.upstream_api
             if any(api == "interactions" for _, api in apis):

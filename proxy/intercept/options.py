@@ -8,6 +8,7 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions
 
+from proxy.config_file import ConfigError, addon_settings
 from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER
 from proxy.intercept.relay import DEFAULT_TIMEOUT
 from proxy.model_rules import ModelRules
@@ -36,6 +37,12 @@ class Options:
         self.carrier = CarrierKeys.ephemeral()
 
     def load(self, loader: Any) -> None:
+        loader.add_option("gtp_config", str | None, None,
+                          "TOML file of options: the gtp_* names or the command line's (model_alias = [...]); "
+                          "options set on the command line win.")
+        loader.add_option("gtp_gemini_key", Sequence[str], [],
+                          "The server's Gemini API keys, used in turn (a rate-limited key rests as long as Gemini "
+                          "asks); default $GEMINI_API_KEYS or $GEMINI_API_KEY.")
         loader.add_option("gtp_frontend_port", int, 8741,
                           "Port of the OpenAI Responses / Gemini-native front-end run in this process; -1 disables it.")
         loader.add_option("gtp_frontend_host", str, "127.0.0.1", "Address the front-end binds (loopback by default).")
@@ -126,6 +133,22 @@ class Options:
                           "host:port every upstream connection goes to instead (a local Gemini, for testing; "
                           "use with connection_strategy=lazy). TLS still names the original host.")
 
+    @staticmethod
+    def _load_config(path: str) -> None:
+        """Set every option the file names that the command line left at its default."""
+        kinds: dict[str, Any] = {}
+        for name, option in ctx.options.items():
+            spec = option.typespec
+            kinds[name] = ("sequence" if spec == Sequence[str] else bool if spec is bool else int if spec is int
+                           else str)
+        try:
+            settings = addon_settings(path, kinds)
+        except ConfigError as e:
+            raise exceptions.OptionsError(str(e)) from None
+        unset = {k: v for k, v in settings.items() if not ctx.options.has_changed(k)}
+        if unset:
+            ctx.options.update(**unset)
+
     def _refuse_open_binds(self) -> None:
         opts = ctx.options
         allow = opts.gtp_allow_unauthenticated
@@ -146,6 +169,8 @@ class Options:
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
+        if "gtp_config" in updated and opts.gtp_config:
+            self._load_config(opts.gtp_config)
         if "gtp_forced_choice" in updated and opts.gtp_forced_choice not in POLICIES:
             raise exceptions.OptionsError(f"gtp_forced_choice must be one of {', '.join(POLICIES)}")
         if "gtp_tools" in updated and opts.gtp_tools not in ("replace", "merge"):

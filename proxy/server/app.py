@@ -1,9 +1,12 @@
 """Build the front-end application; the CLI and the mitmproxy addon run it."""
 
+import re
 from typing import Any
 
 from aiohttp import web
 
+from proxy import ids, metrics
+from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, authenticate
 from proxy.server.chat_routes import chat_completions
@@ -20,12 +23,14 @@ from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
 from proxy.upstream.gemini import CLIENT_HEADERS, GeminiUpstream, client_headers
+from proxy.upstream.observed import ObservedUpstream
 from proxy.upstream.routes import RoutedUpstream
 from proxy.upstream.text_calls import TextCallsUpstream
 
 # Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
 MAX_BODY_BYTES = 32 * 1024 * 1024
+REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a caller's x-request-id, kept when it is this tame
 
 
 @web.middleware
@@ -33,6 +38,38 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     """Inside the error middleware, so a 401 is rendered in the caller's protocol."""
     authenticate(request, request.app[CONTEXT].keys)
     return await handler(request)
+
+
+@web.middleware
+async def observe_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Request and session ids for the logs, and the request's metrics (metrics.py)."""
+    route = request.match_info.route.resource
+    record = metrics.RequestRecord(route.canonical if route is not None else "other")
+    rid = request.headers.get("x-request-id", "")
+    rid = rid if REQUEST_ID_OK.match(rid) else ids.request_id()
+    tokens = (metrics.CURRENT.set(record), REQUEST_ID.set(rid),
+              SESSION_ID.set(request.headers.get("x-gtp-session", "")[:128] or None))
+    status = 500
+    try:
+        resp = await handler(request)
+        status = 500 if record.failed else resp.status
+        resp.headers["x-request-id"] = rid
+        return resp
+    except web.HTTPException as e:
+        status = e.status
+        raise
+    finally:
+        if route is not None and record.route != "/metrics":
+            metrics.finish(record, status)
+        metrics.CURRENT.reset(tokens[0])
+        REQUEST_ID.reset(tokens[1])
+        SESSION_ID.reset(tokens[2])
+
+
+async def metrics_route(request: web.Request) -> web.Response:
+    await request.app[CONTEXT].store_gauges()
+    return web.Response(body=metrics.exposition(), content_type="text/plain", charset="utf-8",
+                        headers={"cache-control": "no-store"})
 
 
 @web.middleware
@@ -56,17 +93,18 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              fill_missing: bool = False, forced_choice: Policy = "retry",
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
              limits: ServerLimits | None = None, rules: ModelRules | None = None) -> web.Application:
-    app = web.Application(middlewares=[error_middleware, auth_middleware, identity_middleware],
+    app = web.Application(middlewares=[observe_middleware, error_middleware, auth_middleware, identity_middleware],
                           client_max_size=max_body)
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
-    upstream = ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice)
+    upstream = ObservedUpstream(ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice))
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
                            limits=limits or ServerLimits(), rules=rules, rest=rest)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_route)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)
     app.router.add_post("/v1/chat/completions", chat_completions)

@@ -2,6 +2,7 @@
 
 from aiohttp import web
 
+from proxy import metrics
 from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.to_chat import ChatTranslator
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
@@ -53,6 +54,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     async def remember(ok: bool) -> None:
         if ok:
             await ctx.store.put_calls(session, translator.calls)
+            metrics.TOOL_CALLS.labels("chat").inc(len(translator.calls))
 
     if req.stream:
         if ctx.rules.streams_arguments(model):

@@ -5,6 +5,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy import metrics
 from proxy.errors import ProxyError
 from proxy.model_rules import ModelRules
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
@@ -49,6 +50,18 @@ class Context:
     carrier: CarrierKeys = field(default_factory=CarrierKeys.ephemeral)  # seals stateless clients' carriers
     limits: ServerLimits = field(default_factory=ServerLimits)
     in_flight: InFlight = field(default_factory=InFlight)
+
+    async def store_gauges(self) -> None:
+        """Set the store's gauges for a scrape (a shared store is asked; unreachable leaves them)."""
+        usage = getattr(self.store, "usage", None)
+        if usage is None:
+            return
+        try:
+            total, entries = await usage()
+        except ProxyError:
+            return
+        metrics.STORE_BYTES.set(total)
+        metrics.STORE_ENTRIES.set(entries)
 
     def gemini_model(self, name: str) -> str:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import ids
+from proxy import ids, metrics
 from proxy.errors import ProxyError
 from proxy.from_gemini.to_interactions import InteractionsTranslator, replay
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
@@ -83,6 +83,7 @@ class _Turn:
         if not ok:
             return
         await self.ctx.store.put_calls(self.session, self.t.calls)
+        metrics.TOOL_CALLS.labels("interactions").inc(len(self.t.calls))
         if self.req.store is False:
             return
         turn = self.t.model_content()

@@ -5,6 +5,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy import metrics
 from proxy.errors import ProxyError
 from proxy.from_gemini.response_object import response_skeleton
 from proxy.from_gemini.to_responses import ResponsesTranslator
@@ -71,6 +72,7 @@ async def _remember(ctx: Context, session: str, req: ResponsesRequest, prior: Co
     """Keep call records always (stateless clients resend history) and the turn when store allows.
     Only what this turn added is stored, with a pointer to the turn before (linear memory)."""
     await ctx.store.put_calls(session, translator.calls + translator.hosted)
+    metrics.TOOL_CALLS.labels("responses").inc(len(translator.calls))
     if req.store is False:
         return
     turn = translator.model_content()

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from proxy import malloc_tuning
+from proxy import malloc_tuning, metrics
 from proxy.errors import ProxyError
 from proxy.server.context import CONTEXT
 from proxy.wire.gemini import checked
@@ -118,5 +118,7 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
         send.close()
         await chunks.aclose()  # type: ignore[attr-defined]
         malloc_tuning.trim_soon()  # a long answer's buffers are free now: give the pages back
+        if not ok or writer.failed:
+            metrics.stream_failed()
         if on_end is not None:
             await on_end(ok and not writer.failed)

@@ -87,6 +87,9 @@ class ByteLRU:
         self._sessions[key[0]].move_to_end(key)
         self._evict(key)
 
+    def __len__(self) -> int:
+        return len(self._all)
+
     def evicted(self, key: Key) -> bool:
         return key in self._tombstones
 

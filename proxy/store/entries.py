@@ -65,6 +65,10 @@ class MemoryEntries:
             raise Evicted(key)
         self.lru.append(key, doc, keep)
 
+    async def usage(self) -> tuple[int, int]:
+        """(bytes, entries) kept."""
+        return self.lru.total, len(self.lru)
+
     async def pop(self, key: Key) -> bool:
         found = self.lru.get(key) is not None
         self.lru.pop(key)

@@ -42,6 +42,10 @@ class EntryStore:
         if close is not None:
             await close()
 
+    async def usage(self) -> tuple[int, int]:
+        """(bytes, entries) the backend keeps, for /metrics."""
+        return await self.backend.usage()
+
     async def _put(self, key: Key, docs: list[bytes], what: str) -> None:
         try:
             await self.backend.put(key, docs)

@@ -91,5 +91,9 @@ class RedisEntries:
         out = await self._call((session, "", ""), "stats")
         return int(out[0]), int(out[1]), int(out[2])
 
+    async def usage(self) -> tuple[int, int]:
+        total, entries, _ = await self.stats()
+        return total, entries
+
     async def close(self) -> None:
         await self.client.aclose(close_connection_pool=True)

@@ -20,9 +20,10 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from proxy import __version__
+from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
 from proxy.upstream.http_session import HttpSession, checked_base_url
+from proxy.upstream.key_pool import KeyPool, keys_from_env
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
@@ -69,9 +70,12 @@ class Forwarded:
 class GeminiUpstream(HttpSession):
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
-                 total_timeout: float = DEFAULT_TOTAL_TIMEOUT, retry: RetryPolicy | None = None) -> None:
+                 total_timeout: float = DEFAULT_TOTAL_TIMEOUT, retry: RetryPolicy | None = None,
+                 keys: list[str] | None = None) -> None:
         base = checked_base_url(base_url, "the Gemini base URL")
         self.base_url = str(base)
+        # The server's own keys, used in turn when the client brings none (key_pool.py).
+        self.pool = KeyPool(keys if keys else [api_key] if api_key else keys_from_env(dict(os.environ)))
         self.api_key = api_key if api_key is not None else os.environ.get("GEMINI_API_KEY")
         self.api_version = api_version
         self.read_timeout, self.total_timeout = read_timeout, total_timeout
@@ -88,7 +92,7 @@ class GeminiUpstream(HttpSession):
 
     def _headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"content-type": "application/json", "user-agent": PROXY_TOKEN, **(CLIENT_HEADERS.get() or {})}
-        key = api_key or self.api_key
+        key = api_key or self.pool.pick() or self.api_key
         if key:
             headers["x-goog-api-key"] = key
         return headers
@@ -105,19 +109,33 @@ class GeminiUpstream(HttpSession):
     async def send(self, url: URL, body: dict[str, Any], api_key: str | None, stream: bool,
                    deadline: float) -> aiohttp.ClientResponse:
         """POST a body to one of Gemini's URLs, retried while the answer is retryable; a 200 is returned open."""
-        data = json.dumps(body, ensure_ascii=False).encode()
+        data = fast_json.dumps(body)
         loop = asyncio.get_running_loop()
-        for attempt in range(self.retry.max_retries + 1):
+        attempt = 0
+        while True:
+            key = api_key or self._pooled_key()
+            record = metrics.CURRENT.get()
+            if record is not None:
+                record.key = metrics.key_label(key)
             # A stream's headers come at once; a whole answer's only when it is done.
             limit = min(loop.time() + self.read_timeout, deadline) if stream else deadline
             try:
                 async with asyncio.timeout_at(limit):
-                    resp = await self._http().post(url, data=data, headers=self._headers(api_key))
+                    resp = await self._http().post(url, data=data, headers=self._headers(key))
                     if resp.status == 200:
+                        self._note_key(key, "ok")
                         return resp
                     text = await resp.text(errors="replace")
                     resp.release()
                 error = _error_from(resp.status, text, resp.headers)
+                metrics.UPSTREAM_ERRORS.labels(str(resp.status), error.type).inc()
+                if resp.status == 429 and not api_key and key and self.pool.owns(key):
+                    self.pool.cool(key, error.retry_after)
+                    if self.pool.ready():  # another key is ready: no wait, not a retry
+                        log.info("Gemini rate-limited key %s; going on with the next key", metrics.key_label(key))
+                        continue
+                    raise self._all_cooling(error)
+                self._note_key(key, "error")
                 if resp.status not in RETRYABLE_STATUS:
                     raise error
             except TimeoutError as e:
@@ -125,6 +143,7 @@ class GeminiUpstream(HttpSession):
                                       else f"did not answer within the total deadline of {self.total_timeout:g}s"
                                       ) from e
             except aiohttp.ClientConnectionError as e:
+                metrics.UPSTREAM_ERRORS.labels("connect", "server_error").inc()
                 error = UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
                                       type="server_error")
             except aiohttp.ClientError as e:
@@ -135,8 +154,34 @@ class GeminiUpstream(HttpSession):
                 raise error
             log.info("Gemini answered %s; retry %d of %d in %.1fs", error.status, attempt + 1,
                      self.retry.max_retries, wait)
+            metrics.RETRIES.inc()
+            attempt += 1
             await asyncio.sleep(wait)
-        raise AssertionError("unreachable: the last attempt raises")
+
+    def _pooled_key(self) -> str | None:
+        """The server's next key; every pooled key cooling down is the client's 429."""
+        if not len(self.pool):
+            return self.api_key
+        key = self.pool.pick()
+        if key is None:
+            raise self._all_cooling(None)
+        return key
+
+    def _note_key(self, key: str | None, outcome: str) -> None:
+        if key and self.pool.owns(key):
+            self.pool.used(key, outcome)
+
+    def _all_cooling(self, error: UpstreamError | None) -> UpstreamError:
+        wait = self.pool.soonest()
+        out = UpstreamError(f"Gemini error: every upstream key ({len(self.pool)}) is rate-limited; the first is "
+                            f"usable again in {wait:.0f}s.", status=429, type="rate_limit_error",
+                            code="rate_limit_exceeded",
+                            gemini_error=(error.gemini_error if error else None) or {
+                                "code": 429, "status": "RESOURCE_EXHAUSTED",
+                                "message": f"Every upstream key is rate-limited; retry in {wait:.0f}s."})
+        out.retry_after = wait
+        out.headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+        return out
 
     def path_url(self, prefix: tuple[str, ...], segments: list[str], query: Mapping[str, str]) -> URL:
         """An upstream URL for a passed-through path: each segment checked, the query re-encoded

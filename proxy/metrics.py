@@ -1,0 +1,87 @@
+"""Prometheus metrics of this process (`GET /metrics`), and the per-request record they are made from.
+
+Latency is kept in two histograms, never one: `gtp_upstream_seconds` is time spent waiting on the
+upstream (the answer, or a stream's headers and each of its chunks), `gtp_added_seconds` the rest of
+the request's time — what the proxy itself adds. Keys appear only as `k-` + 8 hex digits of their
+SHA-256, never themselves.
+"""
+
+import contextvars
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)
+# From sub-millisecond (the proxy's own work) to a long agent turn.
+BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+REQUESTS = Counter("gtp_requests", "Front-end requests by route, model and outcome", ["route", "model", "outcome"],
+                   registry=REGISTRY)
+ADDED = Histogram("gtp_added_seconds", "Time a request spent in the proxy itself (its whole time less the "
+                  "upstream's)", ["route"], buckets=BUCKETS, registry=REGISTRY)
+UPSTREAM = Histogram("gtp_upstream_seconds", "Time a request spent waiting on the upstream", ["route"],
+                     buckets=BUCKETS, registry=REGISTRY)
+UPSTREAM_ERRORS = Counter("gtp_upstream_errors", "Upstream refusals and failures by HTTP status and class",
+                          ["status", "error_class"], registry=REGISTRY)
+RETRIES = Counter("gtp_upstream_retries", "Upstream requests sent again (429/500/503, failed connections)",
+                  registry=REGISTRY)
+TOOL_CALLS = Counter("gtp_tool_calls", "Tool calls handed to clients, and captured from intercepted traffic",
+                     ["route"], registry=REGISTRY)
+TOKENS = Counter("gtp_tokens", "Tokens Gemini reported, by upstream key, model and kind", ["key", "model", "kind"],
+                 registry=REGISTRY)
+STORE_ENTRIES = Gauge("gtp_store_entries", "Entries in the session store", registry=REGISTRY)
+STORE_BYTES = Gauge("gtp_store_bytes", "Bytes (as JSON) in the session store", registry=REGISTRY)
+KEY_REQUESTS = Counter("gtp_key_requests", "Upstream requests by pool key and outcome", ["key", "outcome"],
+                       registry=REGISTRY)
+KEY_COOLING = Gauge("gtp_key_cooling_seconds", "Seconds until a pool key that Gemini rate-limited is used again",
+                    ["key"], registry=REGISTRY)
+
+
+SCRAPE_HOOKS: list = []  # callables setting gauges just before a scrape (key pools)
+
+
+def key_label(key: str | None) -> str:
+    return "k-" + hashlib.sha256(key.encode()).hexdigest()[:8] if key else "none"
+
+
+@dataclass
+class RequestRecord:
+    """What one front-end request did, filled in as it runs (upstream wrappers add to it)."""
+    route: str
+    start: float = field(default_factory=time.perf_counter)
+    model: str = ""
+    upstream: float = 0.0  # seconds spent waiting on the upstream
+    key: str = "none"      # label of the upstream key used last
+    failed: bool = False   # a stream that ended with its protocol's failure (its status was already 200)
+
+
+CURRENT: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar("gtp_request", default=None)
+
+
+def add_upstream_time(seconds: float) -> None:
+    record = CURRENT.get()
+    if record is not None:
+        record.upstream += seconds
+
+
+def finish(record: RequestRecord, status: int) -> None:
+    outcome = "ok" if status < 400 else "client_error" if status < 500 else "error"
+    REQUESTS.labels(record.route, record.model or "none", outcome).inc()
+    total = time.perf_counter() - record.start
+    UPSTREAM.labels(record.route).observe(record.upstream)
+    ADDED.labels(record.route).observe(max(0.0, total - record.upstream))
+
+
+def stream_failed() -> None:
+    record = CURRENT.get()
+    if record is not None:
+        record.failed = True
+
+
+def exposition() -> bytes:
+    for hook in SCRAPE_HOOKS:
+        hook()
+    return generate_latest(REGISTRY)

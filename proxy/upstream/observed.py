@@ -1,0 +1,79 @@
+"""Wraps the front-end's upstream to record, per request, the model asked for, the time spent
+waiting on the upstream (metrics.py keeps it apart from the proxy's own time) and the tokens
+Gemini reported, by upstream key and model."""
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from proxy import metrics
+from proxy.upstream.base import Upstream
+
+USAGE_KINDS = (("promptTokenCount", "input"), ("candidatesTokenCount", "output"), ("thoughtsTokenCount", "thinking"),
+               ("cachedContentTokenCount", "cached"))
+
+
+def _count_usage(model: str, usage: Any) -> None:
+    if not isinstance(usage, dict):
+        return
+    record = metrics.CURRENT.get()
+    key = record.key if record else "none"
+    for field, kind in USAGE_KINDS:
+        value = usage.get(field)
+        if isinstance(value, int) and value > 0:
+            metrics.TOKENS.labels(key, model, kind).inc(value)
+
+
+class ObservedUpstream:
+    def __init__(self, inner: Upstream) -> None:
+        self.inner = inner
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
+        _note_model(model)
+        start = time.perf_counter()
+        try:
+            answer = await self.inner.generate(model, body, api_key)
+        finally:
+            metrics.add_upstream_time(time.perf_counter() - start)
+        _count_usage(model, answer.get("usageMetadata"))
+        return answer
+
+    async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
+        _note_model(model)
+        start = time.perf_counter()
+        try:
+            chunks = await self.inner.stream(model, body, api_key)
+        finally:
+            metrics.add_upstream_time(time.perf_counter() - start)
+        return _timed(chunks, model)
+
+
+def _note_model(model: str) -> None:
+    record = metrics.CURRENT.get()
+    if record is not None:
+        record.model = model
+
+
+async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str) -> AsyncIterator[dict[str, Any]]:
+    usage = None
+    try:
+        while True:
+            start = time.perf_counter()
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            finally:
+                metrics.add_upstream_time(time.perf_counter() - start)
+            if isinstance(chunk, dict) and chunk.get("usageMetadata"):
+                usage = chunk["usageMetadata"]  # each chunk repeats the running totals: the last counts
+            yield chunk
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        _count_usage(model, usage)

@@ -1,0 +1,132 @@
+"""Issue 12 item 3: `--config FILE` (TOML) holds every option of `serve`, flags override it, and a bad
+key or value stops the start with a message naming it; the addon reads the same file (`gtp_config`)."""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+import pytest
+from mitmproxy import exceptions
+from mitmproxy.test import taddons
+
+from proxy import cli
+from proxy.intercept.addon import GeminiTools
+from proxy.store import MemoryStore
+from tests.servers import Process, free_port
+
+SKIP = {"help", "config", "command", "commands"}
+
+
+def _sample(action: argparse.Action) -> tuple[object, list[str]]:
+    """A value for the option, as TOML would hold it and as command-line words."""
+    flag = next(s for s in action.option_strings if s.startswith("--"))
+    if isinstance(action, argparse._StoreTrueAction):
+        return True, [flag]
+    if action.choices:
+        value = list(action.choices)[-1]
+    elif action.type in (int, cli._count):
+        value = 7
+    elif action.type is cli._seconds:
+        value = 2.5
+    elif action.type is cli._bytes:
+        value = "64M"
+    else:
+        value = "gemini-x=gemini-2.5-pro" if isinstance(action, argparse._AppendAction) else "some-value"
+    if isinstance(action, argparse._AppendAction):
+        return [value, value], [flag, str(value), flag, str(value)]
+    return value, [flag, str(value)]
+
+
+def _toml(key: str, value: object) -> str:
+    def one(v: object) -> str:
+        return ("true" if v else "false") if isinstance(v, bool) else f'"{v}"' if isinstance(v, str) else str(v)
+    return f"{key} = [{', '.join(one(v) for v in value)}]" if isinstance(value, list) else f"{key} = {one(value)}"
+
+
+def _parse(argv: list[str]) -> dict:
+    parser = cli._parser()
+    args = parser.parse_args(argv)
+    cli._apply_config(args, parser, argv)
+    return {k: v for k, v in vars(args).items() if k not in SKIP}
+
+
+def test_every_serve_option_round_trips(tmp_path: Path) -> None:
+    parser = cli._parser()
+    serve = parser._subparsers._group_actions[0].choices["serve"]
+    lines, flags = [], []
+    for i, action in enumerate(a for a in serve._actions if a.option_strings and a.dest not in SKIP):
+        value, words = _sample(action)
+        key = next(s for s in action.option_strings if s.startswith("--"))[2:]
+        lines.append(_toml(key.replace("-", "_") if i % 2 else key, value))  # both spellings
+        flags += words
+    (tmp_path / "all.toml").write_text("\n".join([*lines, 'log_level = "DEBUG"', 'log_format = "json"']))
+    from_file = _parse(["serve", "--config", str(tmp_path / "all.toml")])
+    from_flags = _parse(["--log-level", "DEBUG", "--log-format", "json", "serve", *flags])
+    assert from_file == from_flags
+    assert from_file["model_alias"] == ["gemini-x=gemini-2.5-pro"] * 2 and from_file["store_max_bytes"] == 64 << 20
+
+
+def test_flags_win_over_the_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('port = 1111\nmodel_alias = ["a=gemini-2.5-pro"]\nstore = "redis://127.0.0.1:6379/0"\n'
+                   'fill_missing_required = true\n')
+    args = _parse(["serve", "--config", str(cfg), "--port", "2222", "--model-alias", "b=gemini-2.5-flash"])
+    assert args["port"] == 2222 and args["model_alias"] == ["b=gemini-2.5-flash"], "a flag replaces the array"
+    assert args["store"] == "redis://127.0.0.1:6379/0" and args["fill_missing_required"] is True
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('modle_alias = ["a=b"]', "unknown option 'modle_alias' (did you mean 'model_alias'?)"),
+    ('model_alias = "a=b"', "'model_alias' is repeatable: give an array"),
+    ('port = "eighty"', "'port'"),
+    ("fill_missing_required = 1", "'fill_missing_required' must be true or false"),
+    ('forced_choice = "sometimes"', "'forced_choice' must be one of retry, error, allow"),
+    ("read_timeout = -1", "'read_timeout': must be a positive number"),
+    ("port = [", "not valid TOML"),
+])
+def test_a_bad_file_is_a_start_up_error_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text + "\n")
+    with pytest.raises(SystemExit) as e:
+        _parse(["serve", "--config", str(cfg)])
+    assert message in str(e.value) and str(cfg) in str(e.value)
+
+
+def test_serve_runs_from_a_config_file(tmp_path: Path) -> None:
+    port = free_port()
+    cfg = tmp_path / "gtp.toml"
+    cfg.write_text(f'port = {port}\nupstream = "mock"\nmodel_alias = ["gpt-5.5=gemini-2.5-pro"]\n'
+                   f'api_key = ["client-secret-0123456789"]\ngemini_key = ["server-key-1"]\ntool_mode = ["gemma-4*=gemma4"]\nmax_retries = 0\n')
+    proc = Process(tmp_path, "serve", [sys.executable, "-m", "proxy", "serve", "--config", str(cfg)], "ready")
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="client-secret-0123456789", max_retries=0,
+                               _strict_response_validation=True)
+        r = client.responses.create(model="gpt-5.5", input="hello")
+        assert r.model == "gpt-5.5" and r.output_text
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="wrong", max_retries=0).models.list()
+    finally:
+        proc.stop()
+    cfg.write_text('port = 1\nupstrem = "mock"\n')
+    bad = subprocess.run([sys.executable, "-m", "proxy", "serve", "--config", str(cfg)], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode != 0 and "unknown option 'upstrem' (did you mean 'upstream'?)" in bad.stderr
+
+
+async def test_the_addon_reads_the_same_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "addon.toml"
+    cfg.write_text('model_alias = ["gpt-5.5=gemini-2.5-pro"]\ntools = "replace"\nstore = "memory"\n'
+                   'gtp_default_session = "work"\nport = -1\nread_timeout = 30\n')
+    addon = GeminiTools(MemoryStore())
+    with taddons.context(*addon.addons) as tctx:
+        tctx.configure(addon.options, listen_host="127.0.0.1", gtp_tools="merge")  # set on the command line: wins
+        tctx.configure(addon.options, gtp_config=str(cfg))
+        opts = tctx.options
+        assert addon.options.aliases == {"gpt-5.5": "gemini-2.5-pro"}
+        assert opts.gtp_default_session == "work" and opts.gtp_frontend_port == -1 and opts.gtp_read_timeout == 30
+        assert opts.gtp_tools == "merge"
+        cfg.write_text('tool_modes = ["x=y"]\n')
+        with pytest.raises(exceptions.OptionsError, match="unknown option 'tool_modes' \\(did you mean 'tool_mode'"):
+            tctx.configure(addon.options, gtp_config=str(cfg))
