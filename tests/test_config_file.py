@@ -16,6 +16,7 @@ from proxy.intercept.addon import GeminiTools
 from proxy.store import MemoryStore
 from tests.servers import Process, free_port
 
+KEY = "client-secret-0123456789"
 SKIP = {"help", "config", "command", "commands"}
 
 
@@ -98,10 +99,11 @@ def test_serve_runs_from_a_config_file(tmp_path: Path) -> None:
     port = free_port()
     cfg = tmp_path / "gtp.toml"
     cfg.write_text(f'port = {port}\nupstream = "mock"\nmodel_alias = ["gpt-5.5=gemini-2.5-pro"]\n'
-                   f'api_key = ["client-secret-0123456789"]\ngemini_key = ["server-key-1"]\ntool_mode = ["gemma-4*=gemma4"]\nmax_retries = 0\n')
+                   f'api_key = ["{KEY}"]\ngemini_key = ["server-key-1"]\ntool_mode = ["gemma-4*=gemma4"]\n'
+                   'max_retries = 0\n')
     proc = Process(tmp_path, "serve", [sys.executable, "-m", "proxy", "serve", "--config", str(cfg)], "ready")
     try:
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="client-secret-0123456789", max_retries=0,
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, max_retries=0,
                                _strict_response_validation=True)
         r = client.responses.create(model="gpt-5.5", input="hello")
         assert r.model == "gpt-5.5" and r.output_text
