@@ -179,9 +179,10 @@ def test_redis_stopped_and_restarted_mid_conversation(fleet: Fleet) -> None:
         with pytest.raises(openai.APIStatusError) as e:
             b.responses.create(model=MODEL, input="during", previous_response_id=r1.id)
         assert e.value.status_code == 503 and e.value.body["code"] == "store_unavailable", e.value.body
-        with pytest.raises(openai.APIStatusError) as e:  # a stream that cannot start fails in its protocol too
-            with b.responses.stream(model=MODEL, input="during", previous_response_id=r1.id) as s:
-                list(s)
+        # A stream that cannot start fails in its protocol too.
+        with pytest.raises(openai.APIStatusError) as e, b.responses.stream(
+                model=MODEL, input="during", previous_response_id=r1.id) as s:
+            list(s)
         assert e.value.status_code == 503
         status, answer = post(f"{fleet.urls[0]}/v1/gemini", {"model": "gemini-2.5-flash", "input": "x",
                                                              "conversation": "outage"})
