@@ -82,6 +82,14 @@ def _flaky(request: web.Request, body: dict[str, Any]) -> GeminiRejection | None
     return GeminiRejection(code, message, name, retry_delay=found.group(3))
 
 
+def _exhausted(request: web.Request) -> GeminiRejection | None:
+    """A key named `exhausted-*` is out of quota, as a real one is: 429 with a RetryInfo of 30s."""
+    if not (_api_key(request) or "").startswith("exhausted-"):
+        return None
+    return GeminiRejection(429, "You exceeded your current quota, please check your plan and billing details.",
+                           "RESOURCE_EXHAUSTED", retry_delay="30s")
+
+
 def _api_key(request: web.Request) -> str | None:
     auth = request.headers.get("authorization", "")
     return (request.headers.get("x-goog-api-key") or request.query.get("key")
@@ -204,7 +212,7 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         return _error(e)
     _remember(request, model, method, body)
     request.app[ACCEPTED][0] += 1
-    flaky = _flaky(request, body)
+    flaky = _flaky(request, body) or _exhausted(request)
     if flaky:
         return _error(flaky)
     spoken = detect(body)
