@@ -37,7 +37,8 @@ class Served:
                 for family in text_string_to_metric_families(body) for s in family.samples}
 
     def scrape(self) -> str:
-        return urllib3.request("GET", f"{self.url}/metrics", headers={"authorization": f"Bearer {CLIENT}"}).data.decode()
+        auth = {"authorization": f"Bearer {CLIENT}"}
+        return urllib3.request("GET", f"{self.url}/metrics", headers=auth).data.decode()
 
     def stop(self) -> None:
         self.proc.stop()
