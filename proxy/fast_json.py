@@ -20,3 +20,8 @@ def loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)  # raises the standard library's error when it is really not JSON
+
+
+def clone(value: Any) -> Any:
+    """A deep copy of a JSON value, by a round trip (several times faster than copy.deepcopy)."""
+    return loads(dumps(value))

@@ -4,9 +4,9 @@ them or the model has no system turn), earlier calls and results rendered into h
 model's own text, `toolConfig`'s function calling turned into words. Pure: body in, body out.
 """
 
-import copy
 from typing import Any
 
+from proxy import fast_json
 from proxy.dialects.base import Call, Dialect, Result, ToolSpec
 
 # Gemini accepts at most 5 stop sequences; the dialect's are added only while there is room.
@@ -124,7 +124,7 @@ def render_request(body: dict[str, Any], d: Dialect, *, fold_system: bool = Fals
                    single_call: bool = False) -> dict[str, Any]:
     """`body` for a model that speaks `d` (`fold_system`: the upstream refuses a system instruction,
     as Gemini does for Gemma 3; `single_call`: the model takes one call per turn)."""
-    body = copy.deepcopy(body)
+    body = fast_json.clone(body)
     specs = tool_specs(body)
     tool_config = body.get("toolConfig") or {}
     fcc = tool_config.pop("functionCallingConfig", None) or {}

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy import ids
+from proxy import fast_json, ids
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import failure_code, map_finish_reason
@@ -140,7 +140,7 @@ class ResponsesTranslator:
 
     def model_content(self) -> dict[str, Any] | None:
         """The model turn for history: parts exactly as received (signatures on the same parts)."""
-        return {"role": "model", "parts": copy.deepcopy(self.model_turn.parts)} if self.model_turn else None
+        return {"role": "model", "parts": fast_json.clone(self.model_turn.parts)} if self.model_turn else None
 
     # -- parts --------------------------------------------------------------------------------
 
@@ -382,7 +382,7 @@ class ResponsesTranslator:
         return events + self._done_item({**item, "summary": [summary]})
 
     def _snapshot(self) -> dict[str, Any]:
-        return copy.deepcopy(self.response)
+        return fast_json.clone(self.response)
 
     def _ev(self, kind: str, **fields: Any) -> Event:
         event = {"type": kind, "sequence_number": self._seq, **fields}

@@ -4,9 +4,17 @@ sanitized (parametersJsonSchema is real JSON Schema and stays as the app wrote i
 from typing import Any
 
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
+from proxy.tools.conversion_cache import ConversionCache
+
+_CACHE = ConversionCache()
 
 
 def repair_app_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The app's tools with their schemas repaired; the same tools are repaired once per process."""
+    return _CACHE.get(tools, (), lambda: _repair_tools(tools)) if tools else []
+
+
+def _repair_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for tool in tools:
         decls = tool.get("functionDeclarations")

@@ -9,7 +9,6 @@ placeholder text stands for a captured round (its calls, then their results); wi
 is only the placeholder stands for the latest round's results. No round to put there is a refusal.
 """
 
-import copy
 import fnmatch
 import json
 import logging
@@ -17,6 +16,7 @@ from typing import Any
 
 from mitmproxy import ctx, http
 
+from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.interactions_upstream.request import generation_of, openapi_to_json_schema
 from proxy.intercept.capture import record_round
@@ -210,7 +210,7 @@ class InteractionsTraffic:
 
     @staticmethod
     def _rewritten(body: dict[str, Any], tctx: ToolContext) -> dict[str, Any]:
-        body = copy.deepcopy(body)
+        body = fast_json.clone(body)
         if tctx.declarations:
             body["tools"] = session_tools(body.get("tools"), tctx, ctx.options.gtp_tools == "merge")
             if tctx.tool_config:

@@ -14,6 +14,7 @@ The body must be camelCase and checked by the Gemini wire model (wire/gemini.py)
 import copy
 from typing import Any
 
+from proxy import fast_json
 from proxy.intercept.app_tools import declared_names, repair_app_tools
 from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
 from proxy.intercept.session_tools import ToolContext
@@ -33,18 +34,20 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
             mine = [dict(t, functionDeclarations=[d for d in t.get("functionDeclarations") or []
                                                   if d.get("name") not in session_names]) for t in tools]
             mine = [t for t in mine if t.get("functionDeclarations") or len(t) > 1]
-            tools = mine + [{"functionDeclarations": copy.deepcopy(ctx.declarations)}]
+            tools = mine + [{"functionDeclarations": ctx.declarations}]
         else:
-            tools = [{"functionDeclarations": copy.deepcopy(ctx.declarations)}]
+            tools = [{"functionDeclarations": ctx.declarations}]
             config = None  # the app's config may name functions that are gone
         if ctx.tool_config:
-            config = copy.deepcopy(ctx.tool_config)
+            config = ctx.tool_config  # the store hands each request its own copy: nothing to copy here
     if tools:
         out["tools"] = tools
     if config is not None and declared_names(tools):
         out["toolConfig"] = config
     contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder)
-    contents = repair_history(copy.deepcopy(contents), model, result_parts=result_parts)
+    # Repaired in a copy (a JSON round trip, several times faster than deepcopy): the caller compares
+    # the result with the app's body to send the app's own bytes when nothing changed.
+    contents = repair_history(fast_json.loads(fast_json.dumps(contents)), model, result_parts=result_parts)
     sign_current_turn(contents, model)
     out["contents"] = contents
     return out

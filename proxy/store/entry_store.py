@@ -7,7 +7,6 @@
   addon asks only for the rounds a rewrite refers to, so its cost does not grow with the session.
 """
 
-from dataclasses import asdict
 from typing import Any
 
 from proxy import fast_json
@@ -59,7 +58,8 @@ class EntryStore:
             return None
 
     async def put_response(self, session: str, stored: StoredResponse) -> None:
-        await self._put((session, "response", stored.id), [fast_json.dumps(asdict(stored))], f"Response '{stored.id}'")
+        # vars(), not asdict(): asdict deep-copies the whole response only to serialize it.
+        await self._put((session, "response", stored.id), [fast_json.dumps(vars(stored))], f"Response '{stored.id}'")
 
     async def get_response(self, session: str, response_id: str) -> StoredResponse | None:
         found = await self._get((session, "response", response_id))

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from proxy.errors import ProxyError
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
+from proxy.tools.conversion_cache import ConversionCache
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
 
@@ -78,6 +79,9 @@ def _custom_fields(tool: dict[str, Any], index: int) -> dict[str, Any]:
     return {"name": name, "description": desc.strip() or None, "parameters": CUSTOM_INPUT, "strict": None}
 
 
+_SCHEMAS = ConversionCache()  # a client's schema -> Gemini's, converted once per content
+
+
 def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, namespace: str | None = None,
                   kind: Literal["function", "custom"] = "function") -> None:
     if qualified(fn["name"], namespace) in prepared.names.to_gemini_map:
@@ -88,12 +92,13 @@ def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, names
     if isinstance(fn["parameters"], dict):
         prepared.schemas[decl["name"]] = fn["parameters"]
     try:
+        params = fn["parameters"]
         if prepared.json_schema_mode:
-            js = json_schema_for_gemini(fn["parameters"])
+            js = _SCHEMAS.get(params, ("json",), lambda: json_schema_for_gemini(params))
             if js is not None:
                 decl["parametersJsonSchema"] = js
         else:
-            schema = json_schema_to_gemini(fn["parameters"])
+            schema = _SCHEMAS.get(params, ("parameters",), lambda: json_schema_to_gemini(params))
             if schema is not None:
                 decl["parameters"] = schema
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as e:

@@ -1,0 +1,32 @@
+"""Converted tool declarations cached by content: agents send the same tools on every turn, and
+converting their schemas again (JSON Schema -> Gemini's subset, repairs) was an eighth of a large
+request's time. Keyed by a hash of the tools' JSON and the options; a hit hands out a fresh copy
+(orjson round trip), so no caller can change what the next request gets."""
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from cachetools import LRUCache
+
+from proxy import fast_json
+
+MAX_ENTRIES = 512  # distinct tool sets per process: many agents, each with a few sets
+
+
+class ConversionCache:
+    def __init__(self, size: int = MAX_ENTRIES) -> None:
+        self._entries: LRUCache[bytes, bytes] = LRUCache(size)
+
+    def get(self, value: Any, options: tuple, convert: Callable[[], Any]) -> Any:
+        """`convert()`'s JSON-able result for `value` and `options`, converted once per content."""
+        try:
+            digest = hashlib.blake2b(fast_json.dumps([value, list(options)]), digest_size=16).digest()
+        except TypeError:
+            return convert()
+        kept = self._entries.get(digest)
+        if kept is None:
+            result = convert()
+            self._entries[digest] = fast_json.dumps(result)
+            return result
+        return fast_json.loads(kept)
