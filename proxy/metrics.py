@@ -9,7 +9,9 @@ SHA-256, never themselves.
 import contextvars
 import hashlib
 import time
+import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 
@@ -40,7 +42,8 @@ KEY_COOLING = Gauge("gtp_key_cooling_seconds", "Seconds until a pool key that Ge
                     ["key"], registry=REGISTRY)
 
 
-SCRAPE_HOOKS: list = []  # callables setting gauges just before a scrape (key pools)
+# Methods setting gauges just before a scrape (key pools), held weakly: a pool that is gone stops.
+SCRAPE_HOOKS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 def key_label(key: str | None) -> str:
@@ -82,6 +85,6 @@ def stream_failed() -> None:
 
 
 def exposition() -> bytes:
-    for hook in SCRAPE_HOOKS:
-        hook()
+    for owner in list(SCRAPE_HOOKS):
+        owner.export()
     return generate_latest(REGISTRY)

@@ -28,7 +28,7 @@ class KeyPool:
         self.keys = [PooledKey(k, metrics.key_label(k)) for k in unique]
         self.clock = clock
         self._next = 0
-        metrics.SCRAPE_HOOKS.append(self.export)
+        metrics.SCRAPE_HOOKS.add(self)
 
     def __len__(self) -> int:
         return len(self.keys)
