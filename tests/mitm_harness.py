@@ -27,6 +27,17 @@ GOOGLE_HOSTS = ["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.co
 FOREIGN_HOST = "not-google.example"  # also served by the mock's certificate: a destination the addon must leave alone
 
 
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -120,13 +131,7 @@ class MitmStack:
     def close(self) -> float:
         """Stop mitmdump with SIGTERM; returns how long it took to exit."""
         start = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
         took = time.monotonic() - start
         self.lt.run(self.mock_runner.cleanup())
         self.lt.stop()

@@ -9,13 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.mitm_harness import ROOT, free_port, stop
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["HAProxy", "Process", "RedisServer", "free_port", "mock_gemini", "proxy_instance", "stop"]
 
 
 def _which(name: str) -> str:
@@ -58,9 +54,8 @@ class RedisServer:
         _wait_port(self.port, self.proc, "redis-server")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
+        if self.proc:
+            stop(self.proc, 10)
 
 
 class Process:
@@ -81,13 +76,7 @@ class Process:
         return self.log_path.read_text()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
         self.log.close()
 
 
@@ -134,6 +123,4 @@ backend proxies
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
+        stop(self.proc, 10)

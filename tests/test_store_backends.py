@@ -38,7 +38,7 @@ def make_store(request: pytest.FixtureRequest):
             return open_store("memory", **limits)
         server = request.getfixturevalue("redis_server")
         store = open_store(server.url, **limits)
-        store.backend.prefix = store.backend.limits[3] = f"t{time.monotonic_ns()}:"
+        store.backend.prefix = f"t{time.monotonic_ns()}:"
         made.append(store)
         return store
 

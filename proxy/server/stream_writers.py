@@ -30,25 +30,36 @@ def _events(events: list[dict[str, Any]]) -> bytes:
     return b"".join(sse_event(e, e["type"]) for e in events)
 
 
-class ResponsesWriter:
+class _TranslatorWriter:
+    """A sans-I/O translator's events, framed for SSE by `_frame` (each protocol its own framing)."""
     content_type = SSE
 
-    def __init__(self, translator: ResponsesTranslator) -> None:
+    def __init__(self, translator: Any) -> None:
         self.t = translator
 
     @property
     def done(self) -> bool:
         return self.t.done
 
+    def _frame(self, events: list[dict[str, Any]]) -> bytes:
+        raise NotImplementedError
+
+    def start(self) -> bytes:
+        return self._frame(self.t.start())
+
+    def feed(self, chunk: dict[str, Any]) -> bytes:
+        return self._frame(self.t.feed(chunk))
+
+
+class ResponsesWriter(_TranslatorWriter):
+    t: ResponsesTranslator
+
+    def _frame(self, events: list[dict[str, Any]]) -> bytes:
+        return _events(events)
+
     @property
     def failed(self) -> bool:
         return self.t.response["status"] == "failed"
-
-    def start(self) -> bytes:
-        return _events(self.t.start())
-
-    def feed(self, chunk: dict[str, Any]) -> bytes:
-        return _events(self.t.feed(chunk))
 
     def finish(self) -> bytes:
         return _events(self.t.finish())
@@ -137,25 +148,15 @@ def interaction_events(events: list[dict[str, Any]]) -> bytes:
 DONE = b"data: [DONE]\n\n"
 
 
-class InteractionsWriter:
-    content_type = SSE
+class InteractionsWriter(_TranslatorWriter):
+    t: InteractionsTranslator
 
-    def __init__(self, translator: InteractionsTranslator) -> None:
-        self.t = translator
-
-    @property
-    def done(self) -> bool:
-        return self.t.done
+    def _frame(self, events: list[dict[str, Any]]) -> bytes:
+        return interaction_events(events)
 
     @property
     def failed(self) -> bool:
         return self.t.interaction["status"] == "failed"
-
-    def start(self) -> bytes:
-        return interaction_events(self.t.start())
-
-    def feed(self, chunk: dict[str, Any]) -> bytes:
-        return interaction_events(self.t.feed(chunk))
 
     def finish(self) -> bytes:
         return interaction_events(self.t.finish()) + DONE

@@ -44,8 +44,7 @@ class RedisEntries:
                                                         socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30)
         self.client = aioredis.Redis(connection_pool=pool)
         self.script = self.client.register_script(SCRIPT)
-        self.limits = [int(ttl * 1000), session_bytes, max_bytes, prefix]
-        self.prefix = prefix
+        self.ttl_ms, self.session_bytes, self.max_bytes, self.prefix = int(ttl * 1000), session_bytes, max_bytes, prefix
 
     def _key(self, key: Key) -> str:
         session, kind, name = key
@@ -53,7 +52,8 @@ class RedisEntries:
 
     async def _call(self, key: Key, op: str, *args: bytes | str | int) -> list:
         try:
-            return await self.script(keys=[self._key(key)], args=[op, key[0], *self.limits, *args])
+            return await self.script(keys=[self._key(key)], args=[op, key[0], self.ttl_ms, self.session_bytes,
+                                                                  self.max_bytes, self.prefix, *args])
         except (rexc.ConnectionError, rexc.TimeoutError, rexc.BusyLoadingError, OSError) as e:
             raise unavailable(e) from e
         except rexc.ResponseError as e:
@@ -74,14 +74,14 @@ class RedisEntries:
     async def put(self, key: Key, docs: list[bytes]) -> None:
         out = await self._call(key, "put", *docs)
         if out[0] == -1:
-            raise TooLarge(f"{out[1]} bytes is more than a session may keep ({self.limits[1]} bytes)")
+            raise TooLarge(f"{out[1]} bytes is more than a session may keep ({self.session_bytes} bytes)")
 
     async def append(self, key: Key, doc: bytes, keep: int = 0, fresh: bool = True) -> None:
         out = await self._call(key, "append", doc, keep, 1 if fresh else 0)
         if out[0] == 2:
             raise Evicted(key)
         if out[0] == -1:
-            raise TooLarge(f"{out[1]} bytes is more than a session may keep ({self.limits[1]} bytes)")
+            raise TooLarge(f"{out[1]} bytes is more than a session may keep ({self.session_bytes} bytes)")
 
     async def pop(self, key: Key) -> bool:
         return (await self._call(key, "pop"))[0] == 1
