@@ -1,5 +1,11 @@
 """JSON on hot paths: orjson (several times faster than the standard library), with the standard
-library as the fallback for what orjson refuses (integers beyond 64 bits, which clients may send)."""
+library for what orjson cannot do exactly.
+
+orjson refuses to write integers beyond 64 bits, and reads them back as floats. `dumps` then
+writes with the standard library and marks the text with a leading space (still JSON), so `loads`
+reads it back with the standard library and every digit survives. Text from elsewhere (Gemini's
+answers: its numbers are protobuf doubles anyway) is read by orjson.
+"""
 
 import json
 from typing import Any
@@ -12,10 +18,12 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        return b" " + json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def loads(data: bytes | str) -> Any:
+    if data[:1] in (b" ", " "):
+        return json.loads(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

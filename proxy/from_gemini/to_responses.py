@@ -59,7 +59,8 @@ class _Search:
 
 class ResponsesTranslator:
     def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
-                 keep_first_call_only: bool = False, carrier: CarrierKeys | None = None) -> None:
+                 keep_first_call_only: bool = False, carrier: CarrierKeys | None = None,
+                 snapshots: bool = True) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
         self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
         self._tools = tools or PreparedTools()
@@ -80,6 +81,9 @@ class ResponsesTranslator:
         self._before_call = PartsBeforeCall()  # server-side parts since the last function call
         self._grounding: dict[str, Any] | None = None  # the latest groundingMetadata
         self.done = False
+        # Events carry copies of the response as it was (a stream sends them later). A whole answer
+        # sends only `response`, so it skips copying echoed tools and output three times.
+        self._snapshots = snapshots
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -382,7 +386,7 @@ class ResponsesTranslator:
         return events + self._done_item({**item, "summary": [summary]})
 
     def _snapshot(self) -> dict[str, Any]:
-        return fast_json.clone(self.response)
+        return fast_json.clone(self.response) if self._snapshots else self.response
 
     def _ev(self, kind: str, **fields: Any) -> Event:
         event = {"type": kind, "sequence_number": self._seq, **fields}

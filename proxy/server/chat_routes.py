@@ -7,6 +7,7 @@ from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.to_chat import ChatTranslator
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
+from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.server.stream_writers import ChatWriter
 from proxy.to_gemini.chat_to_items import chat_messages_to_items
@@ -68,4 +69,4 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if failure:  # never an empty success: an unusable finish is an error in Chat's own shape
         raise ProxyError(failure, status=502, type="server_error", code="upstream_error")
     await remember(True)
-    return web.json_response(translator.completion(), headers=headers)
+    return json_answer(translator.completion(), headers=headers)

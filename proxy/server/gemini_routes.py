@@ -18,6 +18,7 @@ from proxy.intercept.tool_context import apply_tool_context
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.gemini_rest import MODEL_METHODS, model_method
+from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.server.stream_writers import GeminiWriter
 from proxy.signatures.sentinel import sign_unsigned_turns
@@ -97,7 +98,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     for part in first_candidate_parts(data):
         turn.add(part)
     await save(True, turn.parts)
-    return web.json_response(data, headers=headers)
+    return json_answer(data, headers=headers)
 
 
 async def rest_generate(request: web.Request) -> web.StreamResponse:
@@ -118,6 +119,6 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
     if method == "generateContent":
         data = checked(await ctx.upstream.generate(model, body, key))
         answer_problem(data)
-        return web.json_response(data)
+        return json_answer(data)
     writer = GeminiWriter(sse=request.query.get("alt") == "sse")
     return await run_stream(request, ctx.upstream.stream(model, body, key), writer)

@@ -20,6 +20,7 @@ from proxy.errors import ProxyError
 from proxy.from_gemini.to_interactions import InteractionsTranslator, replay
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
+from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.server.stream_writers import DONE, InteractionsWriter, interaction_events
 from proxy.signatures.call_record import CallRecord
@@ -158,11 +159,11 @@ async def create_interaction(request: web.Request) -> web.StreamResponse:
     key = api_key_of(request)
     headers = warning_headers(turn.warnings)
     if req.background:
-        return web.json_response(await _start_background(request, turn, key), headers=headers)
+        return json_answer(await _start_background(request, turn, key), headers=headers)
     if req.stream:
         return await run_stream(request, turn.ctx.upstream.stream(turn.model, turn.body, key),
                                 InteractionsWriter(turn.t), headers=headers, on_end=turn.remember)
-    return web.json_response(await turn.run_whole(key), headers=headers)
+    return json_answer(await turn.run_whole(key), headers=headers)
 
 
 async def _start_background(request: web.Request, turn: _Turn, key: str | None) -> dict[str, Any]:

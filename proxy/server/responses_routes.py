@@ -12,6 +12,7 @@ from proxy.from_gemini.to_responses import ResponsesTranslator
 from proxy.server import gemini_rest
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
+from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.server.stream_writers import ResponsesWriter
 from proxy.store.base import StoredResponse, conversation_at
@@ -45,7 +46,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
                                      carrier=ctx.carrier if "reasoning.encrypted_content" in (req.include or [])
-                                     else None)
+                                     else None, snapshots=bool(req.stream))
     key = api_key_of(request)
     headers = warning_headers(tools.warnings)
 
@@ -64,7 +65,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     translator.feed(answer)
     translator.finish()
     await remember(translator.response["status"] != "failed")
-    return web.json_response(translator.response, headers=headers)
+    return json_answer(translator.response, headers=headers)
 
 
 async def _remember(ctx: Context, session: str, req: ResponsesRequest, prior: Conversation | None,
@@ -91,7 +92,7 @@ async def get_response(request: web.Request) -> web.Response:
     if stored is None or "interaction" in stored.response:  # an interaction's id is not a response's
         raise ProxyError(f"No response found with id '{rid}'.", status=404, param="response_id",
                          type="invalid_request_error")
-    return web.json_response(stored.response)
+    return json_answer(stored.response)
 
 
 async def list_models(request: web.Request) -> web.Response:

@@ -33,9 +33,10 @@ def decode_carriers(items: Iterable[Any], keys: CarrierKeys) -> dict[str, CallRe
     """Call records from every reasoning item that carries ours and opens; anything else is ignored."""
     found: dict[str, CallRecord] = {}
     for item in items:
+        if getattr(item, "type", None) != "reasoning":
+            continue  # first: asking other items for a field they lack costs pydantic an exception
         content = getattr(item, "encrypted_content", None)
-        if getattr(item, "type", None) != "reasoning" or not isinstance(content, str) or not content.startswith(
-                "gtp."):
+        if not isinstance(content, str) or not content.startswith("gtp."):
             continue
         data = keys.open(content[len(PREFIX):], _LABEL) if content.startswith(PREFIX) else None
         if data is None:

@@ -5,8 +5,11 @@ A violation is a ProxyError (400) naming the field; the shell renders it in the 
 """
 
 import json
+import math
 import re
 from typing import Any
+
+import orjson
 
 from proxy.errors import ProxyError
 
@@ -21,10 +24,39 @@ _ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# orjson turns an integer beyond 64 bits into a float; a float this large in its result may have
+# been such an integer, so the body is parsed again by the standard library, which keeps it exact.
+_BIG = 2.0**63
+
+
 def parse_json(raw: bytes) -> Any:
-    """The body's JSON value, checked against the limits above."""
+    """The body's JSON value, checked against the limits above. The fast path (orjson and one walk
+    over the containers) gives exactly what the standard library would; anything it is not sure of
+    (an escaped surrogate, a number beyond 64 bits, what orjson refuses) takes the standard path."""
+    if not _ESCAPED_SURROGATE.search(raw):
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # NaN, 1e400, nesting past orjson's limit, bad JSON...: the standard path says which
+        else:
+            if _plain(value):
+                return value
+    return _parse_standard(raw)
+
+
+def _not_a_number(token: str) -> float:
+    raise ProxyError(f"The JSON body holds '{token[:20]}', a number JSON cannot carry (NaN or infinity); "
+                     "Gemini would never receive it.", code="invalid_value")
+
+
+def _finite(token: str) -> float:
+    value = float(token)
+    return value if math.isfinite(value) else _not_a_number(token)
+
+
+def _parse_standard(raw: bytes) -> Any:
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise ProxyError(BAD_JSON) from None
     except RecursionError:
@@ -32,6 +64,21 @@ def parse_json(raw: bytes) -> Any:
                          ) from None
     check_json(value, strings=bool(_ESCAPED_SURROGATE.search(raw)))
     return value
+
+
+def _plain(node: Any, budget: int = MAX_JSON_DEPTH) -> bool:
+    """No nesting past MAX_JSON_DEPTH and no float that may have been a big integer. No paths are
+    built (check_json does that when something is wrong); recursion is bounded by the budget."""
+    if budget == 0:
+        return False
+    for v in node.values() if type(node) is dict else node if type(node) is list else (node,):
+        t = type(v)
+        if t is dict or t is list:
+            if not _plain(v, budget - 1):
+                return False
+        elif t is float and not -_BIG < v < _BIG:
+            return False
+    return True
 
 
 def check_json(value: Any, strings: bool = True) -> None:

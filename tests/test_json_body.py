@@ -1,0 +1,75 @@
+"""The edge's JSON parser (wire/json_body.py): its orjson fast path must give exactly what the
+standard library gives, and the same limits, whatever the text."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.errors import ProxyError
+from proxy.wire.json_body import MAX_JSON_DEPTH, _parse_standard, parse_json
+
+scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8)
+           | st.sampled_from(["\ud800", "\udfff", "😀", "\x00"]))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.text(max_size=4) | st.just("\ud800"), inner, max_size=4), max_leaves=30)
+
+
+def outcome(parse, raw: bytes):
+    try:
+        return "ok", repr(parse(raw))  # repr: nan == nan and 1 vs 1.0 told apart
+    except ProxyError as e:
+        return "error", e.message, e.param
+
+
+@given(values)
+@settings(max_examples=400)
+def test_fast_path_equals_the_standard_path(value):
+    raw = json.dumps(value).encode()  # ensure_ascii: surrogates become escapes, NaN a bare token
+    assert outcome(parse_json, raw) == outcome(_parse_standard, raw)
+
+
+@given(st.integers(min_value=1, max_value=MAX_JSON_DEPTH + 3), st.sampled_from(["list", "dict"]))
+def test_depth_limit_is_the_same(depth, kind):
+    raw = (b"[" * depth + b"]" * depth) if kind == "list" else (b'{"a":' * depth + b"1" + b"}" * depth)
+    assert outcome(parse_json, raw) == outcome(_parse_standard, raw)
+    assert (outcome(parse_json, raw)[0] == "ok") == (depth <= MAX_JSON_DEPTH)
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (b"123456789012345678901234567890", 123456789012345678901234567890),  # orjson would give a float
+    (b'{"n": -98765432109876543210}', {"n": -98765432109876543210}),
+])
+def test_exact_numbers(raw, expected):
+    assert parse_json(raw) == expected
+    assert type(parse_json(raw)) is type(expected)
+
+
+@pytest.mark.parametrize("raw", [b"[1e400]", b'{"x": NaN}', b"-Infinity", b'{"t": -1e999}'])
+def test_numbers_json_cannot_carry_are_a_400(raw):
+    """The standard library would read these; they could only reach Gemini as null or not at all."""
+    with pytest.raises(ProxyError, match="a number JSON cannot carry") as e:
+        parse_json(raw)
+    assert e.value.status == 400
+
+
+@given(st.binary(max_size=40))
+def test_garbage_is_a_clear_400(raw):
+    assert outcome(parse_json, raw) == outcome(_parse_standard, raw)
+
+
+clean_scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40)
+                 | st.floats(allow_nan=False, allow_infinity=False)
+                 | st.text(st.characters(exclude_categories=["Cs"]), max_size=8))
+clean = st.recursive(clean_scalars, lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=4), inner, max_size=4), max_leaves=30)
+
+
+@given(clean)
+@settings(max_examples=200)
+def test_fast_json_round_trip_keeps_every_digit(value):
+    """What the store and the translators copy comes back exactly (big integers included)."""
+    from proxy import fast_json
+    assert repr(fast_json.clone(value)) == repr(value)
