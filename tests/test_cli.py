@@ -42,6 +42,23 @@ def test_serve_with_builtin_mock() -> None:
     assert "demo" not in proc.stderr.read(), "API keys never reach the log"
 
 
+@pytest.mark.parametrize("choice", ["auto", "asyncio", "uvloop"])
+def test_event_loop_choice(choice: str) -> None:
+    """uvloop by default where installed (it is a dependency on Linux); asyncio's loop on request.
+    The refusal of connections over the cap (site.py) must work on both: see test_client_limits."""
+    port = free_port()
+    proc = start(["--event-loop", choice, "serve", "--port", str(port), "--upstream", "mock"])
+    try:
+        assert "ready on http://127.0.0.1:" in proc.stdout.readline()
+        c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo", _strict_response_validation=True)
+        assert c.responses.create(model="gemini-2.5-flash", input="hi").output_text.endswith("heard: hi")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    expected = "asyncio" if choice == "asyncio" else "uvloop"
+    assert f"event loop {expected})" in proc.stderr.read()
+
+
 def test_busy_port_fails_fast_with_a_message() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -165,7 +165,8 @@ def test_repeated_records_are_limited_and_counted() -> None:
     assert f.filter(r) and "997 more like it" in r.getMessage()
 
 
-def test_at_the_fd_limit_clients_get_503_and_the_log_stays_small(tmp_path) -> None:
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_at_the_fd_limit_clients_get_503_and_the_log_stays_small(tmp_path, loop: str) -> None:
     """A real `serve` with 256 fds: 400 connections. The cap refuses the excess with a 503 instead of
     running out of fds, /healthz answers once they go, and the log does not flood."""
     port = free_port()
@@ -174,9 +175,9 @@ def test_at_the_fd_limit_clients_get_503_and_the_log_stays_small(tmp_path) -> No
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
     log = open(tmp_path / "serve.log", "w+")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream", "mock",
-                             "--client-timeout", "20"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=low_fds, env={**os.environ, "GTP_API_KEYS": ""})
+    proc = subprocess.Popen([sys.executable, "-m", "proxy", "--event-loop", loop, "serve", "--port", str(port),
+                             "--upstream", "mock", "--client-timeout", "20"], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, preexec_fn=low_fds, env={**os.environ, "GTP_API_KEYS": ""})
     socks: list[socket.socket] = []
     try:
         deadline = time.monotonic() + 30

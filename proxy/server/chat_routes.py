@@ -17,7 +17,7 @@ from proxy.to_gemini.request_body import assemble_request, stream_arguments
 from proxy.tools.hosted_tools import warning_headers
 from proxy.wire.chat import ChatRequest
 from proxy.wire.gemini import checked
-from proxy.wire.responses import wire_choice, wire_list
+from proxy.wire.responses import wire_choice
 
 # OpenAI's own wording for the two pairing errors of the Chat API (typo included).
 UNKNOWN_TOOL_MESSAGE = ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
@@ -28,13 +28,16 @@ MISSING_TOOL_MESSAGE = ("An assistant message with 'tool_calls' must be followed
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
-    req = validate(ChatRequest, await read_json(request))
+    sent = await read_json(request)
+    req = validate(ChatRequest, sent)
     if req.n not in (None, 1):
         raise ProxyError("Only n=1 is supported: Gemini is asked for one candidate.", param="n",
                          code="invalid_value")
     session = session_of(request)
     items = parse_input(chat_messages_to_items(req.messages))
-    model, tools, calls = await ctx.prepare(session, req.model, wire_list(req.tools), items,
+    # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
+    # there is no need to dump 20 schemas back out of the models.
+    model, tools, calls = await ctx.prepare(session, req.model, sent.get("tools"), items,
                                             web_search=req.web_search_options is not None)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model,

@@ -16,7 +16,7 @@ import logging
 import resource
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -79,7 +79,7 @@ class _Refuse(asyncio.Protocol):
         self.limit = limit
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio's classes
         message = f"The proxy is at its limit of {self.limit} connections; retry shortly."
         transport.write(_raw_answer(503, neutral_error(503, message), retry_after=1))
         transport.close()

@@ -6,28 +6,17 @@ Field types are strict (a string where a number belongs is a 400), as OpenAI doe
 shape anywhere is a 400 naming the field before the core sees it.
 """
 
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
-    _sent: dict[str, Any] | None = PrivateAttr(default=None)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _keep_sent(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        """Strict validation changes nothing it accepts, so the dict it checked is the wire form:
-        kept, so `wire()` does not dump it again (20 tools' schemas on every request)."""
-        model = handler(data)
-        if isinstance(data, dict):
-            model._sent = data
-        return model
 
     def wire(self) -> dict[str, Any]:
         """The object as the client sent it (for the core, which works on checked dicts)."""
-        return self._sent if self._sent is not None else self.model_dump(by_alias=True, exclude_unset=True)
+        return self.model_dump(by_alias=True, exclude_unset=True)
 
 
 class MessageItem(_Lenient):
