@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -69,12 +70,15 @@ def bodies(kind: str, workload: str) -> tuple[str, dict]:
                                                                "tools": [{"functionDeclarations": decls}]}
 
 
-async def measure(url: str, body: dict, pids: list[int]) -> dict:
+async def measure(url: str, body: dict, pids: list[int], via: str | None = None, ssl: object = None,
+                  headers: dict[str, str] | None = None) -> dict:
+    """p50 of LATENCY_N sequential requests, then requests/s and server CPU per request at CONCURRENCY
+    (`via`: an HTTP proxy such as mitmdump, `ssl`: the context that trusts it)."""
     data = json.dumps(body).encode()
-    headers = {**KEY, "content-type": "application/json"}
+    headers = {**KEY, "content-type": "application/json", **(headers or {})}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as s:
         async def one() -> None:
-            async with s.post(url, data=data, headers=headers) as r:
+            async with s.post(url, data=data, headers=headers, proxy=via, ssl=ssl if ssl is not None else True) as r:
                 await r.read()
                 if r.status != 200:
                     raise RuntimeError(f"{url}: {r.status} {(await r.text())[:300]}")
@@ -96,6 +100,28 @@ async def measure(url: str, body: dict, pids: list[int]) -> dict:
         took = time.perf_counter() - t0
         cpu = sum(cpu_seconds(p) for p in pids) - cpu0
     return {"p50": statistics.median(lat) * 1000, "rps": done[0] / took, "cpu_ms": cpu * 1000 / max(1, done[0])}
+
+
+async def first_event(url: str, body: dict, marker: re.Pattern[bytes]) -> float:
+    """Median time (ms) until the first streamed text arrives (what `marker` finds): time to first event."""
+    data = json.dumps(body).encode()
+    headers = {**KEY, "content-type": "application/json"}
+    times = []
+    async with aiohttp.ClientSession() as s:
+        for i in range(20 + LATENCY_N // 2):
+            t = time.perf_counter()
+            async with s.post(url, data=data, headers=headers) as r:
+                seen = b""
+                async for chunk in r.content.iter_any():
+                    seen += chunk
+                    if marker.search(seen):
+                        break
+                if not marker.search(seen) or r.status != 200:
+                    raise RuntimeError(f"{url}: {r.status} without {marker!r}: {seen[:300]!r}")
+                if i >= 20:
+                    times.append(time.perf_counter() - t)
+                await r.read()
+    return statistics.median(times) * 1000
 
 
 async def last_sent(mock_url: str) -> dict:
@@ -146,12 +172,82 @@ def main() -> None:
                     rows.append((workload, kind, "null aiohttp hop", asyncio.run(
                         measure(f"http://127.0.0.1:{hport}" + direct_path, sent["body"], [hop.proc.pid]))))
                 rows.append((workload, kind, "gemini-tool-proxy", proxied))
+        ttfe = first_events(f"http://127.0.0.1:{pport}", mock_url)
         per_turn = translation_per_turn()
+        redis_cost = store_cost(tmp, mock_url)
         scale = instances(tmp, mock_url)
     finally:
         for p in reversed(procs):
             p.stop()
-    report(rows, per_turn, scale)
+    mitm = mitm_rows(tmp)
+    report(rows, per_turn, scale, ttfe, mitm, redis_cost)
+
+
+# The first text of a stream: Gemini's first SSE event, Responses' first text delta, Chat's first content delta.
+FIRST_TEXT = {"direct": re.compile(rb"^data: ", re.M), "responses": re.compile(rb"response\.output_text\.delta"),
+              "chat": re.compile(rb'"delta": ?\{"content"')}
+
+
+def first_events(proxy_url: str, mock_url: str) -> list[tuple[str, str, float, float]]:
+    """Stream time to first event through the proxy and directly (same body as the proxy sent)."""
+    out = []
+    for workload in ("small", "large"):
+        for kind in ("responses", "chat"):
+            path, body = bodies(kind, workload)
+            proxied = asyncio.run(first_event(proxy_url + path, {**body, "stream": True}, FIRST_TEXT[kind]))
+            sent = asyncio.run(last_sent(mock_url))
+            direct = asyncio.run(first_event(f"{mock_url}/v1beta/models/{sent['model']}:streamGenerateContent?alt=sse",
+                                             sent["body"], FIRST_TEXT["direct"]))
+            out.append((workload, kind, direct, proxied))
+    return out
+
+
+def store_cost(tmp: Path, mock_url: str) -> list[tuple[str, dict]]:
+    """One instance, no load balancer: the memory store against Redis (Responses, small, stored)."""
+    redis = RedisServer(tmp)
+    out = []
+    try:
+        for name, store in (("memory", "memory"), ("redis", redis.url)):
+            port = free_port()
+            proc = Process(tmp, f"store-{name}", [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve",
+                                                  "--port", str(port), "--upstream", mock_url, "--store", store],
+                           "ready")
+            try:
+                path, body = bodies("responses", "small")
+                out.append((name, asyncio.run(measure(f"http://127.0.0.1:{port}" + path, body, [proc.proc.pid]))))
+            finally:
+                proc.stop()
+    finally:
+        redis.stop()
+    return out
+
+
+def mitm_rows(tmp: Path) -> list[tuple[str, str, dict]]:
+    """Plain mitmdump against the addon, native generateContent over TLS (see bench_mitm.py)."""
+    from scripts.bench_mitm import CAPTURED, GL, MitmBench
+    bench = MitmBench(tmp)
+    out = []
+    try:
+        plain, plain_url = bench.plain()
+        addon, addon_url, frontend = bench.addon()
+        url = GL + "/v1beta/models/gemini-2.5-flash:generateContent"
+
+        def run(workload: str, name: str, proc: Process, via: str, session: bool) -> None:
+            _, body = bodies("native", workload)
+            out.append((workload, name, asyncio.run(measure(url, body, [proc.proc.pid], via=via, ssl=bench.client_ssl,
+                                                            headers=bench.headers(session)))))
+        for workload in ("small", "large"):
+            run(workload, "mitmdump, routing only (baseline)", plain, plain_url, False)
+            run(workload, "mitmdump + addon, no session", addon, addon_url, False)
+        asyncio.run(bench.session_with_calls(addon_url, frontend, 0))
+        for workload in ("small", "large"):
+            run(workload, "mitmdump + addon, session tools, 0 captured calls", addon, addon_url, True)
+        asyncio.run(bench.session_with_calls(addon_url, frontend, CAPTURED))
+        for workload in ("small", "large"):
+            run(workload, f"mitmdump + addon, session tools, {CAPTURED} captured calls", addon, addon_url, True)
+    finally:
+        bench.stop()
+    return out
 
 
 def instances(tmp: Path, mock_url: str) -> list[tuple[int, dict]]:
@@ -180,7 +276,7 @@ def instances(tmp: Path, mock_url: str) -> list[tuple[int, dict]]:
     return out
 
 
-def report(rows: list, per_turn: dict[int, float], scale: list) -> None:
+def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm: list, redis_cost: list) -> None:
     base = {(w, k): r for w, k, name, r in rows if name.startswith("direct")}
     lines = ["| workload | API | target | p50 ms | added p50 ms | req/s at 32 | throughput vs direct | "
              "CPU ms/req |", "|---|---|---|---|---|---|---|---|"]
@@ -188,6 +284,22 @@ def report(rows: list, per_turn: dict[int, float], scale: list) -> None:
         b = base[(workload, kind)]
         lines.append(f"| {workload} | {kind} | {name} | {r['p50']:.2f} | {r['p50'] - b['p50']:+.2f} | "
                      f"{r['rps']:.0f} | {r['rps'] / b['rps']:.2f} | {r['cpu_ms']:.2f} |")
+    lines += ["", "| stream | API | direct first event ms | through the proxy ms | added ms |", "|---|---|---|---|---|"]
+    lines += [f"| {w} | {k} | {d:.2f} | {p:.2f} | {p - d:+.2f} |" for w, k, d, p in ttfe]
+    if mitm:
+        plain = {w: r for w, name, r in mitm if "baseline" in name}
+        lines += ["", "| MITM (native, TLS) | target | p50 ms | added p50 ms | req/s at 32 | throughput vs plain | "
+                  "cost vs plain | CPU ms/req |", "|---|---|---|---|---|---|---|---|"]
+        for w, name, r in mitm:
+            b = plain[w]
+            lines.append(f"| {w} | {name} | {r['p50']:.2f} | {r['p50'] - b['p50']:+.2f} | {r['rps']:.0f} | "
+                         f"{r['rps'] / b['rps']:.2f} | {1 - r['rps'] / b['rps']:+.0%} | {r['cpu_ms']:.2f} |")
+    if redis_cost:
+        mem = redis_cost[0][1]
+        lines += ["", "| one instance, Responses small | p50 ms | added p50 vs memory ms | req/s at 32 |",
+                  "|---|---|---|---|"]
+        lines += [f"| store {n} | {r['p50']:.2f} | {r['p50'] - mem['p50']:+.2f} | {r['rps']:.0f} |"
+                  for n, r in redis_cost]
     lines += ["", "| history turns | translation µs per turn |", "|---|---|"]
     lines += [f"| {n} | {us:.1f} |" for n, us in per_turn.items()]
     if scale:
