@@ -10,7 +10,6 @@ The decision is made once per flow (the first addon to ask); the result rides in
 
 import fnmatch
 import ipaddress
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from proxy.intercept.session_marker import take_marker
 from proxy.intercept.targets import Target, classify
 from proxy.wire.gemini import check_cloudcode_request, check_generate_request
 from proxy.wire.gemini_keys import to_camel_request
-from proxy.wire.json_body import check_json
+from proxy.wire.json_body import parse_json
 
 SELECTED = "gemini_tool_proxy.selected"  # the parsed request (or None: not ours)
 META = "gemini_tool_proxy"                # FlowState of a flow whose answer is tapped
@@ -93,9 +92,9 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiReq
     target = classify(flow.request.path)
     if target is None:
         return None
-    try:
-        body = json.loads(flow.request.get_content(strict=False) or b"")
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
+    try:  # the front-end's parser: orjson when that is exact, the limits (nesting, surrogates, NaN) checked
+        body = parse_json(flow.request.get_content(strict=False) or b"")
+    except (ProxyError, ValueError):
         return None  # not ours to judge: Gemini will answer it
     if not isinstance(body, dict):
         return None
@@ -105,7 +104,6 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiReq
     try:
         if target.kind == "cloudcode":
             check_cloudcode_request(body)
-        check_json(raw_inner, strings=False)
         inner = to_camel_request(raw_inner)
         check_generate_request(inner)
     except ProxyError:

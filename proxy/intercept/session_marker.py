@@ -21,6 +21,9 @@ def take_marker(contents: list[dict[str, Any]]) -> tuple[str | None, list[dict[s
         if not isinstance(content, dict) or content.get("role", "user") != "user":
             out.append(content)
             continue
+        if content.get("parts") and not any(_may_hold_marker(p) for p in content["parts"]):
+            out.append(content)  # nothing to take: the same object (the regex costs on long histories)
+            continue
         parts = []
         for part in content.get("parts") or []:
             text = part.get("text") if isinstance(part, dict) else None
@@ -33,3 +36,7 @@ def take_marker(contents: list[dict[str, Any]]) -> tuple[str | None, list[dict[s
             parts.append(part)
         out.append({**content, "parts": parts or [{"text": "."}]})
     return found, out
+
+
+def _may_hold_marker(part: Any) -> bool:
+    return isinstance(part, dict) and isinstance(part.get("text"), str) and "<session:" in part["text"]
