@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -102,6 +103,41 @@ async def measure(url: str, body: dict, pids: list[int], via: str | None = None,
     return {"p50": statistics.median(lat) * 1000, "rps": done[0] / took, "cpu_ms": cpu * 1000 / max(1, done[0])}
 
 
+@dataclass
+class Target:
+    """One way to send the same request: a URL, its body, and optionally an HTTP proxy in between."""
+    url: str
+    body: dict
+    headers: dict[str, str] = field(default_factory=dict)
+    via: str | None = None
+    ssl: object = True
+
+
+async def paired_added(a: Target, b: Target) -> float:
+    """Median over LATENCY_N pairs of (time through `a` - time through `b`), requests alternating
+    (a, b), (b, a), ...: a drift of the machine during the run falls on both sides and cancels."""
+    async with aiohttp.ClientSession() as s:
+        async def timed(t: Target) -> float:
+            start = time.perf_counter()
+            async with s.post(t.url, data=json.dumps(t.body).encode(), proxy=t.via, ssl=t.ssl,
+                              headers={**KEY, "content-type": "application/json", **t.headers}) as r:
+                await r.read()
+                if r.status != 200:
+                    raise RuntimeError(f"{t.url}: {r.status} {(await r.text())[:300]}")
+            return time.perf_counter() - start
+        for _ in range(10):
+            await timed(a)
+            await timed(b)
+        diffs = []
+        for i in range(LATENCY_N):
+            if i % 2:
+                tb, ta = await timed(b), await timed(a)
+            else:
+                ta, tb = await timed(a), await timed(b)
+            diffs.append(ta - tb)
+    return statistics.median(diffs) * 1000
+
+
 async def first_event(url: str, body: dict, marker: re.Pattern[bytes]) -> float:
     """Median time (ms) until the first streamed text arrives (what `marker` finds): time to first event."""
     data = json.dumps(body).encode()
@@ -168,10 +204,16 @@ def main() -> None:
                 direct_path = f"/v1beta/models/{sent['model']}:generateContent"
                 base = asyncio.run(measure(mock_url + direct_path, sent["body"], [mock.proc.pid]))
                 rows.append((workload, kind, "direct (baseline)", base))
+                direct = Target(mock_url + direct_path, sent["body"])
                 if kind == "native":
-                    rows.append((workload, kind, "null aiohttp hop", asyncio.run(
-                        measure(f"http://127.0.0.1:{hport}" + direct_path, sent["body"], [hop.proc.pid]))))
+                    hop_row = asyncio.run(measure(f"http://127.0.0.1:{hport}" + direct_path, sent["body"],
+                                                  [hop.proc.pid]))
+                    hop_row["added"] = asyncio.run(paired_added(
+                        Target(f"http://127.0.0.1:{hport}" + direct_path, sent["body"]), direct))
+                    rows.append((workload, kind, "null aiohttp hop", hop_row))
+                proxied["added"] = asyncio.run(paired_added(Target(f"http://127.0.0.1:{pport}" + p, body), direct))
                 rows.append((workload, kind, "gemini-tool-proxy", proxied))
+        rows += litellm_rows(tmp, mock_url)
         ttfe = first_events(f"http://127.0.0.1:{pport}", mock_url)
         per_turn = translation_per_turn()
         redis_cost = store_cost(tmp, mock_url)
@@ -181,6 +223,44 @@ def main() -> None:
             p.stop()
     mitm = mitm_rows(tmp)
     report(rows, per_turn, scale, ttfe, mitm, redis_cost)
+
+
+LITELLM_KEY = "sk-bench-master-key-0123456789"
+
+
+def litellm_rows(tmp: Path, mock_url: str) -> list[tuple[str, str, str, dict]]:
+    """LiteLLM's proxy (installed by bench.sh into .bench/litellm) on the same mock, one worker. Its
+    baseline is the mock called directly with the body LiteLLM sent, so each proxy is charged only
+    for itself."""
+    binary = os.environ.get("BENCH_LITELLM_BIN")
+    if not binary:
+        return []
+    config = tmp / "litellm.yaml"
+    config.write_text(f"""model_list:
+  - model_name: gemini-2.5-flash
+    litellm_params: {{model: gemini/gemini-2.5-flash, api_base: "{mock_url}/v1beta", api_key: bench-key}}
+litellm_settings: {{drop_params: true}}
+router_settings: {{disable_cooldowns: true}}
+general_settings: {{master_key: {LITELLM_KEY}}}
+""")
+    port = free_port()
+    proc = Process(tmp, "litellm", [binary, "--config", str(config), "--port", str(port), "--host", "127.0.0.1",
+                                    "--num_workers", "1"], "Uvicorn running", timeout=180)
+    out = []
+    try:
+        for workload in ("small", "large"):
+            for kind in ("responses", "chat"):
+                path, body = bodies(kind, workload)
+                r = asyncio.run(measure(f"http://127.0.0.1:{port}" + path, body, [proc.proc.pid],
+                                        headers={"authorization": f"Bearer {LITELLM_KEY}"}))
+                sent = asyncio.run(last_sent(mock_url))
+                base = asyncio.run(measure(f"{mock_url}/v1beta/models/{sent['model']}:generateContent", sent["body"],
+                                           []))
+                out.append((workload, kind, "LiteLLM, direct with its body", base))
+                out.append((workload, kind, "LiteLLM proxy", r))
+    finally:
+        proc.stop()
+    return out
 
 
 # The first text of a stream: Gemini's first SSE event, Responses' first text delta, Chat's first content delta.
@@ -222,8 +302,10 @@ def store_cost(tmp: Path, mock_url: str) -> list[tuple[str, dict]]:
     return out
 
 
-def mitm_rows(tmp: Path) -> list[tuple[str, str, dict]]:
-    """Plain mitmdump against the addon, native generateContent over TLS (see bench_mitm.py)."""
+def mitm_rows(tmp: Path) -> list[tuple[str, str, dict, dict]]:
+    """Plain mitmdump against the addon, native generateContent over TLS (see bench_mitm.py). Each
+    addon row is measured right after a fresh run of plain mitmdump (its baseline), and its added
+    latency by requests alternating between the two."""
     from scripts.bench_mitm import CAPTURED, GL, MitmBench
     bench = MitmBench(tmp)
     out = []
@@ -232,19 +314,25 @@ def mitm_rows(tmp: Path) -> list[tuple[str, str, dict]]:
         addon, addon_url, frontend = bench.addon()
         url = GL + "/v1beta/models/gemini-2.5-flash:generateContent"
 
-        def run(workload: str, name: str, proc: Process, via: str, session: bool) -> None:
+        def target(workload: str, via: str, session: bool) -> Target:
+            return Target(url, bodies("native", workload)[1], bench.headers(session), via, bench.client_ssl)
+
+        def run(workload: str, name: str, session: bool) -> None:
             _, body = bodies("native", workload)
-            out.append((workload, name, asyncio.run(measure(url, body, [proc.proc.pid], via=via, ssl=bench.client_ssl,
-                                                            headers=bench.headers(session)))))
+            base = asyncio.run(measure(url, body, [plain.proc.pid], via=plain_url, ssl=bench.client_ssl))
+            r = asyncio.run(measure(url, body, [addon.proc.pid], via=addon_url, ssl=bench.client_ssl,
+                                    headers=bench.headers(session)))
+            r["added"] = asyncio.run(paired_added(target(workload, addon_url, session),
+                                                  target(workload, plain_url, False)))
+            out.append((workload, name, r, base))
         for workload in ("small", "large"):
-            run(workload, "mitmdump, routing only (baseline)", plain, plain_url, False)
-            run(workload, "mitmdump + addon, no session", addon, addon_url, False)
+            run(workload, "no session (the app's own tools, repaired)", False)
         asyncio.run(bench.session_with_calls(addon_url, frontend, 0))
         for workload in ("small", "large"):
-            run(workload, "mitmdump + addon, session tools, 0 captured calls", addon, addon_url, True)
+            run(workload, "session tools injected, 0 captured calls", True)
         asyncio.run(bench.session_with_calls(addon_url, frontend, CAPTURED))
         for workload in ("small", "large"):
-            run(workload, f"mitmdump + addon, session tools, {CAPTURED} captured calls", addon, addon_url, True)
+            run(workload, f"session tools injected, {CAPTURED} captured calls", True)
     finally:
         bench.stop()
     return out
@@ -278,22 +366,28 @@ def instances(tmp: Path, mock_url: str) -> list[tuple[int, dict]]:
 
 def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm: list, redis_cost: list) -> None:
     base = {(w, k): r for w, k, name, r in rows if name.startswith("direct")}
+    theirs = {(w, k): r for w, k, name, r in rows if name.startswith("LiteLLM, direct")}
     lines = ["| workload | API | target | p50 ms | added p50 ms | req/s at 32 | throughput vs direct | "
-             "CPU ms/req |", "|---|---|---|---|---|---|---|---|"]
+             "CPU ms/req | CPU vs LiteLLM |", "|---|---|---|---|---|---|---|---|---|"]
+    litellm = {(w, k): r for w, k, name, r in rows if name == "LiteLLM proxy"}
     for workload, kind, name, r in rows:
-        b = base[(workload, kind)]
-        lines.append(f"| {workload} | {kind} | {name} | {r['p50']:.2f} | {r['p50'] - b['p50']:+.2f} | "
-                     f"{r['rps']:.0f} | {r['rps'] / b['rps']:.2f} | {r['cpu_ms']:.2f} |")
+        b = (theirs if name.startswith("LiteLLM") else base)[(workload, kind)]
+        vs = ""
+        if name == "gemini-tool-proxy" and (workload, kind) in litellm:
+            vs = f"1/{litellm[(workload, kind)]['cpu_ms'] / r['cpu_ms']:.1f}"
+        cpu = f"{r['cpu_ms']:.2f}" if r["cpu_ms"] else "—"
+        lines.append(f"| {workload} | {kind} | {name} | {r['p50']:.2f} | {r.get('added', r['p50'] - b['p50']):+.2f} | "
+                     f"{r['rps']:.0f} | {r['rps'] / b['rps']:.2f} | {cpu} | {vs} |")
+
     lines += ["", "| stream | API | direct first event ms | through the proxy ms | added ms |", "|---|---|---|---|---|"]
     lines += [f"| {w} | {k} | {d:.2f} | {p:.2f} | {p - d:+.2f} |" for w, k, d, p in ttfe]
     if mitm:
-        plain = {w: r for w, name, r in mitm if "baseline" in name}
-        lines += ["", "| MITM (native, TLS) | target | p50 ms | added p50 ms | req/s at 32 | throughput vs plain | "
-                  "cost vs plain | CPU ms/req |", "|---|---|---|---|---|---|---|---|"]
-        for w, name, r in mitm:
-            b = plain[w]
-            lines.append(f"| {w} | {name} | {r['p50']:.2f} | {r['p50'] - b['p50']:+.2f} | {r['rps']:.0f} | "
-                         f"{r['rps'] / b['rps']:.2f} | {1 - r['rps'] / b['rps']:+.0%} | {r['cpu_ms']:.2f} |")
+        lines += ["", "| MITM (native, TLS) | mitmdump + addon | added p50 vs plain ms | req/s at 32 | plain req/s "
+                  "(run just before) | addon's cost in throughput | CPU ms/req (plain) |",
+                  "|---|---|---|---|---|---|---|"]
+        for w, name, r, b in mitm:
+            lines.append(f"| {w} | {name} | {r['added']:+.2f} | {r['rps']:.0f} | {b['rps']:.0f} | "
+                         f"{1 - r['rps'] / b['rps']:+.0%} | {r['cpu_ms']:.2f} ({b['cpu_ms']:.2f}) |")
     if redis_cost:
         mem = redis_cost[0][1]
         lines += ["", "| one instance, Responses small | p50 ms | added p50 vs memory ms | req/s at 32 |",
@@ -314,7 +408,10 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
     (ROOT / "docs" / "benchmarks.md").write_text(
         f"# Benchmarks\n\nMeasured by `scripts/bench.sh` ({LATENCY_N} sequential requests for p50, "
         f"{LOAD_SECONDS:g} s at concurrency {CONCURRENCY} for throughput and CPU) on {machine}. Every server is one "
-        f"process; the mock Gemini answers all of them. Judge ratios, not absolute numbers.\n\n{table}\n")
+        f"process; the mock Gemini answers all of them. \"Added p50\" is the median difference of requests "
+        f"sent alternately through the proxy and to its baseline (the mock with the body the proxy sent it; for "
+        f"LiteLLM, the body LiteLLM sent), so a drift of the machine cancels. The direct rows' CPU is the mock's. "
+        f"Command: `bash scripts/bench.sh`. Judge ratios, not absolute numbers.\n\n{table}\n")
 
 
 if __name__ == "__main__":

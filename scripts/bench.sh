@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# The benchmark: installs what it needs (Python packages, redis-server, haproxy), runs every row in
-# one run and writes docs/benchmarks.md. BENCH_N / BENCH_SECONDS shorten or lengthen it.
+# The benchmark: installs what it needs (Python packages, redis-server, haproxy, and LiteLLM's proxy in
+# its own virtual environment under .bench/), runs every row in one run and writes docs/benchmarks.md.
+# BENCH_N / BENCH_SECONDS shorten or lengthen it; BENCH_LITELLM=0 leaves LiteLLM out.
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/system_deps.sh"
 cd "$ROOT"
+if [ "${BENCH_LITELLM:-1}" != 0 ]; then
+    LITELLM_VENV="$ROOT/.bench/litellm"
+    if ! [ -x "$LITELLM_VENV/bin/litellm" ]; then
+        echo "installing LiteLLM's proxy into $LITELLM_VENV (once)" >&2
+        "$("$VENV_PY" -c 'import sys; print(sys._base_executable)')" -m venv "$LITELLM_VENV"
+        "$LITELLM_VENV/bin/pip" install -q --disable-pip-version-check 'litellm[proxy]' >&2
+    fi
+    export BENCH_LITELLM_BIN="$LITELLM_VENV/bin/litellm"
+fi
 exec "$VENV_PY" scripts/bench.py "$@"

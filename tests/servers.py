@@ -61,12 +61,13 @@ class RedisServer:
 class Process:
     """A command that prints a ready line; its output goes to a log file."""
 
-    def __init__(self, tmp: Path, name: str, args: list[str], ready: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, tmp: Path, name: str, args: list[str], ready: str, env: dict[str, str] | None = None,
+                 timeout: float = 30) -> None:
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout
         while ready not in self.log_path.read_text():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{name} did not start:\n{self.log_path.read_text()}")
