@@ -41,6 +41,9 @@ def test_stream_tool_loop(client: openai.OpenAI, stack) -> None:
     assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert "response.function_call_arguments.done" in kinds
+    # Each event shows the response as it was then (the server serializes events as they come).
+    assert [(e.response.status, len(e.response.output)) for e in events[:2]] == [("in_progress", 0)] * 2
+    assert events[-1].response.status == "completed" and len(events[-1].response.output) == 1
     [call] = final.output
     with client.responses.stream(model="gemini-2.5-flash", previous_response_id=final.id, tools=[WEATHER],
                                  input=[{"type": "function_call_output", "call_id": call.call_id,

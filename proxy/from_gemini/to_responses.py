@@ -81,8 +81,10 @@ class ResponsesTranslator:
         self._before_call = PartsBeforeCall()  # server-side parts since the last function call
         self._grounding: dict[str, Any] | None = None  # the latest groundingMetadata
         self.done = False
-        # Events carry copies of the response as it was (a stream sends them later). A whole answer
-        # sends only `response`, so it skips copying echoed tools and output three times.
+        # Events carry copies of the response as it was, for callers that keep events around. The
+        # server needs none: its stream writer serializes each call's events before the next call
+        # (and no call mutates the response after adding an event that holds it), and a whole answer
+        # sends only `response`; copying echoed tools and output three times cost a large request.
         self._snapshots = snapshots
 
     # -- public API ---------------------------------------------------------------------------

@@ -49,7 +49,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
                                      carrier=ctx.carrier if "reasoning.encrypted_content" in (req.include or [])
-                                     else None, snapshots=bool(req.stream))
+                                     else None, snapshots=False)
     key = api_key_of(request)
     headers = warning_headers(tools.warnings)
 
