@@ -3,10 +3,12 @@ mock Gemini on loopback. Prints a table of ratios and writes docs/benchmarks.md.
 
 Rows: the mock called directly (the baseline), a null aiohttp hop (the floor of any proxy), the
 front-end on Responses, Chat and native generateContent with a small and a large workload (20 tools,
-50 messages), the translation core on histories of 10/100/1000 turns, and 1/2/4 instances sharing
-Redis behind HAProxy. Figures: added p50 at concurrency 1 (ms over the direct call), throughput at
-concurrency 32 (requests/s), and the CPU the server process used per request (ms), with ratios
-against the baseline measured in the same run.
+50 messages), LiteLLM's proxy on the same workloads (when bench.sh installed it), stream time to
+first event, plain mitmdump against the addon (bench_mitm.py), one instance on memory against Redis,
+the translation core on histories of 10/100/1000 turns, and 1/2/4 instances sharing Redis behind
+HAProxy. Figures: added p50 at concurrency 1 (the median of paired differences against the
+baseline), throughput at concurrency 32 (requests/s), and the CPU the server process used per
+request (ms), with ratios against the baseline measured in the same run.
 """
 
 import asyncio
@@ -111,9 +113,10 @@ class Target:
     headers: dict[str, str] = field(default_factory=dict)
     via: str | None = None
     ssl: object = True
+    first: re.Pattern[bytes] | None = None  # time only until the stream shows this (time to first event)
 
 
-async def paired_added(a: Target, b: Target) -> float:
+async def paired_added(a: Target, b: Target, n: int = LATENCY_N, warm: int = 10) -> float:
     """Median over LATENCY_N pairs of (time through `a` - time through `b`), requests alternating
     (a, b), (b, a), ...: a drift of the machine during the run falls on both sides and cancels."""
     async with aiohttp.ClientSession() as s:
@@ -121,43 +124,30 @@ async def paired_added(a: Target, b: Target) -> float:
             start = time.perf_counter()
             async with s.post(t.url, data=json.dumps(t.body).encode(), proxy=t.via, ssl=t.ssl,
                               headers={**KEY, "content-type": "application/json", **t.headers}) as r:
-                await r.read()
                 if r.status != 200:
                     raise RuntimeError(f"{t.url}: {r.status} {(await r.text())[:300]}")
-            return time.perf_counter() - start
-        for _ in range(10):
+                if t.first is None:
+                    await r.read()
+                    return time.perf_counter() - start
+                seen = b""
+                async for chunk in r.content.iter_any():
+                    seen += chunk
+                    if t.first.search(seen):
+                        took = time.perf_counter() - start
+                        await r.read()
+                        return took
+                raise RuntimeError(f"{t.url}: the stream ended without {t.first.pattern!r}: {seen[:300]!r}")
+        for _ in range(warm):
             await timed(a)
             await timed(b)
-        diffs = []
-        for i in range(LATENCY_N):
+        diffs = [0.0]
+        for i in range(n):
             if i % 2:
                 tb, ta = await timed(b), await timed(a)
             else:
                 ta, tb = await timed(a), await timed(b)
             diffs.append(ta - tb)
-    return statistics.median(diffs) * 1000
-
-
-async def first_event(url: str, body: dict, marker: re.Pattern[bytes]) -> float:
-    """Median time (ms) until the first streamed text arrives (what `marker` finds): time to first event."""
-    data = json.dumps(body).encode()
-    headers = {**KEY, "content-type": "application/json"}
-    times = []
-    async with aiohttp.ClientSession() as s:
-        for i in range(20 + LATENCY_N // 2):
-            t = time.perf_counter()
-            async with s.post(url, data=data, headers=headers) as r:
-                seen = b""
-                async for chunk in r.content.iter_any():
-                    seen += chunk
-                    if marker.search(seen):
-                        break
-                if not marker.search(seen) or r.status != 200:
-                    raise RuntimeError(f"{url}: {r.status} without {marker!r}: {seen[:300]!r}")
-                if i >= 20:
-                    times.append(time.perf_counter() - t)
-                await r.read()
-    return statistics.median(times) * 1000
+    return statistics.median(diffs[1:] or diffs) * 1000
 
 
 async def last_sent(mock_url: str) -> dict:
@@ -268,36 +258,41 @@ FIRST_TEXT = {"direct": re.compile(rb"^data: ", re.M), "responses": re.compile(r
               "chat": re.compile(rb'"delta": ?\{"content"')}
 
 
-def first_events(proxy_url: str, mock_url: str) -> list[tuple[str, str, float, float]]:
-    """Stream time to first event through the proxy and directly (same body as the proxy sent)."""
+def first_events(proxy_url: str, mock_url: str) -> list[tuple[str, str, float]]:
+    """Stream time to first event through the proxy against the mock's own (same body as the proxy
+    sent it), as paired differences."""
     out = []
     for workload in ("small", "large"):
         for kind in ("responses", "chat"):
             path, body = bodies(kind, workload)
-            proxied = asyncio.run(first_event(proxy_url + path, {**body, "stream": True}, FIRST_TEXT[kind]))
+            proxied = Target(proxy_url + path, {**body, "stream": True}, first=FIRST_TEXT[kind])
+            asyncio.run(paired_added(proxied, proxied, n=0, warm=1))  # so that the mock has seen the body
             sent = asyncio.run(last_sent(mock_url))
-            direct = asyncio.run(first_event(f"{mock_url}/v1beta/models/{sent['model']}:streamGenerateContent?alt=sse",
-                                             sent["body"], FIRST_TEXT["direct"]))
-            out.append((workload, kind, direct, proxied))
+            direct = Target(f"{mock_url}/v1beta/models/{sent['model']}:streamGenerateContent?alt=sse", sent["body"],
+                            first=FIRST_TEXT["direct"])
+            out.append((workload, kind, asyncio.run(paired_added(proxied, direct))))
     return out
 
 
 def store_cost(tmp: Path, mock_url: str) -> list[tuple[str, dict]]:
-    """One instance, no load balancer: the memory store against Redis (Responses, small, stored)."""
+    """One instance each, no load balancer: the memory store against Redis (Responses, small, stored);
+    Redis's added latency as paired differences."""
     redis = RedisServer(tmp)
-    out = []
+    out, procs, urls = [], [], {}
+    path, body = bodies("responses", "small")
     try:
         for name, store in (("memory", "memory"), ("redis", redis.url)):
             port = free_port()
-            proc = Process(tmp, f"store-{name}", [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve",
-                                                  "--port", str(port), "--upstream", mock_url, "--store", store],
-                           "ready")
-            try:
-                path, body = bodies("responses", "small")
-                out.append((name, asyncio.run(measure(f"http://127.0.0.1:{port}" + path, body, [proc.proc.pid]))))
-            finally:
-                proc.stop()
+            procs.append(Process(tmp, f"store-{name}", [sys.executable, "-m", "proxy", "--log-level", "WARNING",
+                                                        "serve", "--port", str(port), "--upstream", mock_url,
+                                                        "--store", store], "ready"))
+            urls[name] = f"http://127.0.0.1:{port}" + path
+            out.append((name, asyncio.run(measure(urls[name], body, [procs[-1].proc.pid]))))
+        out[0][1]["added"] = 0.0
+        out[1][1]["added"] = asyncio.run(paired_added(Target(urls["redis"], body), Target(urls["memory"], body)))
     finally:
+        for p in procs:
+            p.stop()
         redis.stop()
     return out
 
@@ -379,8 +374,8 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
         lines.append(f"| {workload} | {kind} | {name} | {r['p50']:.2f} | {r.get('added', r['p50'] - b['p50']):+.2f} | "
                      f"{r['rps']:.0f} | {r['rps'] / b['rps']:.2f} | {cpu} | {vs} |")
 
-    lines += ["", "| stream | API | direct first event ms | through the proxy ms | added ms |", "|---|---|---|---|---|"]
-    lines += [f"| {w} | {k} | {d:.2f} | {p:.2f} | {p - d:+.2f} |" for w, k, d, p in ttfe]
+    lines += ["", "| stream | API | added time to first text event ms (paired) |", "|---|---|---|"]
+    lines += [f"| {w} | {k} | {added:+.2f} |" for w, k, added in ttfe]
     if mitm:
         lines += ["", "| MITM (native, TLS) | mitmdump + addon | added p50 vs plain ms | req/s at 32 | plain req/s "
                   "(run just before) | addon's cost in throughput | CPU ms/req (plain) |",
@@ -392,7 +387,7 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
         mem = redis_cost[0][1]
         lines += ["", "| one instance, Responses small | p50 ms | added p50 vs memory ms | req/s at 32 |",
                   "|---|---|---|---|"]
-        lines += [f"| store {n} | {r['p50']:.2f} | {r['p50'] - mem['p50']:+.2f} | {r['rps']:.0f} |"
+        lines += [f"| store {n} | {r['p50']:.2f} | {r.get('added', r['p50'] - mem['p50']):+.2f} | {r['rps']:.0f} |"
                   for n, r in redis_cost]
     lines += ["", "| history turns | translation µs per turn |", "|---|---|"]
     lines += [f"| {n} | {us:.1f} |" for n, us in per_turn.items()]
