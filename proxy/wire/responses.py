@@ -182,9 +182,5 @@ class ResponsesRequest(_Lenient):
     user: str | None = None
 
 
-def wire_list(items: list[_Lenient] | None) -> list[dict[str, Any]] | None:
-    return None if items is None else [i.wire() for i in items]
-
-
 def wire_choice(choice: str | _Lenient | None) -> str | dict[str, Any] | None:
     return choice.wire() if isinstance(choice, _Lenient) else choice
