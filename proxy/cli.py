@@ -50,6 +50,7 @@ from proxy.upstream.interactions_api import InteractionsUpstream
 from proxy.upstream.openai_compat import OpenAIUpstream
 from proxy.upstream.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from proxy.upstream.routes import RoutedUpstream, gemini_routes, parse_budgets, parse_routes, parse_upstream_api
+from proxy.upstream.vertex import VertexUpstream, vertex_credentials
 
 DEFAULT_PORT = 8741
 DEFAULT_MOCK_PORT = 8742
@@ -113,6 +114,14 @@ def _parser() -> argparse.ArgumentParser:
                        help="a Gemini API key of the server's (repeatable: used in turn, a key Gemini rate-limits "
                             "rests as long as Gemini asks); default $GEMINI_API_KEYS (comma separated) or "
                             "$GEMINI_API_KEY")
+    serve.add_argument("--vertex-credentials", action="append", default=[], metavar="FILE",
+                       help="send Gemini requests to Vertex AI with this Google credentials file (a service account "
+                            "key or an authorized user's application default credentials); repeatable: used in turn "
+                            "like --gemini-key, each billing its own project")
+    serve.add_argument("--vertex-project", metavar="PROJECT",
+                       help="the project every --vertex-credentials file bills (default: the one each file names)")
+    serve.add_argument("--vertex-location", default="global", metavar="LOCATION",
+                       help="the Vertex AI location, e.g. us-central1 (default global)")
     serve.add_argument("--openai-upstream", action="append", default=[], metavar="PATTERN=BASE_URL",
                        help="send models matching PATTERN to an OpenAI-compatible server (vLLM, Ollama, llama.cpp, "
                             "LM Studio, EXO) at BASE_URL (e.g. http://127.0.0.1:8000/v1) instead of Gemini "
@@ -339,8 +348,11 @@ async def _serve(args: argparse.Namespace) -> None:
                                         keys=keys, carrier=carrier, limits=limits, rules=_model_rules(args)),
                                args.host, args.port, limits)
     runners.append(runner)
+    gemini = getattr(upstream, "default", upstream)
+    shown = (f"Vertex AI at {gemini.base_url}, {len(gemini.pool)} credential(s)"
+             if isinstance(gemini, VertexUpstream) else base)
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s; event loop %s)", args.host, args.port,
-             base, f"{len(keys)} client key(s)" if keys else "no client authentication",
+             shown, f"{len(keys)} client key(s)" if keys else "no client authentication",
              type(asyncio.get_running_loop()).__module__.split(".")[0])
     print(f"gemini-tool-proxy ready on http://{args.host}:{args.port}", flush=True)
     try:
@@ -356,9 +368,18 @@ def _upstream(args: argparse.Namespace, base: str) -> Upstream:
     timeouts = {"connect_timeout": args.connect_timeout, "read_timeout": args.read_timeout,
                 "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries)}
     gemini_keys = {"keys": args.gemini_key} if args.gemini_key else {}
-    gemini = GeminiUpstream(base, **timeouts, **gemini_keys)
     routes, budgets = parse_routes(args.openai_upstream), parse_budgets(args.two_pass)
     apis = parse_upstream_api(args.upstream_api)
+    gemini: GeminiUpstream
+    if args.vertex_credentials:
+        if any(a == "interactions" for _, a in apis):
+            raise ValueError("--upstream-api interactions needs Gemini's Developer API; Vertex AI has no "
+                             "Interactions API (drop --vertex-credentials or the rule)")
+        credentials = vertex_credentials(args.vertex_credentials, args.vertex_project, args.vertex_location)
+        gemini = VertexUpstream(None if base == DEFAULT_BASE_URL else base, credentials, args.vertex_location,
+                                **timeouts)
+    else:
+        gemini = GeminiUpstream(base, **timeouts, **gemini_keys)
     if not routes and not apis:
         return gemini
     servers: dict[str, OpenAIUpstream] = {}

@@ -12,6 +12,7 @@ import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 
 from proxy import metrics
+from proxy.upstream.credentials import ApiKey
 from proxy.upstream.key_pool import KeyPool
 from tests.servers import Process, free_port, mock_gemini
 
@@ -74,13 +75,15 @@ def test_a_rate_limited_key_rests_and_the_next_one_serves(served: Served) -> Non
 
 def test_every_key_cooling_is_a_429_with_retry_after() -> None:
     now = [0.0]
-    pool = KeyPool(["a" * 16, "b" * 16], clock=lambda: now[0])
-    assert [pool.pick(), pool.pick(), pool.pick()] == ["a" * 16, "b" * 16, "a" * 16]
-    pool.cool("a" * 16, 10)
-    pool.cool("b" * 16, None)  # no hint: the default minute
+    pool = KeyPool(["a" * 16, "b" * 16, "a" * 16], clock=lambda: now[0])
+    a, b = pool.pick(), pool.pick()
+    assert isinstance(a, ApiKey) and isinstance(b, ApiKey) and (a.key, b.key) == ("a" * 16, "b" * 16)
+    assert pool.pick() is a and len(pool) == 2, "a key given twice is one key"
+    pool.cool(a, 10)
+    pool.cool(b, None)  # no hint: the default minute
     assert pool.pick() is None and pool.soonest() == 10
     now[0] = 10
-    assert pool.pick() == "a" * 16
+    assert pool.pick() is a
 
 
 def test_metrics_move_as_requests_flow(served: Served) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock import interactions
+from proxy.mock import interactions, oauth
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, fragment_calls, latest_user_text, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
@@ -99,6 +99,8 @@ def _api_key(request: web.Request) -> str | None:
 async def generate(request: web.Request) -> web.StreamResponse:
     """generativelanguage `/{version}/models/{model}:{method}` and Vertex `…/publishers/google/models/…`."""
     model, _, method = request.match_info["target"].rpartition(":")
+    if "project" in request.match_info and (problem := oauth.token_problem(request)):
+        return _error(GeminiRejection(401, problem, "UNAUTHENTICATED"))
     return await _answer(request, model, method, request.match_info.get("version", "v1"), cloudcode=False)
 
 
@@ -327,6 +329,8 @@ def make_mock_app() -> web.Application:
     app.router.add_get("/{version:v1|v1beta|v1alpha}/files/{name}", files)
     app.router.add_post("/v1internal:{method}", cloudcode)
     app.router.add_get("/oauth2/v2/userinfo", userinfo)
+    app[oauth.ISSUED] = set()
+    app.router.add_post("/token", oauth.token)
     app.router.add_post(
         "/{version:v1|v1beta1}/projects/{project}/locations/{location}/publishers/google/models/{target}", generate)
     app.router.add_get("/mock/last", last_received)
@@ -339,8 +343,9 @@ async def last_received(request: web.Request) -> web.Response:
     """What the mock accepted last (for tests that run it as a process of its own)."""
     received = request.app[RECEIVED]
     last = received[-1] if received else {}
-    return web.json_response({"model": last.get("model"), "body": last.get("body"),
-                              "accepted": request.app[ACCEPTED][0]})
+    return web.json_response({"model": last.get("model"), "body": last.get("body"), "path": last.get("path"),
+                              "key": last.get("key"), "accepted": request.app[ACCEPTED][0],
+                              "seen": list(request.app[SEEN])})
 
 
 async def echo(request: web.Request) -> web.Response:

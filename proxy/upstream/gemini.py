@@ -22,6 +22,7 @@ from yarl import URL
 
 from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
+from proxy.upstream.credentials import ApiKey, Credential, CredentialError
 from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.key_pool import KeyPool, keys_from_env
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
@@ -54,6 +55,10 @@ RETURNED_HEADERS = ("content-type", "x-goog-upload-url", "x-goog-upload-status",
                     "x-goog-upload-control-url", "x-goog-upload-size-received")
 
 
+# An upstream URL, or the URL for the credential a request is sent with (Vertex's names its project).
+Target = URL | Callable[[Credential | None], URL]
+
+
 def client_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The client's User-Agent / x-goog-api-client with the proxy's token appended."""
     return {name: f"{headers[name]} {PROXY_TOKEN}" for name in FORWARDED_HEADERS if headers.get(name)}
@@ -82,7 +87,7 @@ class GeminiUpstream(HttpSession):
         self.retry = retry or RetryPolicy()
         super().__init__(connect_timeout)
 
-    def _url(self, model: str, stream: bool) -> URL:
+    def _url(self, model: str, stream: bool) -> Target:
         """Built from validated parts only: the model is checked against Gemini's grammar (a 400
         before any request otherwise) and becomes one path segment; the query is ours alone."""
         collection, model_id = model_resource(model)
@@ -90,11 +95,10 @@ class GeminiUpstream(HttpSession):
         url = URL(self.base_url).joinpath(self.api_version, collection, f"{model_id}:{method}")
         return url.with_query(alt="sse") if stream else url
 
-    def _headers(self, api_key: str | None) -> dict[str, str]:
+    async def _headers(self, key: Credential | None) -> dict[str, str]:
         headers = {"content-type": "application/json", "user-agent": PROXY_TOKEN, **(CLIENT_HEADERS.get() or {})}
-        key = api_key or self.pool.pick() or self.api_key
-        if key:
-            headers["x-goog-api-key"] = key
+        if key is not None:
+            headers.update(await key.headers())
         return headers
 
     def _timed_out(self, what: str) -> UpstreamError:
@@ -106,22 +110,34 @@ class GeminiUpstream(HttpSession):
                     deadline: float) -> aiohttp.ClientResponse:
         return await self.send(self._url(model, stream), body, api_key, stream, deadline)
 
-    async def send(self, url: URL, body: dict[str, Any], api_key: str | None, stream: bool,
-                   deadline: float) -> aiohttp.ClientResponse:
-        """POST a body to one of Gemini's URLs, retried while the answer is retryable; a 200 is returned open."""
+    async def send(self, url: Target, body: dict[str, Any], api_key: str | None,
+                   stream: bool, deadline: float) -> aiohttp.ClientResponse:
+        """POST a body to one of Gemini's URLs (or the URL for the credential used: Vertex's names
+        its project), retried while the answer is retryable; a 200 is returned open."""
         data = fast_json.dumps(body)
         loop = asyncio.get_running_loop()
         attempt = 0
         while True:
-            key = api_key or self._pooled_key()
+            key = self._credential(api_key)
             record = metrics.CURRENT.get()
             if record is not None:
-                record.key = metrics.key_label(key)
+                record.key = key.label if key else "none"
             # A stream's headers come at once; a whole answer's only when it is done.
             limit = min(loop.time() + self.read_timeout, deadline) if stream else deadline
             try:
                 async with asyncio.timeout_at(limit):
-                    resp = await self._http().post(url, data=data, headers=self._headers(key))
+                    try:
+                        headers = await self._headers(key)
+                    except CredentialError:
+                        if key is None or not self.pool.owns(key):
+                            raise
+                        self.pool.cool(key, None, "refused")
+                        if self.pool.ready():  # another credential can go on at once
+                            log.warning("upstream credential %s was refused a token; going on with the next",
+                                        key.label)
+                            continue
+                        raise
+                    resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers)
                     if resp.status == 200:
                         self._note_key(key, "ok")
                         return resp
@@ -129,10 +145,10 @@ class GeminiUpstream(HttpSession):
                     resp.release()
                 error = _error_from(resp.status, text, resp.headers)
                 metrics.UPSTREAM_ERRORS.labels(str(resp.status), error.type).inc()
-                if resp.status == 429 and not api_key and key and self.pool.owns(key):
+                if resp.status == 429 and key and self.pool.owns(key):
                     self.pool.cool(key, error.retry_after)
                     if self.pool.ready():  # another key is ready: no wait, not a retry
-                        log.info("Gemini rate-limited key %s; going on with the next key", metrics.key_label(key))
+                        log.info("Gemini rate-limited key %s; going on with the next key", key.label)
                         continue
                     raise self._all_cooling(error)
                 self._note_key(key, "error")
@@ -158,21 +174,30 @@ class GeminiUpstream(HttpSession):
             attempt += 1
             await asyncio.sleep(wait)
 
-    def _pooled_key(self) -> str | None:
-        """The server's next key; every pooled key cooling down is the client's 429."""
+    def _credential(self, api_key: str | None) -> Credential | None:
+        """The client's own key, else the server's next pooled one (every pooled key resting is the
+        client's 429), else none (Gemini's own 403 says a key is missing)."""
+        if api_key:
+            return ApiKey(api_key)
         if not len(self.pool):
-            return self.api_key
+            return ApiKey(self.api_key) if self.api_key else None
         key = self.pool.pick()
         if key is None:
             raise self._all_cooling(None)
         return key
 
-    def _note_key(self, key: str | None, outcome: str) -> None:
+    def _note_key(self, key: Credential | None, outcome: str) -> None:
         if key and self.pool.owns(key):
             self.pool.used(key, outcome)
 
     def _all_cooling(self, error: UpstreamError | None) -> UpstreamError:
         wait = self.pool.soonest()
+        if self.pool.refused_all():
+            return CredentialError(f"Every upstream credential ({len(self.pool)}) was refused a token by Google's "
+                                   f"token endpoint; the first is tried again in {wait:.0f}s.", status=502,
+                                   type="server_error", gemini_error={
+                                       "code": 502, "status": "UNAVAILABLE",
+                                       "message": "Every upstream credential of the proxy was refused a token."})
         out = UpstreamError(f"Gemini error: every upstream key ({len(self.pool)}) is rate-limited; the first is "
                             f"usable again in {wait:.0f}s.", status=429, type="rate_limit_error",
                             code="rate_limit_exceeded",
@@ -183,7 +208,7 @@ class GeminiUpstream(HttpSession):
         out.headers = {"Retry-After": str(max(1, math.ceil(wait)))}
         return out
 
-    def path_url(self, prefix: tuple[str, ...], segments: list[str], query: Mapping[str, str]) -> URL:
+    def path_url(self, prefix: tuple[str, ...], segments: list[str], query: Mapping[str, str]) -> Target:
         """An upstream URL for a passed-through path: each segment checked, the query re-encoded
         without the caller's `key` (the key travels in a header)."""
         for segment in segments:
@@ -193,16 +218,18 @@ class GeminiUpstream(HttpSession):
         url = URL(self.base_url).joinpath(*prefix, *segments)
         return url.with_query({k: v for k, v in query.items() if k != "key"})
 
-    async def forward(self, method: str, url: URL, body: bytes, headers: Mapping[str, str],
+    async def forward(self, method: str, url: Target, body: bytes, headers: Mapping[str, str],
                       api_key: str | None = None) -> Forwarded:
         """Pass one call through (countTokens, embedContent, models, files, cachedContents...);
         Gemini's answer comes back as it is, errors included."""
-        sent = {**self._headers(api_key), **{k: v for k, v in headers.items() if k.lower() in PASSED_HEADERS}}
+        key = self._credential(api_key)
+        sent = {**await self._headers(key), **{k: v for k, v in headers.items() if k.lower() in PASSED_HEADERS}}
         if not body:
             sent.pop("content-type", None)
         try:
             async with asyncio.timeout(self.total_timeout):
-                async with self._http().request(method, url, data=body or None, headers=sent) as resp:
+                async with self._http().request(method, url(key) if callable(url) else url, data=body or None,
+                                                headers=sent) as resp:
                     data = await resp.read()
                     kept = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
                     return Forwarded(resp.status, kept, data)

@@ -1,4 +1,5 @@
-"""Several Gemini API keys used in turn (`--gemini-key`, repeatable, or $GEMINI_API_KEYS).
+"""Several Gemini API keys (`--gemini-key`, repeatable, or $GEMINI_API_KEYS) or Google credentials
+files (`--vertex-credentials`, repeatable) used in turn.
 
 A key Gemini answers 429 (quota, rate limit) for is cooled down for as long as Gemini asked
 (RetryInfo / Retry-After), else DEFAULT_COOLDOWN, and the request goes on at once with the next key.
@@ -11,21 +12,29 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from proxy import metrics
+from proxy.upstream.credentials import ApiKey, Credential
 
 DEFAULT_COOLDOWN = 60.0  # Gemini's per-minute quotas refill within a minute
 
 
 @dataclass
 class PooledKey:
-    key: str
-    label: str
+    credential: Credential
     cooling_until: float = 0.0
+    reason: str = "rate_limited"  # or "refused": the token endpoint gave it no token
+
+    @property
+    def label(self) -> str:
+        return self.credential.label
 
 
 class KeyPool:
-    def __init__(self, keys: Iterable[str], clock: Callable[[], float] = time.monotonic) -> None:
-        unique = list(dict.fromkeys(k for k in keys if k))
-        self.keys = [PooledKey(k, metrics.key_label(k)) for k in unique]
+    def __init__(self, keys: Iterable[str | Credential], clock: Callable[[], float] = time.monotonic) -> None:
+        credentials = [ApiKey(k) if isinstance(k, str) else k for k in keys if k]
+        unique: dict[str, Credential] = {}
+        for c in credentials:
+            unique.setdefault(c.label, c)  # a key given twice is one key
+        self.keys = [PooledKey(c) for c in unique.values()]
         self.clock = clock
         self._next = 0
         metrics.SCRAPE_HOOKS.add(self)
@@ -33,14 +42,14 @@ class KeyPool:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def pick(self) -> str | None:
+    def pick(self) -> Credential | None:
         """The next key that is not cooling down (round robin), or None when all are."""
         now = self.clock()
         for i in range(len(self.keys)):
             k = self.keys[(self._next + i) % len(self.keys)]
             if k.cooling_until <= now:
                 self._next = (self._next + i + 1) % len(self.keys)
-                return k.key
+                return k.credential
         return None
 
     def ready(self) -> bool:
@@ -48,17 +57,22 @@ class KeyPool:
         now = self.clock()
         return any(k.cooling_until <= now for k in self.keys)
 
-    def owns(self, key: str | None) -> bool:
-        return any(k.key == key for k in self.keys)
+    def owns(self, key: Credential | None) -> bool:
+        return any(k.credential is key for k in self.keys)
 
-    def cool(self, key: str, seconds: float | None) -> None:
+    def cool(self, key: Credential, seconds: float | None, reason: str = "rate_limited") -> None:
         for k in self.keys:
-            if k.key == key:
+            if k.credential is key:
                 k.cooling_until = self.clock() + (seconds if seconds is not None else DEFAULT_COOLDOWN)
-                metrics.KEY_REQUESTS.labels(k.label, "rate_limited").inc()
+                k.reason = reason
+                metrics.KEY_REQUESTS.labels(k.label, reason).inc()
 
-    def used(self, key: str, outcome: str) -> None:
-        metrics.KEY_REQUESTS.labels(metrics.key_label(key), outcome).inc()
+    def refused_all(self) -> bool:
+        """Every key rests because its token endpoint refused it (not a quota: a broken credential)."""
+        return bool(self.keys) and all(k.reason == "refused" for k in self.keys)
+
+    def used(self, key: Credential, outcome: str) -> None:
+        metrics.KEY_REQUESTS.labels(key.label, outcome).inc()
 
     def soonest(self) -> float:
         """Seconds until the first cooling key is back."""

@@ -1,0 +1,86 @@
+"""`--vertex-credentials FILE` (repeatable): Gemini on Vertex AI instead of the Developer API.
+
+Each credentials file is one entry of the key pool, with the project it bills (its own, or
+`--vertex-project`): the URL names that project, so spreading requests over credentials of several
+projects spreads them over several projects' quotas, and a credential Vertex answers 429 for rests
+as a rate-limited API key does. The body and the answer are Gemini's own (protocols.md B10), so
+everything else is the Developer API client's.
+"""
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from yarl import URL
+
+from proxy.errors import ProxyError
+from proxy.upstream.credentials import Credential, GoogleCredential
+from proxy.upstream.gemini import GeminiUpstream, Target
+from proxy.wire.model_name import model_resource
+
+# Google Cloud locations (`us-central1`, `europe-west4`, `global`) and project ids (6-30 lowercase
+# letters, digits and hyphens; legacy ones behind a `domain:`): both become URL path segments.
+LOCATION = re.compile(r"[a-z][a-z0-9-]{0,62}")
+PROJECT = re.compile(r"(?:[a-z0-9.-]{1,63}:)?[a-z][a-z0-9-]{4,61}[a-z0-9]")
+# What a Vertex publisher model answers among the Gemini methods the proxy passes through.
+PASSED_METHODS = ("countTokens",)
+
+
+def vertex_base_url(location: str) -> str:
+    """Vertex's regional host (`global` has its own, unprefixed)."""
+    return "https://aiplatform.googleapis.com" if location == "global" else f"https://{location}-aiplatform.googleapis.com"
+
+
+def vertex_credentials(paths: list[str], project: str | None, location: str) -> list[GoogleCredential]:
+    """The credentials files, each with the project it bills; a bad file, project or location is a
+    ValueError naming it (a start-up error)."""
+    if not LOCATION.fullmatch(location):
+        raise ValueError(f"--vertex-location must be a Google Cloud location such as us-central1 or global, "
+                         f"not {location!r}")
+    out = [GoogleCredential(path, project) for path in paths]
+    for cred, path in zip(out, paths, strict=True):
+        if not PROJECT.fullmatch(cred.project or ""):
+            raise ValueError(f"--vertex-credentials {path}: {cred.project!r} is not a Google Cloud project id")
+    return out
+
+
+class VertexUpstream(GeminiUpstream):
+    def __init__(self, base_url: str | None, credentials: list[GoogleCredential], location: str = "global",
+                 **kwargs: Any) -> None:
+        if not credentials:
+            raise ValueError("the Vertex upstream needs at least one --vertex-credentials file")
+        super().__init__(base_url or vertex_base_url(location), api_version="v1", keys=list(credentials), **kwargs)
+        self.location = location
+
+    def _credential(self, api_key: str | None) -> Credential | None:
+        """Always the pool's: a client's Gemini API key names no Vertex project."""
+        return super()._credential(None)
+
+    def _model_url(self, model: str, method: str) -> Callable[[Credential | None], URL]:
+        collection, model_id = model_resource(model)  # a 400 before any request otherwise
+        if collection != "models":
+            raise ProxyError(f"Vertex AI serves Google's publisher models here, not {model!r}.", param="model",
+                             code="invalid_model")
+
+        def url(key: Credential | None) -> URL:
+            project = cast(GoogleCredential, key).project
+            return URL(self.base_url).joinpath(self.api_version, "projects", project, "locations", self.location,
+                                               "publishers", "google", "models", f"{model_id}:{method}")
+        return url
+
+    def _url(self, model: str, stream: bool) -> Target:
+        if not stream:
+            return self._model_url(model, "generateContent")
+        url = self._model_url(model, "streamGenerateContent")
+        return lambda key: url(key).with_query(alt="sse")
+
+    def path_url(self, prefix: tuple[str, ...], segments: list[str], query: Mapping[str, str]) -> Target:
+        """countTokens has a Vertex twin; the Developer API's collections (files, cachedContents,
+        tunedModels, the model list) do not, and say so."""
+        if len(segments) == 2 and segments[0] == "models":
+            model, _, method = segments[1].rpartition(":")
+            if method in PASSED_METHODS:
+                return self._model_url(model, method)
+        raise ProxyError(f"'{'/'.join(segments)[:120]}' is a method of Gemini's Developer API; this proxy's upstream "
+                         f"is Vertex AI, where it serves generateContent, streamGenerateContent and "
+                         f"{', '.join(PASSED_METHODS)}.", status=501, code="not_supported_upstream")
