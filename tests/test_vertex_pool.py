@@ -16,13 +16,18 @@ import pytest
 import urllib3
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from mitmproxy import exceptions
+from mitmproxy.test import taddons
 from prometheus_client.parser import text_string_to_metric_families
 
 from proxy import metrics
+from proxy.intercept.addon import GeminiTools
 from proxy.mock.server import SEEN, start_mock
+from proxy.store import MemoryStore
 from proxy.upstream.credentials import CredentialError, GoogleCredential
 from proxy.upstream.key_pool import KeyPool
 from proxy.upstream.vertex import vertex_credentials
+from tests.mitm_harness import MitmStack
 from tests.servers import Process, free_port, mock_gemini
 
 CLIENT = "client-key-0123456789"
@@ -216,3 +221,34 @@ async def test_concurrent_requests_wait_for_one_refresh(tmp_path: Path) -> None:
         assert pool.pick() is cred and pool.pick() is revoked, "credentials take turns like keys"
     finally:
         await runner.cleanup()
+
+
+def test_the_addon_front_end_pools_the_same_credentials(tmp: Path, mock: str) -> None:
+    """mitmdump's in-process front-end (gtp_vertex_credentials), in front of the same mock."""
+    files = [service_account(tmp / f"addon-{i}.json", f"{mock}/token", f"runner-{i}@p.iam.example",
+                             f"addon-project-{i}") for i in range(2)]
+    stack = MitmStack(tmp, "--set", f"gtp_vertex_credentials={files[0]}", "--set",
+                      f"gtp_vertex_credentials={files[1]}", "--set", "gtp_vertex_location=europe-west4",
+                      frontend_upstream=mock)
+    try:
+        assert "Vertex AI at" in stack.logs()
+        client = openai.OpenAI(base_url=f"{stack.frontend_url}/v1", api_key="unused-key-0123456789", max_retries=0,
+                               _strict_response_validation=True)
+        projects = []
+        for _ in range(2):
+            assert client.responses.create(model="gemini-2.5-flash", input="hi").output_text
+            last = json.loads(urllib3.request("GET", f"{mock}/mock/last").data)
+            assert "/locations/europe-west4/publishers/google/models/gemini-2.5-flash:generateContent" in last["path"]
+            projects.append(last["path"].split("/")[3])
+        assert sorted(projects) == ["addon-project-0", "addon-project-1"]
+    finally:
+        stack.close()
+
+
+def test_the_addon_refuses_bad_vertex_options(tmp: Path) -> None:
+    addon = GeminiTools(MemoryStore())
+    with taddons.context(*addon.addons) as tctx:
+        with pytest.raises(exceptions.OptionsError, match=r"gtp_vertex_credentials .*missing\.json"):
+            tctx.configure(addon.options, gtp_vertex_credentials=[str(tmp / "missing.json")])
+        with pytest.raises(exceptions.OptionsError, match="gtp_vertex_location must be a Google Cloud location"):
+            tctx.configure(addon.options, gtp_vertex_location="Mars/1")

@@ -14,10 +14,11 @@ from proxy.server import make_app
 from proxy.server.site import start_site
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini import DEFAULT_BASE_URL, GeminiUpstream
 from proxy.upstream.interactions_api import InteractionsUpstream
 from proxy.upstream.retry import RetryPolicy
 from proxy.upstream.routes import RoutedUpstream, gemini_routes
+from proxy.upstream.vertex import VertexUpstream
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,12 @@ class Frontend:
             timeouts: dict[str, Any] = {"connect_timeout": o.gtp_connect_timeout, "read_timeout": o.gtp_read_timeout,
                                         "total_timeout": o.gtp_total_timeout, "retry": RetryPolicy(o.gtp_max_retries),
                                         **({"keys": list(o.gtp_gemini_key)} if o.gtp_gemini_key else {})}
-            upstream = GeminiUpstream(base, **timeouts)
+            if self.options.vertex:
+                timeouts.pop("keys", None)
+                upstream = VertexUpstream(None if base == DEFAULT_BASE_URL else base, self.options.vertex,
+                                          o.gtp_vertex_location, **timeouts)
+            else:
+                upstream = GeminiUpstream(base, **timeouts)
             apis = self.options.upstream_api
             if any(api == "interactions" for _, api in apis):
                 upstream = RoutedUpstream(upstream, gemini_routes(upstream, InteractionsUpstream(base, **timeouts),
@@ -65,7 +71,8 @@ class Frontend:
         self._runners.append(runner)
         port = site.bound_port
         self.url = f"http://{ctx.options.gtp_frontend_host}:{port}"
-        log.info("gemini-tool-proxy front-end listening at %s (upstream %s)", self.url, base)
+        log.info("gemini-tool-proxy front-end listening at %s (upstream %s)", self.url,
+                 f"Vertex AI at {upstream.base_url}" if isinstance(upstream, VertexUpstream) else base)
 
     async def done(self) -> None:
         for runner in reversed(self._runners):

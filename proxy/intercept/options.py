@@ -18,10 +18,12 @@ from proxy.server.site import DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, 
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes
+from proxy.upstream.credentials import GoogleCredential
 from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
 from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 from proxy.upstream.routes import parse_upstream_api
+from proxy.upstream.vertex import vertex_credentials
 
 DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
                  "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
@@ -34,6 +36,7 @@ class Options:
         self.keys = ClientKeys(())
         self.rules = ModelRules()
         self.upstream_api: list[tuple[str, str]] = []  # --upstream-api rules for the front-end
+        self.vertex: list[GoogleCredential] = []  # gtp_vertex_credentials, loaded
         self.carrier = CarrierKeys.ephemeral()
 
     def load(self, loader: Any) -> None:
@@ -43,6 +46,13 @@ class Options:
         loader.add_option("gtp_gemini_key", Sequence[str], [],
                           "The server's Gemini API keys, used in turn (a rate-limited key rests as long as Gemini "
                           "asks); default $GEMINI_API_KEYS or $GEMINI_API_KEY.")
+        loader.add_option("gtp_vertex_credentials", Sequence[str], [],
+                          "Google credentials files (service account keys, or an authorized user's application "
+                          "default credentials): the front-end sends Gemini requests to Vertex AI with them, used "
+                          "in turn like gtp_gemini_key, each billing its own project.")
+        loader.add_option("gtp_vertex_project", str | None, None,
+                          "The project every gtp_vertex_credentials file bills (default: the one each file names).")
+        loader.add_option("gtp_vertex_location", str, "global", "The Vertex AI location, e.g. us-central1.")
         loader.add_option("gtp_frontend_port", int, 8741,
                           "Port of the OpenAI Responses / Gemini-native front-end run in this process; -1 disables it.")
         loader.add_option("gtp_frontend_host", str, "127.0.0.1", "Address the front-end binds (loopback by default).")
@@ -205,6 +215,15 @@ class Options:
                 self.upstream_api = parse_upstream_api(opts.gtp_upstream_api)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
+        if updated & {"gtp_vertex_credentials", "gtp_vertex_project", "gtp_vertex_location", "gtp_upstream_api"}:
+            try:
+                self.vertex = vertex_credentials(list(opts.gtp_vertex_credentials), opts.gtp_vertex_project,
+                                                 opts.gtp_vertex_location, "gtp_vertex_")
+            except ValueError as e:
+                raise exceptions.OptionsError(str(e)) from None
+            if self.vertex and any(api == "interactions" for _, api in self.upstream_api):
+                raise exceptions.OptionsError("gtp_upstream_api interactions needs Gemini's Developer API; Vertex AI "
+                                              "has no Interactions API")
         if "gtp_upstream" in updated and not (opts.gtp_upstream in ("mock", "relay") or opts.gtp_upstream.startswith(
                 ("http://", "https://"))):
             raise exceptions.OptionsError(f"gtp_upstream must be an http(s) URL, 'mock' or 'relay', "

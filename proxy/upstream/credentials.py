@@ -54,7 +54,7 @@ class CredentialError(UpstreamError):
     """Google's token endpoint would not give a credential a token (revoked, deleted, unreachable)."""
 
 
-def _load(path: str) -> tuple[Any, str | None]:
+def _load(path: str, option: str) -> tuple[Any, str | None]:
     """The two kinds of file a Vertex user holds, each with the project it names. Other kinds
     (external accounts run programs or call URLs the file names) are refused: the proxy loads only
     what cannot act on its own."""
@@ -68,19 +68,20 @@ def _load(path: str) -> tuple[Any, str | None]:
             creds = google.oauth2.credentials.Credentials.from_authorized_user_info(info, scopes=[CLOUD_PLATFORM])
             return creds, info.get("quota_project_id")
     except (OSError, ValueError) as e:  # unreadable, not JSON, or a field google-auth needs is missing
-        raise ValueError(f"--vertex-credentials {path}: {e}") from None
-    raise ValueError(f"--vertex-credentials {path}: type {kind!r} is not supported; give a service account key or "
+        raise ValueError(f"{option} {path}: {e}") from None
+    raise ValueError(f"{option} {path}: type {kind!r} is not supported; give a service account key or "
                      "an authorized user's application default credentials")
 
 
 class GoogleCredential:
     """A Google credentials file and the project its requests bill (Vertex's URL names it)."""
 
-    def __init__(self, path: str, project: str | None = None) -> None:
-        creds, file_project = _load(path)
+    def __init__(self, path: str, project: str | None = None, option: str = "--vertex-credentials") -> None:
+        creds, file_project = _load(path, option)
         self.project = project or file_project
         if not self.project:
-            raise ValueError(f"--vertex-credentials {path}: the file names no project; give --vertex-project")
+            raise ValueError(f"{option} {path}: the file names no project; give {option.removesuffix('credentials')}"
+                             "project")
         self.name = Path(path).name
         self.label = metrics.key_label(str(Path(path).resolve()))
         self._creds: Any = creds

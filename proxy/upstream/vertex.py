@@ -31,16 +31,17 @@ def vertex_base_url(location: str) -> str:
     return "https://aiplatform.googleapis.com" if location == "global" else f"https://{location}-aiplatform.googleapis.com"
 
 
-def vertex_credentials(paths: list[str], project: str | None, location: str) -> list[GoogleCredential]:
+def vertex_credentials(paths: list[str], project: str | None, location: str, prefix: str = "--vertex-"
+                       ) -> list[GoogleCredential]:
     """The credentials files, each with the project it bills; a bad file, project or location is a
-    ValueError naming it (a start-up error)."""
+    ValueError naming the option (`prefix`: the command line's, or the addon's `gtp_vertex_`)."""
     if not LOCATION.fullmatch(location):
-        raise ValueError(f"--vertex-location must be a Google Cloud location such as us-central1 or global, "
+        raise ValueError(f"{prefix}location must be a Google Cloud location such as us-central1 or global, "
                          f"not {location!r}")
-    out = [GoogleCredential(path, project) for path in paths]
+    out = [GoogleCredential(path, project, f"{prefix}credentials") for path in paths]
     for cred, path in zip(out, paths, strict=True):
         if not PROJECT.fullmatch(cred.project or ""):
-            raise ValueError(f"--vertex-credentials {path}: {cred.project!r} is not a Google Cloud project id")
+            raise ValueError(f"{prefix}credentials {path}: {cred.project!r} is not a Google Cloud project id")
     return out
 
 
