@@ -145,6 +145,24 @@ async def test_server_connect_routes_when_configured(addon: GeminiTools) -> None
         assert data.server.sni == "generativelanguage.googleapis.com"
 
 
+async def test_each_request_is_routed_after_the_others_saw_it(addon: GeminiTools) -> None:
+    """Routed per request (so mitmproxy finds its connection to the route again), the Host header and
+    TLS still naming the app's host; the app's host is what every other addon saw."""
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, gtp_route="127.0.0.1:4443")
+        flow = gemini_flow("/v1beta/models/gemini-2.5-flash:generateContent", {},
+                           **{"Host": "generativelanguage.googleapis.com"})  # as HTTP/1 apps send it
+        await tctx.cycle(addon, flow)
+        assert (flow.request.host, flow.request.port) == ("127.0.0.1", 4443)
+        assert flow.request.host_header == "generativelanguage.googleapis.com"
+        assert type(addon.addons[-1]).__name__ == "Route", "last, after every addon that reads the host"
+        data = server_hooks.ServerConnectionHookData(server=tflow.tserver_conn(), client=tflow.tclient_conn())
+        data.server.address, data.server.sni = ("127.0.0.1", 4443), "127.0.0.1"
+        data.client.sni = "generativelanguage.googleapis.com"
+        await tctx.master.addons.handle_lifecycle(server_hooks.ServerConnectHook(data))
+        assert data.server.sni == "generativelanguage.googleapis.com", "TLS names the host the app asked for"
+
+
 async def test_nothing_to_change_keeps_the_apps_bytes(addon: GeminiTools) -> None:
     with taddons.context(addon) as tctx:
         flow = gemini_flow("/v1beta/models/gemini-2.5-flash:generateContent", {})

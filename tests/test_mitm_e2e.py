@@ -1,6 +1,7 @@
 """End to end through a real mitmdump process: HTTPS clients via the proxy and our CA, a TLS mock Gemini."""
 
 import asyncio
+import http.client
 import json
 import time
 from pathlib import Path
@@ -144,6 +145,25 @@ def test_cloud_code_wrapper(mitm: MitmStack) -> None:
     status, data, _ = run(gemini(mitm, f"{CC}/v1internal:loadCodeAssist", {}, raw=raw))
     assert status == 200 and json.loads(data)["cloudaicompanionProject"] == "mock-project"
     assert mitm.received[-1]["raw"] == raw
+
+
+def test_one_app_connection_carries_many_requests(mitm: MitmStack) -> None:
+    """Keep-alive through the tunnel: each request finds mitmproxy's routed connection again (it used to
+    open a new one per request and stall on the sixth)."""
+    host, port = mitm.proxy_url.removeprefix("http://").split(":")
+    conn = http.client.HTTPSConnection(host, int(port), context=mitm.client_ssl(), timeout=15)
+    conn.set_tunnel("generativelanguage.googleapis.com", 443)
+    before = mitm.accepted
+    try:
+        for i in range(12):
+            conn.request("POST", "/v1beta/models/gemini-2.5-flash:generateContent",
+                         body=json.dumps({"contents": [user(f"hello {i}")]}),
+                         headers={"x-goog-api-key": "k", "content-type": "application/json"})
+            r = conn.getresponse()
+            assert r.status == 200 and json.loads(r.read())["candidates"], i
+    finally:
+        conn.close()
+    assert mitm.accepted - before == 12
 
 
 def test_vertex_path_is_intercepted(mitm: MitmStack) -> None:

@@ -32,9 +32,10 @@ class GeminiTools:
         self.relay = RelayBroker()
         self.options = Options()
         self.frontend = Frontend(self.store, self.relay, self.options)
-        self.addons = [self.options, SharedStore(self.store), Route(), Relay(self.relay),
-                       Rewrite(self.store, self.options), TextCalls(self.options), Capture(self.store),
-                       InteractionsTraffic(self.store), self.frontend]
+        # Route last: it reroutes a request only once every other addon has seen it as sent.
+        self.addons = [self.options, SharedStore(self.store), Relay(self.relay), Rewrite(self.store, self.options),
+                       TextCalls(self.options), Capture(self.store), InteractionsTraffic(self.store), self.frontend,
+                       Route()]
 
     @property
     def frontend_url(self) -> str | None:

@@ -140,8 +140,8 @@ class Options:
         loader.add_option("gtp_carrier_keys_file", str | None, None,
                           f"Carrier keys file, made (0600) on first use (default: {CARRIER_KEYS_FILE} in confdir).")
         loader.add_option("gtp_route", str | None, None,
-                          "host:port every upstream connection goes to instead (a local Gemini, for testing; "
-                          "use with connection_strategy=lazy). TLS still names the original host.")
+                          "host:port every upstream connection goes to instead (a local Gemini, for testing). TLS "
+                          "still names the original host.")
 
     @staticmethod
     def _load_config(path: str) -> None:
