@@ -4,6 +4,8 @@ from pathlib import Path
 import openai
 import pytest
 
+from proxy import fast_json
+from proxy.tools import prepare_tools
 from tests.harness import Stack
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tool-schemas"
@@ -22,6 +24,29 @@ def fixture_tools() -> list[tuple[str, dict]]:
             if entry.get("parameters") is not None or "nonfunction" not in path.name:
                 out.append((f"{path.stem}:{entry['name']}", entry))
     return out
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cached_tool_lists_stay_unchanged():
+    """Every tool list prepare_tools caches during the whole run, checked at its end: the schemas in
+    it are shared by later requests, so no route, translator or upstream may have changed them."""
+    kept: list[tuple[prepare_tools._Prepared, bytes]] = []
+    original = prepare_tools._Prepared.keep
+
+    def keep(p: prepare_tools.PreparedTools) -> prepare_tools._Prepared:
+        entry = original(p)
+        kept.append((entry, _state(entry)))
+        return entry
+
+    prepare_tools._Prepared.keep = keep  # type: ignore[method-assign]
+    yield
+    prepare_tools._Prepared.keep = original  # type: ignore[method-assign]
+    changed = [json.loads(before) for entry, before in kept if _state(entry) != before]
+    assert not changed, f"a cached tool list was changed in place: {changed[0]}"
+
+
+def _state(entry) -> bytes:
+    return fast_json.dumps([entry.declarations, entry.echo, entry.schemas])
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,17 @@ Accepts the flat Responses function tool and the nested Chat-style `{type, funct
 (real clients send both; reference/protocols.md §A4, §A8). Tool choice mapping: §C.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cachetools import LRUCache
+
+from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
-from proxy.tools.conversion_cache import ConversionCache
+from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
 
@@ -110,11 +114,59 @@ def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, names
     prepared.strict = prepared.strict or fn["strict"] is True
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A prepared tool list as kept in the cache. Each hit gets its own lists, dicts and name maps;
+    the schemas inside are shared, as nothing downstream changes a schema in place (the request
+    body, the echo and the argument check only read them: tests/test_prepare_tools_cache.py)."""
+    declarations: tuple[dict[str, Any], ...]
+    echo: tuple[dict[str, Any], ...]
+    schemas: dict[str, dict[str, Any]]
+    names: ToolNames
+    strict: bool
+    hosted: tuple[HostedTool, ...]
+
+    @classmethod
+    def keep(cls, p: PreparedTools) -> "_Prepared":
+        return cls(tuple(dict(d) for d in p.declarations), tuple(dict(e) for e in p.echo), dict(p.schemas),
+                   p.names, p.strict, tuple(p.hosted))
+
+    def fresh(self, json_schema_mode: bool, fill_missing: bool) -> PreparedTools:
+        names = ToolNames()
+        names.to_client, names.to_gemini_map, names.refs = (dict(self.names.to_client),
+                                                            dict(self.names.to_gemini_map), dict(self.names.refs))
+        return PreparedTools(declarations=[dict(d) for d in self.declarations], names=names,
+                             echo=[dict(e) for e in self.echo], strict=self.strict,
+                             json_schema_mode=json_schema_mode, schemas=dict(self.schemas),
+                             fill_missing=fill_missing, hosted=list(self.hosted))
+
+
+# Whole tool lists by content: an agent sends the same list every turn, and building it again (20
+# tools: names, schema conversions, echo) was a tenth of a large request's CPU. Errors are not kept.
+_PREPARED: LRUCache[bytes, _Prepared] = LRUCache(MAX_ENTRIES)
+
+
 def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = False,
                   fill_missing: bool = False, web_search: bool = False) -> PreparedTools:
     """`json_schema_mode` picks `parametersJsonSchema` over `parameters` (see schema_mode_for);
     `web_search`: Chat's `web_search_options` was given. Hosted tools are only collected here:
-    `PreparedTools.serve_hosted` decides for the model."""
+    `PreparedTools.serve_hosted` decides for the model. Each call gets its own PreparedTools."""
+    if not tools and not web_search:
+        return PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
+    try:
+        digest = hashlib.blake2b(fast_json.dumps([tools, json_schema_mode, web_search]), digest_size=16).digest()
+    except TypeError:  # not JSON (only a direct caller can pass that): no caching
+        return _prepare(tools, json_schema_mode, fill_missing, web_search)
+    kept = _PREPARED.get(digest)
+    if kept is None:
+        prepared = _prepare(tools, json_schema_mode, fill_missing, web_search)
+        _PREPARED[digest] = _Prepared.keep(prepared)
+        return prepared
+    return kept.fresh(json_schema_mode, fill_missing)
+
+
+def _prepare(tools: list[dict[str, Any]] | None, json_schema_mode: bool, fill_missing: bool,
+             web_search: bool) -> PreparedTools:
     prepared = PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
     if web_search:
         prepared.hosted.append(HostedTool("web_search_options", "web_search_options"))
