@@ -7,15 +7,11 @@ credential, and requests arriving meanwhile wait for that one refresh instead of
 """
 
 import asyncio
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-
-import google.auth.exceptions
-import google.auth.transport.requests
-import google.oauth2.credentials
-from google.oauth2 import service_account
 
 from proxy import metrics
 from proxy.errors import UpstreamError
@@ -44,10 +40,19 @@ class ApiKey:
         return {"x-goog-api-key": self.key}
 
 
-class _Request(google.auth.transport.requests.Request):
-    def __call__(self, url: str, method: str = "GET", body: Any = None, headers: Any = None,
-                 timeout: float | None = REFRESH_TIMEOUT, **kwargs: Any) -> Any:
-        return super().__call__(url, method, body, headers, timeout, **kwargs)
+# google-auth and requests take a quarter of a second to import, hence the imports inside the
+# functions below: only a Vertex user's start pays it.
+
+
+@functools.cache
+def _request_type() -> type:
+    import google.auth.transport.requests
+
+    class _Request(google.auth.transport.requests.Request):
+        def __call__(self, url: str, method: str = "GET", body: Any = None, headers: Any = None,
+                     timeout: float | None = REFRESH_TIMEOUT, **kwargs: Any) -> Any:
+            return super().__call__(url, method, body, headers, timeout, **kwargs)
+    return _Request
 
 
 class CredentialError(UpstreamError):
@@ -58,6 +63,9 @@ def _load(path: str, option: str) -> tuple[Any, str | None]:
     """The two kinds of file a Vertex user holds, each with the project it names. Other kinds
     (external accounts run programs or call URLs the file names) are refused: the proxy loads only
     what cannot act on its own."""
+    import google.oauth2.credentials
+    from google.oauth2 import service_account
+
     try:
         info = json.loads(Path(path).read_text())
         kind = info.get("type") if isinstance(info, dict) else None
@@ -98,7 +106,9 @@ class GoogleCredential:
         return {k.lower(): v for k, v in headers.items()}
 
     async def _refresh(self) -> None:
-        request = _Request()
+        import google.auth.exceptions
+
+        request = _request_type()()
         try:
             await asyncio.to_thread(self._creds.refresh, request)
         except google.auth.exceptions.GoogleAuthError as e:
