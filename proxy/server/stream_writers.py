@@ -10,9 +10,9 @@ end is told from a truncated or empty one, and how a failure is said.
   event with Google's status name and the message.
 """
 
-import json
 from typing import Any
 
+from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck
 from proxy.from_gemini.model_turn import ModelTurn
@@ -109,8 +109,8 @@ class GeminiWriter:
     def _out(self, obj: dict[str, Any]) -> bytes:
         if self.sse:
             return sse_event(obj, crlf=True)
-        sep, self._first = ("[" if self._first else ",\r\n"), False
-        return (sep + json.dumps(obj, ensure_ascii=False)).encode()
+        sep, self._first = (b"[" if self._first else b",\r\n"), False
+        return sep + fast_json.dumps(obj).lstrip()
 
     def start(self) -> bytes:
         return b""
@@ -141,8 +141,7 @@ class GeminiWriter:
 
 def interaction_events(events: list[dict[str, Any]]) -> bytes:
     """Interactions' SSE framing: the event type and its resumable id on every event."""
-    return b"".join(f"event: {e['event_type']}\nid: {e['event_id']}\ndata: ".encode()
-                    + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events)
+    return b"".join(sse_event(e, e["event_type"], event_id=e["event_id"]) for e in events)
 
 
 DONE = b"data: [DONE]\n\n"

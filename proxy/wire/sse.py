@@ -56,9 +56,12 @@ def _data_of(raw: bytes) -> str | None:
     return b"\n".join(data).decode("utf-8") if data else None
 
 
-def sse_event(data: Any, event: str | None = None, crlf: bool = False) -> bytes:
+def sse_event(data: Any, event: str | None = None, crlf: bool = False, event_id: str | None = None) -> bytes:
     """One server-sent event carrying JSON: the only SSE writer in the proxy. Responses events name
-    their type (`event:`); Gemini's stream uses bare `data:` lines separated by CRLF."""
+    their type (`event:`), Interactions' also their resumable id (`id:`); Gemini's stream uses bare
+    `data:` lines separated by CRLF."""
     nl = b"\r\n" if crlf else b"\n"
     head = b"event: " + event.encode() + nl if event else b""
+    if event_id is not None:
+        head += b"id: " + event_id.encode() + nl
     return head + b"data: " + fast_json.dumps(data).lstrip() + nl + nl  # orjson: a large event's cost was json's
