@@ -20,7 +20,7 @@ import json
 import logging
 from typing import Any
 
-from proxy.from_gemini.server_tools import is_server_part
+from proxy.from_gemini.server_tools import SERVER_PARTS, is_server_part
 from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
 from proxy.tools.hosted_tools import combines_search
 
@@ -167,11 +167,27 @@ def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: 
     prefill turn was dropped). The contents must have passed the Gemini wire model (wire/gemini.py).
     `result_parts`: whether the model takes functionResponse.parts (None: its default)."""
     contents = drop_trailing_prefill(merge_chunk_turns(contents), model)
-    if not combines_search(model):
+    kinds = _part_kinds(contents)
+    if not kinds.isdisjoint(SERVER_PARTS) and not combines_search(model):
         contents = drop_server_parts(contents)
+    if "functionResponse" not in kinds:  # the rest only touch function responses
+        return contents
     fill_response_ids(contents)
     order_function_responses(contents)
     escape_response_refs(contents)
     if not (parts_in_results(model) if result_parts is None else result_parts):
         media_as_siblings(contents)
     return contents
+
+
+_ACTED_ON = frozenset({"functionResponse", *SERVER_PARTS})
+
+
+def _part_kinds(contents: list[dict[str, Any]]) -> frozenset[str]:
+    """Which part kinds the repairs act on occur at all: a conversation without tool results (most
+    chat turns) skips the passes over every part that would find nothing."""
+    found: set[str] = set()
+    for content in contents:
+        for part in content.get("parts") or ():
+            found |= part.keys() & _ACTED_ON
+    return frozenset(found)
