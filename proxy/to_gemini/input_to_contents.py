@@ -22,6 +22,7 @@ from proxy.to_gemini.repair_history import repair_history
 from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.tool_names import ToolNames
 from proxy.wire.responses import (
+    INPUT_ITEMS,
     ITEM_MODELS,
     CustomToolCallItem,
     FunctionCallItem,
@@ -36,24 +37,22 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
     """Validate raw `input` into typed items; a bad item is a 400 naming its index."""
     if isinstance(raw, str):
         return [MessageItem(role="user", content=raw)]
-    items: list[InputItem] = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
                              code="invalid_type")
         kind = item.get("type", "message")
-        model = ITEM_MODELS.get(kind) if isinstance(kind, str) else None
-        if model is None:
+        if not isinstance(kind, str) or kind not in ITEM_MODELS:
             raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
                              param=f"input[{i}].type", code="invalid_value")
-        try:
-            items.append(model.model_validate(item))  # type: ignore[arg-type]
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ProxyError(f"Invalid 'input[{i}].{where}': {err['msg']}.", param=f"input[{i}].{where}",
-                             code="invalid_value") from None
-    return items
+    try:
+        return INPUT_ITEMS.validate_python(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        i, _tag, *loc = err["loc"]  # (index, member tag, the field's path in the item)
+        where = ".".join(str(p) for p in loc)
+        raise ProxyError(f"Invalid 'input[{i}].{where}': {err['msg']}.", param=f"input[{i}].{where}",
+                         code="invalid_value") from None
 
 
 # Content parts that carry text; media (input_image, input_file, input_audio) become inlineData /

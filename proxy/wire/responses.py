@@ -6,9 +6,9 @@ Field types are strict (a string where a number belongs is a 400), as OpenAI doe
 shape anywhere is a 400 naming the field before the core sees it.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
 
 class _Lenient(BaseModel):
@@ -86,6 +86,21 @@ ITEM_MODELS: dict[str, type[BaseModel]] = {
     "item_reference": ItemReference,
     "web_search_call": WebSearchCallItem,
 }
+
+
+def _item_tag(item: Any) -> str:
+    kind = item.get("type", "message") if isinstance(item, dict) else None
+    return "function_call_output" if kind == "custom_tool_call_output" else kind
+
+
+# Every item validated in one call (one per item cost a microsecond or two each on long histories);
+# parse_input has checked each item's type first, so the tag always names a member.
+INPUT_ITEMS: TypeAdapter[list[InputItem]] = TypeAdapter(list[Annotated[
+    Annotated[MessageItem, Tag("message")] | Annotated[FunctionCallItem, Tag("function_call")]
+    | Annotated[CustomToolCallItem, Tag("custom_tool_call")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")] | Annotated[ReasoningItem, Tag("reasoning")]
+    | Annotated[ItemReference, Tag("item_reference")] | Annotated[WebSearchCallItem, Tag("web_search_call")],
+    Discriminator(_item_tag)]])
 
 
 class FunctionRef(_Lenient):
