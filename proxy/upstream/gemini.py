@@ -247,12 +247,12 @@ class GeminiUpstream(HttpSession):
         resp = await self._post(model, body, api_key, stream=False, deadline=deadline)
         try:
             async with asyncio.timeout_at(deadline):
-                answer = await resp.json(content_type=None)
+                answer = fast_json.loads(await resp.read())
         except TimeoutError as e:
             resp.close()
             raise self._timed_out(f"did not finish its answer within the total deadline of "
                                   f"{self.total_timeout:g}s") from e
-        except (json.JSONDecodeError, aiohttp.ClientError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, aiohttp.ClientError) as e:
             resp.close()
             raise UpstreamError(f"Gemini sent an unreadable answer: {e}", status=502, type="server_error") from e
         resp.release()  # read to the end: the connection can serve the next request
@@ -305,7 +305,7 @@ class GeminiUpstream(HttpSession):
 
 def _parse_chunk(payload: str) -> dict[str, Any]:
     try:
-        chunk = json.loads(payload)
+        chunk = fast_json.loads(payload)
     except json.JSONDecodeError:
         return {"error": {"code": 502, "status": "INTERNAL", "message": "Gemini sent an unreadable stream chunk"}}
     return chunk if isinstance(chunk, dict) else {"error": {"code": 502, "message": "unexpected stream chunk"}}
