@@ -30,7 +30,7 @@ class Credential(Protocol):
 
 @dataclass(frozen=True)
 class ApiKey:
-    key: str
+    key: str = field(repr=False)  # never in a log line, even by accident
     label: str = field(init=False)
 
     def __post_init__(self) -> None:
