@@ -33,3 +33,4 @@ def every_pass(contents: list, model: str) -> list:
 @given(st.lists(CONTENT, max_size=6), st.sampled_from(["gemini-2.5-flash", "gemini-3-pro-preview", "gemini-3.6-flash"]))
 def test_skipping_passes_changes_nothing(contents: list, model: str) -> None:
     assert rh.repair_history(copy.deepcopy(contents), model) == every_pass(copy.deepcopy(contents), model)
+

@@ -1,0 +1,26 @@
+"""to_camel_request hands back the body itself when no key would change (no copy of a long
+history for nothing), and otherwise exactly what the copying walk gives (hypothesis)."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from proxy.wire.gemini_keys import _walk, to_camel_request
+
+KEY = st.sampled_from(["contents", "parts", "text", "function_call", "functionCall", "args", "inline_data", "x_y",
+                       "_private", "system_instruction", "systemInstruction", "parameters"])
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEY, inner, max_size=3),
+                    max_leaves=15)
+
+
+@given(st.dictionaries(KEY, JSON, max_size=4))
+def test_the_same_value_as_the_walk(body: dict) -> None:
+    assert to_camel_request(body) == _walk(body)
+
+
+def test_camel_bodies_are_not_copied_and_snake_ones_are() -> None:
+    camel = {"contents": [{"role": "user", "parts": [{"functionCall": {"name": "f", "args": {"a_b": 1}}}]}]}
+    assert to_camel_request(camel) is camel, "args are data: their snake keys do not count"
+    snake = {"contents": [{"role": "user", "parts": [{"function_call": {"name": "f", "args": {"a_b": 1}}}]}]}
+    out = to_camel_request(snake)
+    assert out is not snake and out["contents"][0]["parts"][0] == {"functionCall": {"name": "f", "args": {"a_b": 1}}}
