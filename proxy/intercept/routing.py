@@ -6,34 +6,50 @@ address and the next request on the app's connection reuses it. Rerouting only t
 connection made mitmproxy miss its own connection on every request (it looks them up by address),
 open a new one each time, and stall after a few on one client connection. `server_connect` still
 routes the connection `connection_strategy=eager` opens before any request, and keeps TLS naming
-the app's host.
+the app's host. The two functions also serve the benchmark's plain-mitmdump router.
 """
 
 from mitmproxy import ctx, http
 from mitmproxy.proxy import server_hooks
 
+Address = tuple[str, int]
 
-def _route() -> tuple[str, int] | None:
-    route = ctx.options.gtp_route
-    if not route:
+
+def parse_route(text: str | None) -> Address | None:
+    """`host:port` (checked by the options addon first), or None when unset."""
+    if not text:
         return None
-    host, _, port = route.rpartition(":")
+    host, _, port = text.rpartition(":")
     return host, int(port)
 
 
+def route_request(flow: http.HTTPFlow, route: Address) -> None:
+    # The raw fields: the Host header keeps naming the app's host.
+    flow.request.data.host, flow.request.data.port = route
+
+
+def route_connection(data: server_hooks.ServerConnectionHookData, route: Address) -> None:
+    if data.server.address is None:
+        return
+    original = data.server.address[0]
+    if data.server.sni is None or data.server.sni == route[0]:
+        data.server.sni = original if original != route[0] else data.client.sni
+    data.server.address = route
+
+
 class Route:
+    def __init__(self) -> None:
+        self.route: Address | None = None
+
+    def configure(self, updated: set[str]) -> None:
+        if "gtp_route" in updated:
+            self.route = parse_route(ctx.options.gtp_route)
+
     def request(self, flow: http.HTTPFlow) -> None:
-        route = _route()
-        if route is None or flow.response is not None:
+        if self.route is None or flow.response is not None:
             return
-        # The raw fields: the Host header keeps naming the app's host.
-        flow.request.data.host, flow.request.data.port = route
+        route_request(flow, self.route)
 
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
-        route = _route()
-        if route is None or data.server.address is None:
-            return
-        original = data.server.address[0]
-        if data.server.sni is None or data.server.sni == route[0]:
-            data.server.sni = original if original != route[0] else data.client.sni
-        data.server.address = route
+        if self.route is not None:
+            route_connection(data, self.route)
