@@ -7,6 +7,7 @@ SHA-256, never themselves.
 """
 
 import contextvars
+import functools
 import hashlib
 import time
 import weakref
@@ -47,7 +48,30 @@ SCRAPE_HOOKS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 def key_label(key: str | None) -> str:
-    return "k-" + hashlib.sha256(key.encode()).hexdigest()[:8] if key else "none"
+    return _hashed_label(key) if key else "none"
+
+
+@functools.lru_cache(maxsize=1024)  # a client's own key is hashed once, not on every request
+def _hashed_label(key: str) -> str:
+    return "k-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
+# Children by (metric, labels): prometheus_client's `labels()` validates and locks on every call
+# (about 3 µs, eight times a request). A label set is added once and never removed, so the child
+# stays the one the metric exposes. Past MAX_CHILDREN (a client cycling through model names) the
+# cache starts over rather than grow; the metric itself keeps every set, as it always did.
+MAX_CHILDREN = 4096
+_CHILDREN: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def child(metric: Any, *labels: str) -> Any:
+    """`metric.labels(*labels)`, looked up once."""
+    found = _CHILDREN.get((metric, labels))
+    if found is None:
+        if len(_CHILDREN) >= MAX_CHILDREN:
+            _CHILDREN.clear()
+        found = _CHILDREN[(metric, labels)] = metric.labels(*labels)
+    return found
 
 
 @dataclass
@@ -72,10 +96,10 @@ def add_upstream_time(seconds: float) -> None:
 
 def finish(record: RequestRecord, status: int) -> None:
     outcome = "ok" if status < 400 else "client_error" if status < 500 else "error"
-    REQUESTS.labels(record.route, record.model or "none", outcome).inc()
+    child(REQUESTS, record.route, record.model or "none", outcome).inc()
     total = time.perf_counter() - record.start
-    UPSTREAM.labels(record.route).observe(record.upstream)
-    ADDED.labels(record.route).observe(max(0.0, total - record.upstream))
+    child(UPSTREAM, record.route).observe(record.upstream)
+    child(ADDED, record.route).observe(max(0.0, total - record.upstream))
 
 
 def stream_failed() -> None:

@@ -31,6 +31,22 @@ def test_fast_path_equals_the_standard_path(value):
     assert outcome(parse_json, raw) == outcome(_parse_standard, raw)
 
 
+surrogate_texts = st.lists(st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff", "😀", "a"]),
+                           max_size=4).map("".join)
+
+
+@given(surrogate_texts, st.booleans(), st.booleans())
+def test_surrogates_in_any_order_and_case_are_read_as_the_standard_library_reads_them(text, as_key, upper):
+    """The fast path relies on orjson refusing a lone surrogate (high without low, low first)."""
+    raw = json.dumps({text: 1} if as_key else {"t": [text]}).encode()
+    if upper:
+        raw = raw.replace(b"\\u", b"\\U").upper().replace(b"\\U", b"\\u")
+    assert outcome(parse_json, raw) == outcome(_parse_standard, raw)
+    decoded = json.dumps(json.loads(raw), ensure_ascii=False)  # a valid pair is one character here
+    lone = any("\ud800" <= c <= "\udfff" for c in decoded)
+    assert outcome(parse_json, raw)[0] == ("error" if lone else "ok")
+
+
 @given(st.integers(min_value=1, max_value=MAX_JSON_DEPTH + 3), st.sampled_from(["list", "dict"]))
 def test_depth_limit_is_the_same(depth, kind):
     raw = (b"[" * depth + b"]" * depth) if kind == "list" else (b'{"a":' * depth + b"1" + b"}" * depth)

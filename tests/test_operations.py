@@ -113,6 +113,29 @@ def test_metrics_move_as_requests_flow(served: Served) -> None:
     assert value(after, "process_resident_memory_bytes") > 0
 
 
+def test_cached_metric_children_are_the_exposed_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """metrics.child caches labels(); what it counts must show in the exposition, also after the
+    cache starts over at its bound."""
+    monkeypatch.setattr(metrics, "MAX_CHILDREN", 3)
+    monkeypatch.setattr(metrics, "_CHILDREN", {})
+
+    def count(route: str) -> float:
+        return value(exposed(), "gtp_tool_calls_total", route=route)
+
+    def exposed() -> dict:
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(metrics.exposition().decode()) for s in f.samples}
+
+    routes = [f"child-test-{i}" for i in range(5)]
+    start = {r: count(r) for r in routes}
+    for _ in range(2):
+        for r in routes:
+            metrics.child(metrics.TOOL_CALLS, r).inc(2)
+            assert metrics.child(metrics.TOOL_CALLS, r) is metrics.TOOL_CALLS.labels(r)
+    assert len(metrics._CHILDREN) <= 3
+    assert {r: count(r) - start[r] for r in routes} == dict.fromkeys(routes, 4)
+
+
 def test_logs_are_json_with_request_and_session_ids(served: Served) -> None:
     r = urllib3.request("POST", f"{served.url}/v1/responses", json={"model": "gemini-2.5-flash", "input": "hello",
                                                                      "stream": False},

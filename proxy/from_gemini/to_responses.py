@@ -353,13 +353,19 @@ class ResponsesTranslator:
         return len(self.response["output"]) - 1
 
     def _add_item(self, item: dict[str, Any]) -> list[Event]:
-        self.response["output"].append(copy.deepcopy(item))
-        return [self._ev("response.output_item.added", output_index=self._index, item=copy.deepcopy(item))]
+        self.response["output"].append(self._copy(item))
+        return [self._ev("response.output_item.added", output_index=self._index, item=self._copy(item))]
 
     def _done_item(self, item: dict[str, Any], index: int | None = None) -> list[Event]:
         index = self._index if index is None else index
         self.response["output"][index] = item
-        return [self._ev("response.output_item.done", output_index=index, item=copy.deepcopy(item))]
+        return [self._ev("response.output_item.done", output_index=index, item=self._copy(item))]
+
+    def _copy(self, item: dict[str, Any]) -> dict[str, Any]:
+        """An item as it is now, for an event a caller may keep. Every item is built fresh and
+        replaced (never changed) when it is done; only `_annotate` reaches into a done message, after
+        its events were written. So the server (no snapshots) shares one dict."""
+        return copy.deepcopy(item) if self._snapshots else item
 
     def _close_open(self) -> list[Event]:
         if self._open is None:

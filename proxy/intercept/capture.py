@@ -25,7 +25,7 @@ async def record_round(store: SessionStore, flow: http.HTTPFlow, session: str, r
     (its placeholder turn will be refused later, never rewritten wrongly)."""
     try:
         await store.add_round(session, rnd)
-        metrics.TOOL_CALLS.labels("intercepted").inc(len(rnd.calls))
+        metrics.child(metrics.TOOL_CALLS, "intercepted").inc(len(rnd.calls))
         return True
     except ProxyError as e:
         log.error("could not keep %d captured call(s) of session %s: %s", len(rnd.calls), session, e.message)

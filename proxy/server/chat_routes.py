@@ -58,7 +58,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     async def remember(ok: bool) -> None:
         if ok:
             await ctx.store.put_calls(session, translator.calls)
-            metrics.TOOL_CALLS.labels("chat").inc(len(translator.calls))
+            metrics.child(metrics.TOOL_CALLS, "chat").inc(len(translator.calls))
 
     if req.stream:
         if ctx.rules.streams_arguments(model):

@@ -31,6 +31,8 @@ from proxy.wire.responses import (
 SESSION_HEADER = "x-gtp-session"
 DEFAULT_SESSION = "default"
 DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview")
+# Input items that refer to an earlier call (their records are looked up before translating).
+_REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem)
 
 
 @dataclass
@@ -79,9 +81,8 @@ class Context:
         model = self.gemini_model(client_model)
         prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing,
                                  web_search=web_search).serve_hosted(model, self.rules.hosted_tools)
-        call_ids = [i.call_id for i in items if isinstance(i, FunctionCallItem | CustomToolCallItem
-                                                               | FunctionCallOutputItem)]
-        call_ids += [i.id for i in items if isinstance(i, WebSearchCallItem)]
+        call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.call_id for i in items
+                    if isinstance(i, _REFERRING)]
         calls = {**decode_carriers(items, self.carrier), **await self.store.get_calls(session, call_ids)}
         return model, prepared, calls
 

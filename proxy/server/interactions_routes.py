@@ -84,7 +84,7 @@ class _Turn:
         if not ok:
             return
         await self.ctx.store.put_calls(self.session, self.t.calls)
-        metrics.TOOL_CALLS.labels("interactions").inc(len(self.t.calls))
+        metrics.child(metrics.TOOL_CALLS, "interactions").inc(len(self.t.calls))
         if self.req.store is False:
             return
         turn = self.t.model_content()

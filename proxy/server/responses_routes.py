@@ -76,7 +76,7 @@ async def _remember(ctx: Context, session: str, req: ResponsesRequest, prior: Co
     """Keep call records always (stateless clients resend history) and the turn when store allows.
     Only what this turn added is stored, with a pointer to the turn before (linear memory)."""
     await ctx.store.put_calls(session, translator.calls + translator.hosted)
-    metrics.TOOL_CALLS.labels("responses").inc(len(translator.calls))
+    metrics.child(metrics.TOOL_CALLS, "responses").inc(len(translator.calls))
     if req.store is False:
         return
     turn = translator.model_content()

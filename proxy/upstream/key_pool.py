@@ -65,14 +65,14 @@ class KeyPool:
             if k.credential is key:
                 k.cooling_until = self.clock() + (seconds if seconds is not None else DEFAULT_COOLDOWN)
                 k.reason = reason
-                metrics.KEY_REQUESTS.labels(k.label, reason).inc()
+                metrics.child(metrics.KEY_REQUESTS, k.label, reason).inc()
 
     def refused_all(self) -> bool:
         """Every key rests because its token endpoint refused it (not a quota: a broken credential)."""
         return bool(self.keys) and all(k.reason == "refused" for k in self.keys)
 
     def used(self, key: Credential, outcome: str) -> None:
-        metrics.KEY_REQUESTS.labels(key.label, outcome).inc()
+        metrics.child(metrics.KEY_REQUESTS, key.label, outcome).inc()
 
     def soonest(self) -> float:
         """Seconds until the first cooling key is back."""
@@ -81,7 +81,7 @@ class KeyPool:
     def export(self) -> None:
         now = self.clock()
         for k in self.keys:
-            metrics.KEY_COOLING.labels(k.label).set(max(0.0, k.cooling_until - now))
+            metrics.child(metrics.KEY_COOLING, k.label).set(max(0.0, k.cooling_until - now))
 
 
 def keys_from_env(env: dict[str, str]) -> list[str]:

@@ -21,7 +21,7 @@ def _count_usage(model: str, usage: Any) -> None:
     for field, kind in USAGE_KINDS:
         value = usage.get(field)
         if isinstance(value, int) and value > 0:
-            metrics.TOKENS.labels(key, model, kind).inc(value)
+            metrics.child(metrics.TOKENS, key, model, kind).inc(value)
 
 
 class ObservedUpstream:

@@ -32,15 +32,16 @@ _BIG = 2.0**63
 def parse_json(raw: bytes) -> Any:
     """The body's JSON value, checked against the limits above. The fast path (orjson and one walk
     over the containers) gives exactly what the standard library would; anything it is not sure of
-    (an escaped surrogate, a number beyond 64 bits, what orjson refuses) takes the standard path."""
-    if not _ESCAPED_SURROGATE.search(raw):
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # NaN, 1e400, nesting past orjson's limit, bad JSON...: the standard path says which
-        else:
-            if _plain(value):
-                return value
+    (a number beyond 64 bits, what orjson refuses) takes the standard path. orjson refuses a lone
+    escaped surrogate ("\\ud800") and decodes a valid pair, so no search for them is needed here:
+    the standard path finds the refused one and names its field."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass  # NaN, 1e400, a lone surrogate, nesting past orjson's limit, bad JSON...: the standard path says which
+    else:
+        if _plain(value):
+            return value
     return _parse_standard(raw)
 
 
