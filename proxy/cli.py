@@ -25,6 +25,7 @@ from proxy.server import make_app
 from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
 from proxy.server.site import (
+    DEFAULT_BACKGROUND_LEASE,
     DEFAULT_CLIENT_TIMEOUT,
     DEFAULT_SHUTDOWN_TIMEOUT,
     ServerLimits,
@@ -272,6 +273,9 @@ def _client_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shutdown-timeout", type=_seconds, default=DEFAULT_SHUTDOWN_TIMEOUT,
                    help=f"seconds from SIGTERM to exit; requests still running then end with their protocol's "
                         f"failure (default {DEFAULT_SHUTDOWN_TIMEOUT:g})")
+    p.add_argument("--background-lease", type=_seconds, default=DEFAULT_BACKGROUND_LEASE,
+                   help=f"seconds after which a background interaction whose instance stopped renewing it is "
+                        f"reported failed (default {DEFAULT_BACKGROUND_LEASE:g})")
     p.add_argument("--max-connections", type=_count, default=None,
                    help="client connections served at once; more get a 503 (default: half the fd limit)")
 
@@ -323,7 +327,8 @@ async def _serve(args: argparse.Namespace) -> None:
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: carrier keys: {e}") from None
     raise_fd_limit()
-    limits = ServerLimits.configured(args.client_timeout, args.shutdown_timeout, args.max_connections)
+    limits = ServerLimits.configured(args.client_timeout, args.shutdown_timeout, args.max_connections,
+                                     args.background_lease)
     runners = []
     base = args.upstream
     if base == "mock":
@@ -429,6 +434,7 @@ def _mitm(args: argparse.Namespace) -> None:
             *(["--set", "gtp_allow_unauthenticated=true"] if args.allow_unauthenticated else []),
             "--set", f"gtp_client_timeout={math.ceil(args.client_timeout)}",
             "--set", f"gtp_shutdown_timeout={math.ceil(args.shutdown_timeout)}",
+            "--set", f"gtp_background_lease={math.ceil(args.background_lease)}",
             *(["--set", f"gtp_max_connections={args.max_connections}"] if args.max_connections else [])]
     mitmdump(["-s", str(ADDON_SCRIPT), "--listen-host", args.listen_host, "--listen-port", str(args.listen_port),
               "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys

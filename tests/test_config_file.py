@@ -132,3 +132,13 @@ async def test_the_addon_reads_the_same_file(tmp_path: Path) -> None:
         cfg.write_text('tool_modes = ["x=y"]\n')
         with pytest.raises(exceptions.OptionsError, match="unknown option 'tool_modes' \\(did you mean 'tool_mode'"):
             tctx.configure(addon.options, gtp_config=str(cfg))
+
+
+async def test_the_addon_takes_the_background_lease(tmp_path: Path) -> None:
+    """`serve --mitm --background-lease` passes it on as gtp_background_lease; it reaches the limits."""
+    addon = GeminiTools(MemoryStore())
+    with taddons.context(*addon.addons) as tctx:
+        tctx.configure(addon.options, listen_host="127.0.0.1", gtp_background_lease=7)
+        assert addon.options.limits().background_lease == 7
+        with pytest.raises(exceptions.OptionsError, match="gtp_background_lease must be positive"):
+            tctx.configure(addon.options, gtp_background_lease=0)

@@ -4,12 +4,15 @@ mitmdump injects tools set through another instance; Redis stopped and restarted
 is a 503 in the client's protocol, then everything continues; a restarted instance loses nothing."""
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import openai
 import pytest
+from google import genai
+from google.genai._gaos.lib.compat_errors import APIError  # what client.interactions raises
 
 from proxy.mock.validate import sign
 from tests.mitm_harness import MitmStack
@@ -207,3 +210,57 @@ def test_a_restarted_instance_loses_nothing(fleet: Fleet) -> None:
     body = fleet_last_body(fleet)
     replayed = next(p for c in body["contents"] for p in c["parts"] if "functionCall" in p)
     assert replayed["thoughtSignature"] == sign(MODEL, "get_weather", replayed["functionCall"]["args"])
+
+
+# -- background interactions: one instance runs them, any instance answers for them ---------------------
+
+def genai_client(url: str) -> genai.Client:
+    return genai.Client(api_key="test-key", http_options={"base_url": url, "api_version": "v1beta"})
+
+
+@pytest.fixture
+def runner(fleet: Fleet, request: pytest.FixtureRequest) -> Iterator[tuple[Process, genai.Client]]:
+    """An instance of the fleet that renews its leases every 0.2 s (--background-lease 1.2)."""
+    proc, url = proxy_instance(fleet.tmp, f"runner-{request.node.name}", fleet.mock_url, "--store", fleet.redis.url,
+                               "--background-lease", "1.2")
+    yield proc, genai_client(url)
+    proc.stop()
+
+
+def test_a_background_interaction_is_cancelled_through_another_instance(fleet: Fleet, runner) -> None:
+    _, owner = runner
+    other = genai_client(fleet.urls[0])
+    started = owner.interactions.create(model=MODEL, input="[[mock:slow 3]] tell me a story", background=True)
+    assert other.interactions.get(started.id).status == "in_progress"
+    assert other.interactions.cancel(started.id).status == "cancelled"
+    time.sleep(3.5)  # past the answer's time: the owner stopped, its answer never overwrites the cancel
+    assert owner.interactions.get(started.id).status == "cancelled"
+    with pytest.raises(APIError) as e:
+        other.interactions.cancel(started.id)
+    assert e.value.status_code == 400 and "cancelled" in str(e.value)
+
+
+def test_a_background_interaction_deleted_through_another_instance_stays_deleted(fleet: Fleet, runner) -> None:
+    _, owner = runner
+    other = genai_client(fleet.urls[0])
+    started = owner.interactions.create(model=MODEL, input="[[mock:slow 2]] tell me a story", background=True)
+    other.interactions.delete(started.id)
+    time.sleep(2.5)  # the owner has stopped; had it finished, its answer would be stored again
+    for client in (owner, other):
+        with pytest.raises(APIError) as e:
+            client.interactions.get(started.id)
+        assert e.value.status_code == 404
+
+
+def test_an_interaction_whose_instance_was_killed_is_failed_not_in_progress(fleet: Fleet, runner) -> None:
+    proc, owner = runner
+    other = genai_client(fleet.urls[1])
+    started = owner.interactions.create(model=MODEL, input="[[mock:slow 30]] tell me a story", background=True)
+    proc.proc.kill()  # SIGKILL: nothing is settled on the way out
+    proc.proc.wait()
+    deadline = time.monotonic() + 10
+    while (got := other.interactions.get(started.id)).status == "in_progress" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert got.status == "failed", "an abandoned run is never left in progress"
+    assert "stopped before it finished" in json.dumps(got.model_dump(mode="json"))
+    assert genai_client(fleet.urls[0]).interactions.get(started.id).status == "failed"

@@ -171,6 +171,17 @@ def test_background_and_cancel(stack: Stack) -> None:
         c.interactions.get(done.id)
 
 
+def test_a_running_background_interaction_deleted_stays_deleted(stack: Stack) -> None:
+    """Its task ends after the DELETE and stores its cancelled end: that must not bring it back."""
+    c = sdk(stack.url)
+    started = c.interactions.create(model=G3, input="[[mock:slow 1]] tell me a story", background=True)
+    c.interactions.delete(started.id)
+    stack.lt.run(__import__("asyncio").sleep(1.5))
+    with pytest.raises(APIError) as e:
+        c.interactions.get(started.id)
+    assert e.value.status_code == 404
+
+
 def test_function_result_with_an_image_and_an_error(stack: Stack) -> None:
     c = sdk(stack.url)
     first = c.interactions.create(model=G3, input="call get_weather city=Rome", tools=[WEATHER])

@@ -14,7 +14,7 @@ from proxy.intercept.relay import DEFAULT_TIMEOUT
 from proxy.model_rules import ModelRules
 from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
-from proxy.server.site import DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, ServerLimits
+from proxy.server.site import DEFAULT_BACKGROUND_LEASE, DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, ServerLimits
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes
@@ -123,6 +123,9 @@ class Options:
         loader.add_option("gtp_shutdown_timeout", int, int(DEFAULT_SHUTDOWN_TIMEOUT),
                           "Seconds the front-end takes to stop; requests still running then end with their "
                           "protocol's failure.")
+        loader.add_option("gtp_background_lease", int, int(DEFAULT_BACKGROUND_LEASE),
+                          "Seconds after which a background interaction whose instance stopped renewing it is "
+                          "reported failed.")
         loader.add_option("gtp_max_connections", int, 0,
                           "Front-end client connections served at once (0: half the fd limit); more get a 503.")
         loader.add_option("gtp_connect_timeout", int, int(DEFAULT_CONNECT_TIMEOUT),
@@ -175,7 +178,8 @@ class Options:
 
     def limits(self) -> ServerLimits:
         opts = ctx.options
-        return ServerLimits.configured(opts.gtp_client_timeout, opts.gtp_shutdown_timeout, opts.gtp_max_connections)
+        return ServerLimits.configured(opts.gtp_client_timeout, opts.gtp_shutdown_timeout, opts.gtp_max_connections,
+                                       opts.gtp_background_lease)
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -188,7 +192,7 @@ class Options:
         if "gtp_frontend_port" in updated and not -1 <= opts.gtp_frontend_port < 65536:
             raise exceptions.OptionsError(f"gtp_frontend_port out of range: {opts.gtp_frontend_port}")
         for name in ("gtp_connect_timeout", "gtp_read_timeout", "gtp_total_timeout", "gtp_client_timeout",
-                     "gtp_shutdown_timeout", "gtp_max_retries", "gtp_max_connections"):
+                     "gtp_shutdown_timeout", "gtp_background_lease", "gtp_max_retries", "gtp_max_connections"):
             if name in updated and getattr(opts, name) < (0 if name in ("gtp_max_retries", "gtp_max_connections")
                                                           else 1):
                 raise exceptions.OptionsError(f"{name} must be positive, not {getattr(opts, name)}")

@@ -5,7 +5,8 @@ Requests become Responses input items (to_gemini/interaction_input.py), so the R
 the history work; the answer is translated by from_gemini/to_interactions.py. Interactions are kept
 in the session store like Responses (only what each turn added, with a pointer to the one before),
 so `previous_interaction_id` chains cost linear memory. `background: true` runs the turn in a task
-of this process; GET reads its progress from the store and `cancel` stops it.
+of this process; GET reads its progress from the store, and `cancel` and DELETE stop it from any
+instance sharing the store (background.py).
 """
 
 import asyncio
@@ -18,6 +19,7 @@ from aiohttp import web
 from proxy import ids, metrics
 from proxy.errors import ProxyError
 from proxy.from_gemini.to_interactions import InteractionsTranslator, replay
+from proxy.server import background
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
@@ -167,10 +169,13 @@ async def create_interaction(request: web.Request) -> web.StreamResponse:
 
 
 async def _start_background(request: web.Request, turn: _Turn, key: str | None) -> dict[str, Any]:
-    """Store the interaction as in progress, answer at once, and let a task finish it."""
+    """Store the interaction as in progress, answer at once, and let a task finish it (background.py
+    keeps its lease and hears stop requests from other instances)."""
     iid = turn.t.interaction["id"]
     turn.t.interaction["status"] = "in_progress"
     placeholder = {"interaction": dict(turn.t.interaction), "input": turn.steps}
+    lease = turn.ctx.limits.background_lease
+    await background.claim(turn.ctx.store, turn.session, iid, lease)
     await turn.ctx.store.put_response(turn.session, StoredResponse(id=iid, response=placeholder, contents=[],
                                                                    parent=turn.req.previous_interaction_id))
     tasks = request.app[TASKS]
@@ -189,7 +194,7 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
         finally:
             tasks.pop(iid, None)
 
-    tasks[iid] = asyncio.get_running_loop().create_task(run())
+    tasks[iid] = background.launch(turn.ctx.store, turn.session, iid, run(), lease)
     return turn.t.interaction
 
 
@@ -202,12 +207,32 @@ async def _settle(turn: _Turn, status: str, message: str | None) -> None:
         parent=turn.req.previous_interaction_id))
 
 
+ABANDONED = ("The instance running this background interaction stopped before it finished (its lease ran out); "
+             "create it again.")
+
+
+async def _settle_abandoned(ctx: Context, session: str, stored: StoredResponse, status: str) -> StoredResponse:
+    """End an interaction nobody runs any more: `failed` when found so, `cancelled` when asked to."""
+    interaction = {**stored.response["interaction"], "status": status, "updated": _now()}
+    if status == "failed":
+        interaction["errors"] = [{"code": "UNAVAILABLE", "message": ABANDONED}]
+    settled = StoredResponse(id=stored.id, response={**stored.response, "interaction": interaction},
+                             contents=stored.contents, parent=stored.parent)
+    await ctx.store.put_response(session, settled)
+    return settled
+
+
 async def _stored(request: web.Request) -> tuple[str, StoredResponse]:
+    """The stored interaction; one left in progress by an instance that is gone is failed first."""
     ctx: Context = request.app[CONTEXT]
     iid = request.match_info["interaction_id"]
-    stored = await ctx.store.get_response(session_of(request), iid)
+    session = session_of(request)
+    stored = await ctx.store.get_response(session, iid)
     if stored is None or "interaction" not in stored.response:
         raise _not_found(iid)
+    if (stored.response["interaction"].get("status") == "in_progress" and iid not in request.app[TASKS]
+            and not await background.lease_alive(ctx.store, session, iid)):
+        stored = await _settle_abandoned(ctx, session, stored, "failed")
     return iid, stored
 
 
@@ -241,27 +266,58 @@ async def get_interaction(request: web.Request) -> web.StreamResponse:
 
 
 async def delete_interaction(request: web.Request) -> web.Response:
-    iid, _ = await _stored(request)
+    """The stop request goes first: the instance running it (this one or another) stops, and its
+    end, stored meanwhile, is removed again (background.py)."""
+    iid, stored = await _stored(request)
     ctx: Context = request.app[CONTEXT]
+    session = session_of(request)
+    if stored.response["interaction"]["status"] == "in_progress":
+        await background.request_stop(ctx.store, session, iid, "delete")
     task = request.app[TASKS].get(iid)
     if task is not None:
         task.cancel()
-    await ctx.store.delete_response(session_of(request), iid)
+        await asyncio.wait([task])
+    await ctx.store.delete_response(session, iid)
     return web.json_response({})
 
 
 async def cancel_interaction(request: web.Request) -> web.Response:
     iid, stored = await _stored(request)
-    task = request.app[TASKS].get(iid)
-    if task is None:
-        status = stored.response["interaction"]["status"]
-        raise ProxyError(f"Interaction '{iid}' is not running in the background here (status {status}); only a "
+    ctx: Context = request.app[CONTEXT]
+    session = session_of(request)
+    status = stored.response["interaction"]["status"]
+    if status != "in_progress":
+        raise ProxyError(f"Interaction '{iid}' is not running in the background (status {status}); only a "
                          "background interaction in progress can be cancelled.", param="id",
                          code="not_cancellable")
-    task.cancel()
-    await asyncio.wait([task])  # its cancelled state is stored when it ends
+    task = request.app[TASKS].get(iid)
+    if task is not None:
+        task.cancel()
+        await asyncio.wait([task])  # its cancelled state is stored when it ends
+    else:
+        stored = await _cancel_elsewhere(ctx, session, iid, stored)
     _, stored = await _stored(request)
     return web.json_response(_timeline(stored, False))
+
+
+async def _cancel_elsewhere(ctx: Context, session: str, iid: str, stored: StoredResponse) -> StoredResponse:
+    """Another instance runs it: ask it to stop, and wait until it has stored the end (it looks on
+    every lease renewal). Should it go away meanwhile, nothing runs any more: cancelled."""
+    await background.request_stop(ctx.store, session, iid, "cancel")
+    lease = ctx.limits.background_lease
+    deadline = asyncio.get_running_loop().time() + 2 * background.beat_seconds(lease) + 5
+    while asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(background.STOP_POLL_SECONDS)
+        now = await ctx.store.get_response(session, iid)
+        if now is None:
+            raise _not_found(iid)
+        if now.response["interaction"]["status"] != "in_progress":
+            return now
+        if not await background.lease_alive(ctx.store, session, iid):
+            return await _settle_abandoned(ctx, session, now, "cancelled")
+    raise ProxyError(f"Interaction '{iid}' runs on another instance, which has not confirmed the cancel yet; it "
+                     "will stop at its next lease renewal. Poll it.", status=503, param="id", code="cancel_pending",
+                     headers={"Retry-After": "1"})
 
 
 def add_routes(app: web.Application) -> None:

@@ -24,6 +24,7 @@ from aiohttp.web_protocol import RequestHandler
 log = logging.getLogger(__name__)
 DEFAULT_CLIENT_TIMEOUT = 60.0   # headers, then body, each; and the longest a stream may wait on a reader
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # SIGTERM to exit, every open stream ended with its failure event
+DEFAULT_BACKGROUND_LEASE = 30.0  # a background interaction's runner silent this long is gone (background.py)
 
 
 def default_max_connections() -> int:
@@ -46,13 +47,15 @@ class ServerLimits:
     client_timeout: float = DEFAULT_CLIENT_TIMEOUT
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     max_connections: int = field(default_factory=default_max_connections)
+    background_lease: float = DEFAULT_BACKGROUND_LEASE
 
     @classmethod
-    def configured(cls, client_timeout: float, shutdown_timeout: float, max_connections: int | None
-                   ) -> "ServerLimits":
+    def configured(cls, client_timeout: float, shutdown_timeout: float, max_connections: int | None,
+                   background_lease: float = DEFAULT_BACKGROUND_LEASE) -> "ServerLimits":
         """From the options (`serve`'s or the addon's): no cap given (None or 0) is the default cap."""
         cap = {"max_connections": max_connections} if max_connections else {}
-        return cls(client_timeout=client_timeout, shutdown_timeout=shutdown_timeout, **cap)
+        return cls(client_timeout=client_timeout, shutdown_timeout=shutdown_timeout,
+                   background_lease=background_lease, **cap)
 
 
 def neutral_error(status: int, message: str) -> dict[str, Any]:

@@ -68,6 +68,13 @@ class EntryStore:
     async def delete_response(self, session: str, response_id: str) -> bool:
         return await self.backend.pop((session, "response", response_id))
 
+    async def put_mark(self, session: str, kind: str, key: str, value: dict[str, Any]) -> None:
+        await self._put((session, kind, key), [fast_json.dumps(value)], f"The {kind} of '{key}'")
+
+    async def get_mark(self, session: str, kind: str, key: str) -> dict[str, Any] | None:
+        found = await self._get((session, kind, key))
+        return fast_json.loads(found[0]) if found else None
+
     async def put_calls(self, session: str, calls: list[CallRecord]) -> None:
         for c in calls:
             await self._put((session, "call", c.call_id), [fast_json.dumps(c.to_dict())], f"Call '{c.call_id}'")

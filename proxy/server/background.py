@@ -1,0 +1,91 @@
+"""Background interactions that every instance sharing a store can poll, cancel and delete.
+
+One process runs a background interaction, as a task. So that other instances never answer for it
+wrongly, the runner keeps two facts in the store (`put_mark`):
+
+- a *lease* it renews every `lease / LEASE_BEATS` seconds. An interaction still in progress whose
+  lease ran out was abandoned (its process killed, its host lost): it is reported failed, never
+  left in progress forever;
+- it reads, on each renewal, a *stop* request another instance may leave: `cancel` (the runner
+  stops and stores the cancelled state, which the requester waits for) or `delete` (the runner
+  stops and removes what it stored, so a deleted interaction never comes back).
+
+Times are wall-clock seconds (`time.time()`), the one clock instances on different hosts share.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from typing import Any, Literal
+
+from proxy.errors import ProxyError
+from proxy.store.base import SessionStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LEASE_SECONDS = 30.0  # a runner silent this long is gone; long enough for a busy event loop's stalls
+LEASE_BEATS = 6  # renewals per lease: a few missed writes (a Redis blip) do not end a live run
+STOP_POLL_SECONDS = 0.1  # how often a cancelling instance looks whether the runner has stopped
+LEASE, STOP = "lease", "stop"
+Stop = Literal["cancel", "delete"]
+
+
+def beat_seconds(lease: float) -> float:
+    return lease / LEASE_BEATS
+
+
+async def claim(store: SessionStore, session: str, iid: str, lease: float) -> None:
+    """The lease, written before the run starts: an interaction is never in progress without one."""
+    await store.put_mark(session, LEASE, iid, {"until": time.time() + lease})
+
+
+async def lease_alive(store: SessionStore, session: str, iid: str) -> bool:
+    mark = await store.get_mark(session, LEASE, iid)
+    return mark is not None and isinstance(mark.get("until"), int | float) and mark["until"] > time.time()
+
+
+async def request_stop(store: SessionStore, session: str, iid: str, how: Stop) -> None:
+    await store.put_mark(session, STOP, iid, {"how": how})
+
+
+async def stop_requested(store: SessionStore, session: str, iid: str) -> Stop | None:
+    mark = await store.get_mark(session, STOP, iid)
+    how = mark.get("how") if mark else None
+    return how if how in ("cancel", "delete") else None
+
+
+def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any, None], lease: float
+           ) -> asyncio.Task[None]:
+    """Run `work` (it stores the interaction's end itself, cancelled included) while renewing the
+    lease and watching for a stop request."""
+
+    async def supervised() -> None:
+        job = asyncio.current_task()
+        assert job is not None
+        beat = asyncio.create_task(_renew(store, session, iid, lease, job))
+        try:
+            await work
+        finally:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+            # A delete may have landed while the end was being stored: the end must not bring it back.
+            try:
+                if await stop_requested(store, session, iid) == "delete":
+                    await store.delete_response(session, iid)
+            except ProxyError as e:
+                log.warning("background interaction %s: could not check for a delete: %s", iid, e.message)
+
+    return asyncio.get_running_loop().create_task(supervised())
+
+
+async def _renew(store: SessionStore, session: str, iid: str, lease: float, job: asyncio.Task[None]) -> None:
+    while True:
+        await asyncio.sleep(beat_seconds(lease))
+        try:
+            if await stop_requested(store, session, iid):
+                job.cancel()
+                return
+            await claim(store, session, iid, lease)
+        except ProxyError as e:  # the store is down: the run goes on; the lease is renewed when it is back
+            log.warning("background interaction %s: lease not renewed: %s", iid, e.message)
