@@ -24,7 +24,6 @@ from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LEASE_SECONDS = 30.0  # a runner silent this long is gone; long enough for a busy event loop's stalls
 LEASE_BEATS = 6  # renewals per lease: a few missed writes (a Redis blip) do not end a live run
 STOP_POLL_SECONDS = 0.1  # how often a cancelling instance looks whether the runner has stopped
 LEASE, STOP = "lease", "stop"

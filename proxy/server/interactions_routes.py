@@ -198,10 +198,16 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
     return turn.t.interaction
 
 
+def _ended(interaction: dict[str, Any], status: str, error: tuple[str, str] | None) -> dict[str, Any]:
+    """An interaction as it ends without an answer: its status, and the error (code, message) if any."""
+    ended = {**interaction, "status": status, "updated": _now()}
+    if error:
+        ended["errors"] = [{"code": error[0], "message": error[1]}]
+    return ended
+
+
 async def _settle(turn: _Turn, status: str, message: str | None) -> None:
-    interaction = {**turn.t.interaction, "status": status, "steps": [], "updated": _now()}
-    if message:
-        interaction["errors"] = [{"code": "INTERNAL", "message": message}]
+    interaction = _ended({**turn.t.interaction, "steps": []}, status, ("INTERNAL", message) if message else None)
     await turn.ctx.store.put_response(turn.session, StoredResponse(
         id=interaction["id"], response={"interaction": interaction, "input": turn.steps}, contents=[],
         parent=turn.req.previous_interaction_id))
@@ -213,9 +219,8 @@ ABANDONED = ("The instance running this background interaction stopped before it
 
 async def _settle_abandoned(ctx: Context, session: str, stored: StoredResponse, status: str) -> StoredResponse:
     """End an interaction nobody runs any more: `failed` when found so, `cancelled` when asked to."""
-    interaction = {**stored.response["interaction"], "status": status, "updated": _now()}
-    if status == "failed":
-        interaction["errors"] = [{"code": "UNAVAILABLE", "message": ABANDONED}]
+    interaction = _ended(stored.response["interaction"], status,
+                         ("UNAVAILABLE", ABANDONED) if status == "failed" else None)
     settled = StoredResponse(id=stored.id, response={**stored.response, "interaction": interaction},
                              contents=stored.contents, parent=stored.parent)
     await ctx.store.put_response(session, settled)
@@ -294,13 +299,13 @@ async def cancel_interaction(request: web.Request) -> web.Response:
     if task is not None:
         task.cancel()
         await asyncio.wait([task])  # its cancelled state is stored when it ends
+        _, stored = await _stored(request)
     else:
-        stored = await _cancel_elsewhere(ctx, session, iid, stored)
-    _, stored = await _stored(request)
+        stored = await _cancel_elsewhere(ctx, session, iid)
     return web.json_response(_timeline(stored, False))
 
 
-async def _cancel_elsewhere(ctx: Context, session: str, iid: str, stored: StoredResponse) -> StoredResponse:
+async def _cancel_elsewhere(ctx: Context, session: str, iid: str) -> StoredResponse:
     """Another instance runs it: ask it to stop, and wait until it has stored the end (it looks on
     every lease renewal). Should it go away meanwhile, nothing runs any more: cancelled."""
     await background.request_stop(ctx.store, session, iid, "cancel")

@@ -51,7 +51,7 @@ class ServerLimits:
 
     @classmethod
     def configured(cls, client_timeout: float, shutdown_timeout: float, max_connections: int | None,
-                   background_lease: float = DEFAULT_BACKGROUND_LEASE) -> "ServerLimits":
+                   background_lease: float) -> "ServerLimits":
         """From the options (`serve`'s or the addon's): no cap given (None or 0) is the default cap."""
         cap = {"max_connections": max_connections} if max_connections else {}
         return cls(client_timeout=client_timeout, shutdown_timeout=shutdown_timeout,
