@@ -4,6 +4,7 @@ mitmdump injects tools set through another instance; Redis stopped and restarted
 is a 503 in the client's protocol, then everything continues; a restarted instance loses nothing."""
 
 import json
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -264,3 +265,18 @@ def test_an_interaction_whose_instance_was_killed_is_failed_not_in_progress(flee
     assert got.status == "failed", "an abandoned run is never left in progress"
     assert "stopped before it finished" in json.dumps(got.model_dump(mode="json"))
     assert genai_client(fleet.urls[0]).interactions.get(started.id).status == "failed"
+
+
+def test_a_cancel_while_the_owner_is_frozen_ends_cancelled(fleet: Fleet, runner) -> None:
+    """The owner stops renewing (SIGSTOP) while a cancel waits for it: once its lease runs out nothing
+    runs any more, so the cancelling instance stores `cancelled` itself; the owner, woken, agrees."""
+    proc, owner = runner
+    other = genai_client(fleet.urls[0])
+    started = owner.interactions.create(model=MODEL, input="[[mock:slow 3]] tell me a story", background=True)
+    proc.proc.send_signal(signal.SIGSTOP)
+    try:
+        assert other.interactions.cancel(started.id).status == "cancelled"
+    finally:
+        proc.proc.send_signal(signal.SIGCONT)
+    time.sleep(3.5)
+    assert owner.interactions.get(started.id).status == "cancelled"
