@@ -4,6 +4,9 @@ With `toolConfig.functionCallingConfig.streamFunctionCallArguments`, Gemini send
 the first fragment names it (`name`, `id`, signature on the part), each fragment carries
 `partialArgs[]` = {jsonPath, stringValue | numberValue | boolValue | nullValue, willContinue}, and
 `functionCall.willContinue: true` says more fragments follow (reference/peers-and-gemini-2026.md §3).
+Recorded Vertex streams (tests/recorded/, from @ai-sdk/google's fixtures) end a call with a bare
+`{"functionCall": {}}`: proto3 JSON omits `willContinue: false`, so the end marker has no field at all.
+It is never a call of its own (ADK and ADK Java skip it the same way).
 
 `ArgumentText` writes the argument object as JSON text as the pieces arrive, never taking back
 what it wrote: the concatenated deltas are exactly the final `arguments` (the Vercel AI SDK's
@@ -168,6 +171,12 @@ def is_fragment(part: dict[str, Any]) -> bool:
     return isinstance(fc, dict) and ("partialArgs" in fc or "willContinue" in fc)
 
 
+def is_end_marker(part: dict[str, Any]) -> bool:
+    """Google's bare end of a streamed call: a functionCall naming nothing and carrying nothing."""
+    fc = part.get("functionCall")
+    return isinstance(fc, dict) and not any(fc.get(k) for k in ("name", "id", "args", "partialArgs", "willContinue"))
+
+
 @dataclass
 class StreamedCall:
     """A call being streamed: its first fragment (name, id, signature) and its argument text."""
@@ -215,6 +224,11 @@ class PartialCalls:
         """The call events `part` causes, and the part itself when it is not a fragment."""
         events: list[CallEvent] = []
         fc = part.get("functionCall")
+        if is_end_marker(part):  # ends the call in progress (if a fragment without willContinue has not)
+            sig = part.get("thoughtSignature")
+            if self.current is not None and sig and "thoughtSignature" not in self.current.first:
+                self.current.first["thoughtSignature"] = sig
+            return self.finish(), None
         fragment = is_fragment(part)
         if self.current is not None and (not fragment or fc.get("name")):
             events += self.finish()

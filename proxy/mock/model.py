@@ -403,10 +403,12 @@ def _leaves(value: Any, path: str) -> list[tuple[str, Any]] | None:
 
 
 def _partial(path: str, value: Any) -> list[dict[str, Any]]:
+    """A leaf as Vertex streams it: a string in pieces that all say willContinue, closed by an empty
+    piece without it (tests/recorded/vertex-stream-args-*.jsonl); other values in one piece."""
     if isinstance(value, str):
-        pieces = [value[i:i + FRAGMENT_CHARS] for i in range(0, len(value), FRAGMENT_CHARS)] or [""]
-        return [{"jsonPath": path, "stringValue": p, **({"willContinue": True} if i < len(pieces) - 1 else {})}
-                for i, p in enumerate(pieces)]
+        pieces = [value[i:i + FRAGMENT_CHARS] for i in range(0, len(value), FRAGMENT_CHARS)]
+        return [{"jsonPath": path, "stringValue": p, "willContinue": True} for p in pieces] + [
+            {"jsonPath": path, "stringValue": ""}]
     if isinstance(value, bool):
         return [{"jsonPath": path, "boolValue": value}]
     if value is None:
@@ -414,9 +416,17 @@ def _partial(path: str, value: Any) -> list[dict[str, Any]]:
     return [{"jsonPath": path, "numberValue": value}]
 
 
+def _element(path: str) -> str:
+    """The array element a leaf belongs to (its path up to the last index), '' for none."""
+    end = path.rfind("]")
+    return path[:end + 1] if end >= 0 else ""
+
+
 def fragment_calls(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """streamFunctionCallArguments: each call as a naming fragment, then one partialArg per chunk
-    (strings in pieces), the last without willContinue (reference/peers-and-gemini-2026.md §3)."""
+    """streamFunctionCallArguments as recorded from Vertex (tests/recorded/vertex-stream-args-*.jsonl):
+    each call as a naming fragment, then one partialArg per chunk (strings in pieces), a bare
+    `{"willContinue": true}` after each array element, and the bare end marker `{"functionCall": {}}`
+    (proto3 JSON omits `willContinue: false`)."""
     out: list[dict[str, Any]] = []
     for chunk in chunks:
         cand = (chunk.get("candidates") or [{}])[0]
@@ -429,11 +439,14 @@ def fragment_calls(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if leaves is None:  # an empty object or list inside: sent whole
             out.append(chunk)
             continue
-        partials = [pa for path, value in leaves for pa in _partial(path, value)]
         head = {**{k: v for k, v in part.items() if k != "functionCall"},
                 "functionCall": {k: v for k, v in fc.items() if k != "args"} | {"willContinue": True}}
-        pieces = [head] + [{"functionCall": {"partialArgs": [pa], "willContinue": True}} for pa in partials]
-        pieces.append({"functionCall": {"willContinue": False}})
+        pieces = [head]
+        for i, (path, value) in enumerate(leaves):
+            if i and _element(path) != _element(leaves[i - 1][0]):
+                pieces.append({"functionCall": {"willContinue": True}})
+            pieces += [{"functionCall": {"partialArgs": [pa], "willContinue": True}} for pa in _partial(path, value)]
+        pieces.append({"functionCall": {}})
         for i, piece in enumerate(pieces):
             c = {k: v for k, v in chunk.items() if k != "candidates"}
             piece_cand = {k: v for k, v in cand.items() if k != "finishReason" or i == len(pieces) - 1}
