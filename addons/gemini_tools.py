@@ -10,6 +10,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a checkout without `pip install -e .`
 
-from proxy.intercept.addon import GeminiTools  # noqa: E402
-
-addons = [GeminiTools()]
+from proxy.addon_script import addons  # noqa: E402, F401  (the same script the installed package runs)

@@ -25,7 +25,7 @@ VALIDITY_DAYS = 3650  # mitmproxy's own CAs are valid for 10 years
 def generate_ca(confdir: Path, key_type: Literal["rsa", "ec"] = "rsa", common_name: str = "gemini-tool-proxy CA",
                 overwrite: bool = False) -> Path:
     """Write a new CA into `confdir`; refuses to replace an existing one unless `overwrite`."""
-    confdir.mkdir(parents=True, exist_ok=True)
+    confdir.mkdir(parents=True, exist_ok=True, mode=0o700)
     target = confdir / CA_KEY_AND_CERT
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True (--force) to replace it")

@@ -5,6 +5,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -57,8 +58,19 @@ DEFAULT_PORT = 8741
 DEFAULT_MOCK_PORT = 8742
 DEFAULT_MITM_PORT = 8080
 PROJECT = Path(__file__).resolve().parents[1]
-CERTS_DIR = PROJECT / "certs"
-ADDON_SCRIPT = PROJECT / "addons" / "gemini_tools.py"
+
+
+def _certs_dir() -> Path:
+    """A checkout keeps its CA in certs/; an installed package (no pyproject.toml beside it) in the user's
+    data directory, never inside site-packages."""
+    if (PROJECT / "pyproject.toml").is_file() and (PROJECT / "certs").is_dir():
+        return PROJECT / "certs"
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "gemini-tool-proxy" / "certs"
+
+
+CERTS_DIR = _certs_dir()
+ADDON_SCRIPT = Path(__file__).with_name("addon_script.py")  # in the package: works from a wheel too
 log = logging.getLogger("gemini-tool-proxy")
 
 

@@ -62,11 +62,12 @@ class Process:
     """A command that prints a ready line; its output goes to a log file."""
 
     def __init__(self, tmp: Path, name: str, args: list[str], ready: str, env: dict[str, str] | None = None,
-                 timeout: float = 30) -> None:
+                 timeout: float = 30, cwd: Path = ROOT, base_env: dict[str, str] | None = None) -> None:
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd,
+                                     env={**(os.environ if base_env is None else base_env), "PYTHONUNBUFFERED": "1",
+                                          **(env or {})})
         deadline = time.monotonic() + timeout
         while ready not in self.log_path.read_text():
             if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -1,0 +1,202 @@
+"""The artifact users install: the sdist and wheel are built, the wheel installed into a fresh venv
+with no checkout on sys.path, and every command run from a directory outside the checkout: `serve`
+(memory and a real Redis), `mock`, `mitm` (a real mitmdump loading the addon from site-packages),
+`parse`, `ca`, `carrier-key`; and `uv tool install` of the wheel, as a user would, serving the mock.
+
+Every other test imports the source tree, which is how a missing package-data file (the Redis store's
+Lua script) reached users unseen.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.mitm_harness import ROOT, free_port
+from tests.servers import Process, RedisServer
+
+pytestmark = pytest.mark.slow
+UV = Path(sys.executable).with_name("uv")
+
+
+def _clean_env(tmp: Path) -> dict[str, str]:
+    """The environment of a user who never saw the checkout: no PYTHONPATH, no project venv on PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT)))
+    env["HOME"] = str(tmp / "home")
+    env.pop("XDG_DATA_HOME", None)
+    return env
+
+
+def _clean_copy(dest: Path) -> Path:
+    """The tree as a fresh clone has it (tracked and new files, nothing ignored): a checkout's own
+    `*.egg-info/SOURCES.txt` from an editable install would otherwise smuggle files into the build."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("dist")
+    src = _clean_copy(tmp_path_factory.mktemp("src"))
+    # No --sdist/--wheel: the wheel is built from the sdist, as a release (and pip install of an sdist) does.
+    subprocess.run([str(UV), "build", "--out-dir", str(out), str(src)], check=True,
+                   capture_output=True, timeout=300)
+    [wheel] = out.glob("*.whl")
+    [sdist] = out.glob("*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
+
+
+@pytest.fixture(scope="module")
+def installed(built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A fresh venv holding only the wheel and its dependencies (at the lock's versions)."""
+    tmp = tmp_path_factory.mktemp("user")
+    (tmp / "home").mkdir()
+    venv = tmp / "venv"
+    subprocess.run([str(UV), "venv", "-q", "--python", sys.executable, str(venv)], check=True, timeout=120)
+    subprocess.run([str(UV), "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+                    "-c", str(ROOT / "requirements.lock"), str(built["wheel"])], check=True, timeout=600)
+    return {"bin": venv / "bin", "tmp": tmp, "env": _clean_env(tmp)}
+
+
+def _run(inst: dict, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(inst["bin"] / "gemini-tool-proxy"), *args], input=stdin, capture_output=True,
+                          text=True, cwd=inst["tmp"], env=inst["env"], timeout=120)
+
+
+def _package_data() -> list[str]:
+    """Every non-Python file under proxy/ (what the code may open at run time)."""
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "proxy").rglob("*")
+                  if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts)
+
+
+def test_every_data_file_is_in_the_wheel_and_the_sdist(built: dict[str, Path]) -> None:
+    data = _package_data()
+    assert "proxy/store/redis_entries.lua" in data
+    names = set(zipfile.ZipFile(built["wheel"]).namelist())
+    assert [d for d in data if d not in names] == []
+    assert "proxy/addon_script.py" in names
+    with tarfile.open(built["sdist"]) as t:
+        sdist = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+    assert [d for d in data if d not in sdist] == []
+
+
+def test_the_package_imported_is_the_installed_one(installed: dict) -> None:
+    out = subprocess.run([str(installed["bin"] / "python"), "-c",
+                          "import proxy, proxy.cli as c; print(proxy.__file__); print(c.ADDON_SCRIPT); "
+                          "print(c.CERTS_DIR)"],
+                         capture_output=True, text=True, cwd=installed["tmp"], env=installed["env"], check=True)
+    module, addon, certs = out.stdout.split()
+    assert "site-packages" in module and not module.startswith(str(ROOT))
+    assert "site-packages" in addon and Path(addon).is_file()
+    assert certs == str(installed["tmp"] / "home" / ".local" / "share" / "gemini-tool-proxy" / "certs")
+
+
+def test_ca_and_carrier_key(installed: dict) -> None:
+    tmp = installed["tmp"]
+    r = _run(installed, "ca", "--dir", str(tmp / "ca"))
+    assert r.returncode == 0, r.stderr
+    keys = list((tmp / "ca").glob("*ca.pem"))
+    assert keys and all(os.stat(k).st_mode & 0o777 == 0o600 for k in keys)
+    r = _run(installed, "carrier-key", "--file", str(tmp / "ck" / "carrier-keys"))
+    assert r.returncode == 0, r.stderr
+    assert os.stat(tmp / "ck" / "carrier-keys").st_mode & 0o777 == 0o600
+
+
+def test_parse(installed: dict) -> None:
+    tools = installed["tmp"] / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}]))
+    line = json.dumps({"text": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'})
+    r = _run(installed, "parse", "--dialect", "hermes", "--tools", str(tools), stdin=line + "\n")
+    assert r.returncode == 0, r.stderr
+    [out] = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [(c["name"], c["arguments"]) for c in out["calls"]] == [("get_weather", {"city": "Oslo"})]
+
+
+def _serve_and_ask(inst: dict, name: str, *extra: str, exe: Path | None = None) -> str:
+    port = free_port()
+    exe = exe or inst["bin"] / "gemini-tool-proxy"
+    proc = Process(inst["tmp"], name, [str(exe), "serve", "--port", str(port), "--upstream", "mock",
+                                       "--carrier-keys-file", str(inst["tmp"] / f"{name}-ck"), *extra],
+                   "ready", cwd=inst["tmp"], base_env=inst["env"])
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0,
+                               _strict_response_validation=True)
+        first = client.responses.create(model="gemini-2.5-flash", input="hello", store=True)
+        assert first.status == "completed" and first.output_text
+        again = client.responses.retrieve(first.id)
+        assert again.id == first.id
+        return proc.logs()
+    finally:
+        proc.stop()
+
+
+def test_serve_on_memory(installed: dict) -> None:
+    _serve_and_ask(installed, "serve-memory")
+
+
+def test_serve_on_redis(installed: dict) -> None:
+    redis = RedisServer(installed["tmp"] / "redis-store")
+    try:
+        logs = _serve_and_ask(installed, "serve-redis", "--store", redis.url)
+        assert "FileNotFoundError" not in logs
+    finally:
+        redis.stop()
+
+
+def test_mock(installed: dict) -> None:
+    port = free_port()
+    proc = Process(installed["tmp"], "mock", [str(installed["bin"] / "gemini-tool-proxy"), "mock", "--port",
+                                              str(port)], "ready", cwd=installed["tmp"], base_env=installed["env"])
+    try:
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1beta/models/gemini-2.5-flash:generateContent",
+            data=json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode(),
+            headers={"content-type": "application/json", "x-goog-api-key": "k"})
+        with urllib.request.urlopen(req) as r:
+            assert json.loads(r.read())["candidates"][0]["content"]["parts"]
+    finally:
+        proc.stop()
+
+
+def test_mitm_runs_the_installed_addon_in_a_real_mitmdump(installed: dict) -> None:
+    proxy_port, front_port = free_port(), free_port()
+    certs = installed["tmp"] / "mitm-certs"
+    proc = Process(installed["tmp"], "mitm", [str(installed["bin"] / "gemini-tool-proxy"), "mitm", "--listen-port",
+                                              str(proxy_port), "--port", str(front_port), "--confdir", str(certs),
+                                              "--upstream", "mock"],
+                   "front-end listening", cwd=installed["tmp"], base_env=installed["env"], timeout=60)
+    try:
+        assert f"HTTP(S) proxy listening at 127.0.0.1:{proxy_port}" in proc.logs()
+        with urllib.request.urlopen(f"http://127.0.0.1:{front_port}/healthz") as r:
+            assert r.status == 200
+        assert any(certs.glob("*ca.pem")), "the CA is made on first run"
+    finally:
+        proc.stop()
+
+
+def test_uv_tool_install_then_serve(built: dict[str, Path], installed: dict) -> None:
+    """`uv tool install <wheel>` (resolving from the registry as a user would), then serve the mock."""
+    tmp = installed["tmp"]
+    env = {**installed["env"], "UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-bin")}
+    r = subprocess.run([str(UV), "tool", "install", "-q", "--python", sys.executable, str(built["wheel"])],
+                       capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
+    assert r.returncode == 0, r.stderr
+    exe = tmp / "uv-bin" / "gemini-tool-proxy"
+    assert exe.exists(), os.listdir(tmp / "uv-bin")
+    _serve_and_ask(installed, "uv-tool-serve", exe=exe)
+    shutil.rmtree(tmp / "uv-tools", ignore_errors=True)
