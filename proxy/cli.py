@@ -102,14 +102,15 @@ def _count(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemini-tool-proxy", description=__doc__)
-    p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
-    p.add_argument("--log-format", choices=("text", "json"), default="text",
-                   help="log lines as text (default) or as JSON objects with request and session ids")
-    p.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"), default="auto",
-                   help="the event loop for serve and mock: uvloop (faster I/O; the default where it is installed) "
-                        "or asyncio's own")
+    _global_arguments(p, {"log_level": "INFO", "log_format": "text", "event_loop": "auto"})
     sub = p.add_subparsers(dest="command", required=True)
     p.set_defaults(commands=sub.choices)
+    # The same options after the subcommand too (`serve --log-format json`): there they default to
+    # nothing, so a value given before the subcommand stands unless one is given after it.
+    suppressed = dict.fromkeys(("log_level", "log_format", "event_loop"), argparse.SUPPRESS)
+    common = argparse.ArgumentParser(add_help=False)
+    _global_arguments(common, suppressed)
+    sub = _SubcommandsWith(sub, common)
 
     serve = sub.add_parser("serve", help="run the OpenAI Responses / Gemini-native front-end")
     _config_argument(serve)
@@ -223,6 +224,25 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("--openai", action="store_true",
                       help="run the mock local OpenAI-compatible server (/v1/chat/completions) instead")
     return p
+
+
+def _global_arguments(p: argparse.ArgumentParser, defaults: dict[str, str]) -> None:
+    p.add_argument("--log-level", default=defaults["log_level"], help="logging level (default INFO)")
+    p.add_argument("--log-format", choices=("text", "json"), default=defaults["log_format"],
+                   help="log lines as text (default) or as JSON objects with request and session ids")
+    p.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"), default=defaults["event_loop"],
+                   help="the event loop for serve and mock: uvloop (faster I/O; the default where it is installed) "
+                        "or asyncio's own")
+
+
+class _SubcommandsWith:
+    """add_parser that gives every subcommand the global options as well."""
+
+    def __init__(self, sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+        self.sub, self.common = sub, common
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        return self.sub.add_parser(name, parents=[self.common], **kwargs)  # type: ignore[arg-type]
 
 
 def _config_argument(p: argparse.ArgumentParser) -> None:

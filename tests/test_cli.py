@@ -142,3 +142,33 @@ def test_text_dialect_options_are_checked_at_start() -> None:
         proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
                               cwd=ROOT, capture_output=True, text=True, timeout=30)
         assert proc.returncode != 0 and expect in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "mitm", "mock", "parse", "ca", "carrier-key"])
+def test_global_options_also_after_the_subcommand(command: str) -> None:
+    """Users write `serve --log-format json`; after the subcommand the options work as before it, and a
+    value after the subcommand wins over one before it."""
+    from proxy.cli import _parser
+
+    extra = ["--dialect", "hermes"] if command == "parse" else []
+    after = _parser().parse_args([command, *extra, "--log-format", "json", "--log-level", "DEBUG",
+                                  "--event-loop", "asyncio"])
+    assert (after.log_format, after.log_level, after.event_loop) == ("json", "DEBUG", "asyncio")
+    before = _parser().parse_args(["--log-format", "json", "--log-level", "DEBUG", command, *extra])
+    assert (before.log_format, before.log_level, before.event_loop) == ("json", "DEBUG", "auto")
+    both = _parser().parse_args(["--log-level", "DEBUG", command, *extra, "--log-level", "ERROR"])
+    assert both.log_level == "ERROR" and both.log_format == "text"
+
+
+def test_serve_logs_json_when_asked_after_the_subcommand() -> None:
+    port = free_port()
+    proc = start(["serve", "--log-format", "json", "--port", str(port), "--upstream", "mock"])
+    try:
+        assert "ready on http://127.0.0.1:" in proc.stdout.readline()
+        c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo", max_retries=0)
+        c.responses.create(model="gemini-2.5-flash", input="hi")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=15)
+    lines = [json.loads(line) for line in err.splitlines() if line.strip()]
+    assert lines and all(isinstance(x, dict) and "message" in x for x in lines)

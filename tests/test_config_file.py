@@ -17,7 +17,7 @@ from proxy.store import MemoryStore
 from tests.servers import Process, free_port
 
 KEY = "client-secret-0123456789"
-SKIP = {"help", "config", "command", "commands"}
+SKIP = {"help", "config", "command", "commands", "log_level", "log_format", "event_loop"}  # globals: set below
 
 
 def _sample(action: argparse.Action) -> tuple[object, list[str]]:
