@@ -14,6 +14,7 @@ from mitmproxy.test import taddons
 from proxy import cli
 from proxy.intercept.addon import GeminiTools
 from proxy.store import MemoryStore
+from proxy.upstream.gemini import DEFAULT_READ_TIMEOUT
 from tests.servers import Process, free_port
 
 KEY = "client-secret-0123456789"
@@ -142,3 +143,20 @@ async def test_the_addon_takes_the_background_lease(tmp_path: Path) -> None:
         assert addon.options.limits().background_lease == 7
         with pytest.raises(exceptions.OptionsError, match="gtp_background_lease must be positive"):
             tctx.configure(addon.options, gtp_background_lease=0)
+
+
+async def test_the_command_line_beats_the_file_even_at_the_default(tmp_path: Path) -> None:
+    """`--set gtp_tools=replace` equals the default, yet it was given: the file's `merge` must not win.
+    mitmdump defers `--set` of an addon's options until the addon declares them; the addon is added
+    after them here, the same way."""
+    cfg = tmp_path / "addon.toml"
+    cfg.write_text('tools = "merge"\ndefault_session = "from-file"\nread_timeout = 30\n')
+    addon = GeminiTools(MemoryStore())
+    with taddons.context() as tctx:
+        tctx.options.set("gtp_tools=replace", f"gtp_read_timeout={int(DEFAULT_READ_TIMEOUT)}", "listen_host=127.0.0.1",
+                         defer=True)
+        tctx.master.addons.add(*addon.addons)
+        tctx.configure(addon.options, gtp_config=str(cfg))
+        assert tctx.options.gtp_tools == "replace"
+        assert tctx.options.gtp_read_timeout == DEFAULT_READ_TIMEOUT
+        assert tctx.options.gtp_default_session == "from-file", "what the command line left, the file fills"

@@ -38,8 +38,13 @@ class Options:
         self.upstream_api: list[tuple[str, str]] = []  # --upstream-api rules for the front-end
         self.vertex: list[GoogleCredential] = []  # gtp_vertex_credentials, loaded
         self.carrier = CarrierKeys.ephemeral()
+        self.given: set[str] = set()  # gtp_* options the command line set, even to their defaults
 
     def load(self, loader: Any) -> None:
+        # mitmdump holds `--set gtp_...` back (deferred) until the addon declares its options: what is
+        # there now is what the command line gave, so gtp_config can tell `gtp_tools=replace` (the
+        # default, set explicitly) from an option nobody set.
+        self.given = {k for k in getattr(loader.master.options, "deferred", {}) if k.startswith("gtp_")}
         loader.add_option("gtp_config", str | None, None,
                           "TOML file of options: the gtp_* names or the command line's (model_alias = [...]); "
                           "options set on the command line win.")
@@ -146,9 +151,8 @@ class Options:
                           "host:port every upstream connection goes to instead (a local Gemini, for testing). TLS "
                           "still names the original host.")
 
-    @staticmethod
-    def _load_config(path: str) -> None:
-        """Set every option the file names that the command line left at its default."""
+    def _load_config(self, path: str) -> None:
+        """Set every option the file names that the command line did not set (even to its default)."""
         kinds: dict[str, Any] = {}
         for name, option in ctx.options.items():
             spec = option.typespec
@@ -158,7 +162,7 @@ class Options:
             settings = addon_settings(path, kinds)
         except ConfigError as e:
             raise exceptions.OptionsError(str(e)) from None
-        unset = {k: v for k, v in settings.items() if not ctx.options.has_changed(k)}
+        unset = {k: v for k, v in settings.items() if k not in self.given and not ctx.options.has_changed(k)}
         if unset:
             ctx.options.update(**unset)
 
