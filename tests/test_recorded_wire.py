@@ -119,9 +119,13 @@ class Replay:
         self.stream = "gemini-text.jsonl"
         self.sync = "gemini3-reasoning.json"
         self.bodies: list[dict[str, Any]] = []
+        self.error: tuple[int, dict[str, Any]] | None = None  # answer every request with this, once
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.bodies.append(await request.json())
+        if self.error is not None:
+            (status, body), self.error = self.error, None
+            return web.json_response(body, status=status)
         if not request.match_info["target"].endswith(":streamGenerateContent"):
             return web.json_response(json.loads((REC / self.sync).read_text()))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -322,3 +326,56 @@ def test_interactions_stream(replay, name: str) -> None:
                                input=[{"type": "function_result", "call_id": s["id"], "name": s["name"],
                                        "result": "ok"} for s in calls]))
     _check_next_turn(rep.bodies[-1], want)
+
+
+# ---- recorded error bodies ------------------------------------------------------------------------
+
+def _recorded_400s() -> list[dict[str, Any]]:
+    data = json.loads((REC / "error-400-thinking.json").read_text())
+    return [data["reasoningNoneResponse"], data["thinkingLevelAndBudgetResponse"]]
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_recorded_400s_reach_each_client_in_its_own_protocol(replay, which: int) -> None:
+    import aiohttp
+
+    stack, rep = replay
+    body = _recorded_400s()[which]
+    message = body["error"]["message"]
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    rep.error = (400, body)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model=MODEL, input="go")
+    assert message in str(e.value.body)
+    rep.error = (400, body)
+    with pytest.raises(openai.BadRequestError) as e:
+        list(client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "go"}], stream=True))
+    assert message in str(e.value.body)
+    before = len(rep.bodies)
+
+    async def native() -> tuple[int, dict[str, Any]]:
+        rep.error = (400, body)
+        async with aiohttp.ClientSession() as s, s.post(
+                f"{stack.url}/v1beta/models/{MODEL}:generateContent", headers={"x-goog-api-key": "k"},
+                json={"contents": [{"role": "user", "parts": [{"text": "go"}]}]}) as r:
+            return r.status, await r.json()
+
+    status, got = asyncio.run(native())
+    assert status == 400 and got["error"]["message"] == message and got["error"]["status"] == "INVALID_ARGUMENT"
+    assert len(rep.bodies) == before + 1, "a 400 is Google's final word: asked once"
+
+
+def test_recorded_429_is_read_as_google_wrote_it() -> None:
+    """The recorded 429 (QuotaFailure, then RetryInfo "34.4s"): the proxy reads the delay from it, and
+    the mock's 429 has the same details in the same order."""
+    from proxy.mock.validate import GeminiRejection
+    from proxy.upstream.gemini import _error_from
+
+    text = (REC / "error-429-retry-info.json").read_text()
+    recorded = json.loads(text)["error"]
+    error = _error_from(429, text)
+    assert error.retry_after == 34.4 and error.status == 429
+    mocked = GeminiRejection(429, "quota", "RESOURCE_EXHAUSTED", retry_delay="34.4s").body()["error"]
+    assert [d["@type"] for d in mocked["details"]] == [d["@type"] for d in recorded["details"]]
+    assert set(mocked) == set(recorded) and mocked["status"] == recorded["status"]
+    assert _error_from(429, json.dumps({"error": mocked})).retry_after == 34.4

@@ -198,3 +198,65 @@ def test_silent_upstream_for_a_whole_answer_hits_the_total_deadline() -> None:
         assert e.value.status_code == 504 and "total deadline of 2s" in e.value.message
     finally:
         close()
+
+
+@pytest.fixture(scope="module")
+def pooled() -> Stack:
+    """One pooled server key (clients authenticate with their own proxy key), --max-retries 2."""
+    made: list[GeminiUpstream] = []
+    s = Stack(keys=["client-secret-0123456789abcdef"], wrap=lambda up: made.append(
+        GeminiUpstream(up.base_url, keys=["server-key-1"], retry=RetryPolicy(2))) or made[0])
+    s.pool = made[0].pool  # type: ignore[attr-defined]
+    yield s
+    s.close()
+
+
+def _pooled_client(stack: Stack) -> openai.OpenAI:
+    return openai.OpenAI(base_url=stack.url + "/v1", api_key="client-secret-0123456789abcdef",
+                         _strict_response_validation=True, max_retries=0)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_one_pooled_key_waits_out_a_short_retry_delay(pooled: Stack, stream: bool) -> None:
+    """Issue 23 item 5: the key pool's cooldown no longer cuts the retry rule short. With one key and
+    Google's `RetryInfo.retryDelay: "1s"`, the proxy waits for the key and the request succeeds."""
+    before = len(pooled.seen)
+    text = f"[[mock:flaky 1 429 1s]] one key {stream}"
+    started = time.monotonic()
+    if stream:
+        events = list(_pooled_client(pooled).responses.create(model="gemini-2.5-flash", input=text, stream=True))
+        assert events[-1].type == "response.completed"
+    else:
+        assert _pooled_client(pooled).responses.create(model="gemini-2.5-flash", input=text).status == "completed"
+    assert _hits(pooled, before) == 2 and time.monotonic() - started >= 0.9  # asked again once the key was back
+
+
+def test_one_pooled_key_still_gives_up_after_its_retries(pooled: Stack) -> None:
+    before = len(pooled.seen)
+    with pytest.raises(openai.RateLimitError) as e:
+        _pooled_client(pooled).responses.create(model="gemini-2.5-flash", input="[[mock:flaky 9 429 0.2s]] no")
+    assert _hits(pooled, before) == 3  # the first try and two retries (--max-retries 2)
+    assert e.value.response.headers["retry-after"] == "1"
+
+
+def test_a_long_delay_is_not_waited_out_with_one_key(pooled: Stack) -> None:
+    before = len(pooled.seen)
+    started = time.monotonic()
+    with pytest.raises(openai.RateLimitError) as e:
+        _pooled_client(pooled).responses.create(model="gemini-2.5-flash",
+                                                input=f"[[mock:flaky 1 429 {MAX_HINT + 30:g}s]] long")
+    assert _hits(pooled, before) == 1 and time.monotonic() - started < 5
+    assert int(e.value.response.headers["retry-after"]) > MAX_HINT
+    # the key rests that long: a second request is refused at once too, without asking Gemini
+    with pytest.raises(openai.RateLimitError):
+        _pooled_client(pooled).responses.create(model="gemini-2.5-flash", input="another")
+    assert _hits(pooled, before) == 1
+    pooled.pool.keys[0].cooling_until = 0.0  # the key's rest is over (for the tests after this one)
+
+
+def test_a_request_arriving_while_the_only_key_rests_waits_for_it(pooled: Stack) -> None:
+    """Not only the request that met the 429: one that comes during the key's short rest waits too."""
+    pooled.pool.cool(pooled.pool.keys[0].credential, 1.0)
+    before = len(pooled.seen)
+    assert _pooled_client(pooled).responses.create(model="gemini-2.5-flash", input="meanwhile").status == "completed"
+    assert _hits(pooled, before) == 1

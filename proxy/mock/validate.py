@@ -101,6 +101,9 @@ class GeminiRejection(Exception):
         details = []
         if self.violations:
             details.append({"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": self.violations})
+        if self.status == 429:  # Google's 429 names the quota first (tests/recorded/error-429-retry-info.json)
+            details.append({"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]})
         if self.retry_delay:
             details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": self.retry_delay})
         if details:

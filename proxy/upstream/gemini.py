@@ -118,7 +118,13 @@ class GeminiUpstream(HttpSession):
         loop = asyncio.get_running_loop()
         attempt = 0
         while True:
-            key = self._credential(api_key)
+            try:
+                key = self._credential(api_key)
+            except UpstreamError as cooling:  # every pooled key rests (another request's 429s)
+                if not await self._wait_for_a_key(attempt, deadline, cooling):
+                    raise
+                attempt += 1
+                continue
             record = metrics.CURRENT.get()
             if record is not None:
                 record.key = key.label if key else "none"
@@ -150,7 +156,11 @@ class GeminiUpstream(HttpSession):
                     if self.pool.ready():  # another key is ready: no wait, not a retry
                         log.info("Gemini rate-limited key %s; going on with the next key", key.label)
                         continue
-                    raise self._all_cooling(error)
+                    cooling = self._all_cooling(error)
+                    if not await self._wait_for_a_key(attempt, deadline, cooling):
+                        raise cooling
+                    attempt += 1
+                    continue
                 self._note_key(key, "error")
                 if resp.status not in RETRYABLE_STATUS:
                     raise error
@@ -173,6 +183,22 @@ class GeminiUpstream(HttpSession):
             metrics.RETRIES.inc()
             attempt += 1
             await asyncio.sleep(wait)
+
+    async def _wait_for_a_key(self, attempt: int, deadline: float, cooling: UpstreamError) -> bool:
+        """Every pooled key rests: the retry rule still holds (one key and a "retry in 1s" is waited
+        out, as the client's own key would be), if the first key is back within the hint cap, the
+        retries left and the deadline. Refused credentials are not waited for."""
+        if cooling.status != 429:
+            return False
+        wait = self.retry.wait(attempt, self.pool.soonest())
+        loop = asyncio.get_running_loop()
+        if wait is None or loop.time() + wait >= deadline:
+            return False
+        log.info("every upstream key rests; retry %d of %d in %.1fs, when the first is back", attempt + 1,
+                 self.retry.max_retries, wait)
+        metrics.RETRIES.inc()
+        await asyncio.sleep(wait)
+        return True
 
     def _credential(self, api_key: str | None) -> Credential | None:
         """The client's own key, else the server's next pooled one (every pooled key resting is the
