@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark: installs what it needs (Python packages, redis-server, haproxy, and LiteLLM's proxy in
-# its own virtual environment under .bench/), runs every row in one run and writes docs/benchmarks.md.
+# its own virtual environment under .bench/), runs every row in one run and writes docs/benchmarks.md
+# (and docs/benchmarks-sse.md: how SSE decoding scales).
 # BENCH_N / BENCH_SECONDS shorten or lengthen it; BENCH_LITELLM=0 leaves LiteLLM out.
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/system_deps.sh"
@@ -14,4 +15,5 @@ if [ "${BENCH_LITELLM:-1}" != 0 ]; then
     fi
     export BENCH_LITELLM_BIN="$LITELLM_VENV/bin/litellm"
 fi
-exec "$VENV_PY" scripts/bench.py "$@"
+"$VENV_PY" scripts/bench.py "$@"
+exec "$VENV_PY" scripts/bench_sse.py --write   # SSE decoding's scaling -> docs/benchmarks-sse.md
