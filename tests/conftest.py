@@ -1,12 +1,20 @@
 import json
+import os
 from pathlib import Path
 
 import openai
 import pytest
+from hypothesis import settings
 
 from proxy import fast_json
 from proxy.tools import prepare_tools
 from tests.harness import Stack
+
+# CI must be reproducible: hypothesis explores from a fixed seed there (derandomize) and keeps no
+# example database between runs; locally it keeps searching at random. HYPOTHESIS_PROFILE picks one.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tool-schemas"
 LOCAL_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tool-schemas"

@@ -158,3 +158,24 @@ def test_process_keeps_serving_after_bad_input(client: openai.OpenAI, stack: Sta
     for raw in (b"{", b"null", json.dumps({"model": [], "input": {}}).encode()):
         post(f"{stack.url}/v1/responses", raw)
     assert client.responses.create(model="gemini-2.5-flash", input="still there?").status == "completed"
+
+
+@pytest.mark.parametrize("number", ["Infinity", "NaN", "1e999"])
+def test_non_finite_call_arguments_are_refused_naming_the_item(stack: Stack, number: str) -> None:
+    """Arguments are JSON; a client's NaN/Infinity is a 400 naming where it is, on Responses and Chat."""
+    args = '{"city": "Oslo", "n": ' + number + '}'
+    status, body = post(f"{stack.url}/v1/responses", json.dumps({
+        "model": "gemini-2.5-flash", "tools": [WEATHER], "input": [
+            {"role": "user", "content": "go"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": args},
+        {"type": "function_call_output", "call_id": "c1", "output": "x"}]}).encode())
+    assert status == 400 and assert_openai_error(body, param="input[1].arguments", code="invalid_value")
+    chat_tool = {"type": "function", "function": {k: v for k, v in WEATHER.items() if k != "type"}}
+    status, body = post(f"{stack.url}/v1/chat/completions", json.dumps({
+        "model": "gemini-2.5-flash", "tools": [chat_tool], "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                                                  "function": {"name": "get_weather", "arguments": args}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "x"}]}).encode())
+    assert status == 400
+    assert assert_openai_error(body, param="messages[1].tool_calls[0].function.arguments", code="invalid_value")

@@ -4,9 +4,11 @@ modes, and argument data in history is never altered on the way."""
 import copy
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.errors import ProxyError
 from proxy.intercept.tool_context import apply_tool_context
 from proxy.mock.validate import validate_request
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
@@ -14,7 +16,8 @@ from proxy.tools.prepare_tools import prepare_tools
 
 NAMES = st.sampled_from(["a", "b", "type", "properties", "format", "items", "$ref", "title", "x-y", "default"])
 SCALARS = st.sampled_from(["string", "integer", "number", "boolean", "null"])
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+FINITE = st.floats(allow_nan=False, allow_infinity=False)  # arguments are JSON (non-finite: the 400 test below)
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | FINITE | st.text(max_size=5),
                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(NAMES, inner, max_size=3),
                            max_leaves=8)
 
@@ -80,3 +83,16 @@ def test_arguments_and_outputs_are_never_altered(args: dict, output: str) -> Non
     body = apply_tool_context({"contents": conv.contents, "tools": tools.gemini_tools()}, None, "gemini-3-pro-preview")
     assert body["contents"][1]["parts"][0]["functionCall"]["args"] == args
     assert body["contents"][2]["parts"][0]["functionResponse"]["response"] == {"output": output}
+
+
+@pytest.mark.parametrize("number", ["Infinity", "-Infinity", "NaN", "1e999", "-1e400"])
+def test_non_finite_arguments_are_a_400_naming_the_item(number: str) -> None:
+    """Arguments are JSON: NaN and infinity are refused with the item named (issue 23 item 9: one path
+    kept Infinity, another wrote null)."""
+    items = [{"role": "user", "content": "go"},
+             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a": ' + number + '}'},
+             {"type": "function_call_output", "call_id": "c1", "output": "x"}]
+    with pytest.raises(ProxyError) as e:
+        input_to_contents(parse_input(items), names=prepare_tools([{"type": "function", "name": "f"}]).names,
+                          model="gemini-3-pro-preview")
+    assert e.value.status == 400 and e.value.param == "input[1].arguments" and number.lstrip("-")[:3] in str(e.value)

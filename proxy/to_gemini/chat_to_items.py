@@ -1,10 +1,16 @@
 """Chat Completions `messages` -> Responses input items, so both APIs share one history builder."""
 
+import contextlib
+import json
+import re
 from typing import Any
 
 from proxy.errors import ProxyError
 from proxy.to_gemini.media import media_part
 from proxy.wire.chat import ChatMessage, ContentPart
+from proxy.wire.json_body import parse_arguments
+
+_NON_FINITE = re.compile(r"NaN|Infinity|\d[eE]\+?\d{3}")  # what might parse to a non-finite number
 
 # Chat's media parts, passed on in their Responses spelling (input_to_contents/media.py convert them).
 _MEDIA = {"image_url": "input_image", "file": "input_file", "input_audio": "input_audio"}
@@ -56,7 +62,10 @@ def chat_messages_to_items(messages: list[ChatMessage]) -> list[dict[str, Any]]:
             text = _text(m.content, where)
             if text:
                 items.append({"type": "message", "role": "assistant", "content": text})
-            for tc in m.tool_calls or []:
+            for j, tc in enumerate(m.tool_calls or []):
+                if tc.function.arguments and _NON_FINITE.search(tc.function.arguments):  # named here, not as input[k]
+                    with contextlib.suppress(json.JSONDecodeError):
+                        parse_arguments(tc.function.arguments, f"{where}.tool_calls[{j}].function.arguments")
                 items.append({"type": "function_call", "call_id": tc.id, "name": tc.function.name,
                               "arguments": tc.function.arguments or "{}"})
         else:  # tool

@@ -21,6 +21,7 @@ from proxy.to_gemini.media import MEDIA_PARTS, media_part
 from proxy.to_gemini.repair_history import repair_history
 from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.tool_names import ToolNames
+from proxy.wire.json_body import parse_arguments
 from proxy.wire.responses import (
     INPUT_ITEMS,
     ITEM_MODELS,
@@ -145,7 +146,7 @@ class _Builder:
             args: Any = {"input": item.input}  # a custom tool is offered to Gemini as f(input: string)
         else:
             try:
-                args = json.loads(item.arguments) if item.arguments.strip() else {}
+                args = parse_arguments(item.arguments, f"input[{index}].arguments") if item.arguments.strip() else {}
             except json.JSONDecodeError:
                 args = None
         if not isinstance(args, dict):

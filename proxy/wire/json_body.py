@@ -55,6 +55,20 @@ def _finite(token: str) -> float:
     return value if math.isfinite(value) else _not_a_number(token)
 
 
+def parse_arguments(text: str, param: str) -> Any:
+    """A call's `arguments` string from a client: JSON, so NaN and infinity (which Python's json would
+    accept, and which one path would keep and another write as null) are a 400 naming `param`."""
+    def refuse(token: str) -> float:
+        raise ProxyError(f"Invalid '{param}': it holds '{token[:20]}', a number JSON cannot carry (NaN or "
+                         "infinity); Gemini would never receive it.", param=param, code="invalid_value")
+
+    def finite(token: str) -> float:
+        value = float(token)
+        return value if math.isfinite(value) else refuse(token)
+
+    return json.loads(text, parse_constant=refuse, parse_float=finite)
+
+
 def _parse_standard(raw: bytes) -> Any:
     try:
         value = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
