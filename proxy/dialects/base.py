@@ -23,6 +23,15 @@ class ParseFailure(ValueError):
     """A block that looked like a call and is not one (kept as text, with this as the warning)."""
 
 
+class PartialBlock(Exception):  # noqa: N818 - an outcome, not an error: some calls parsed
+    """A block holding several calls of which some parsed and some did not: the good calls go out,
+    the others stay in the content as their own text, with `why` as the warning (vLLM drops them)."""
+
+    def __init__(self, calls: list["Call"], rest: str, why: str) -> None:
+        super().__init__(why)
+        self.calls, self.rest, self.why = calls, rest, why
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """A declared function as a dialect renders it: JSON Schema parameters, lower-case types."""

@@ -4,9 +4,11 @@ raw_decode approach: a literal `</tool_call>` or `}` inside an argument never en
 import ast
 import json
 import keyword
+import math
+import re
 from typing import Any
 
-from proxy.dialects.base import MAX_DEPTH, Call, ParseFailure, ToolSpec, resolve_name
+from proxy.dialects.base import MAX_DEPTH, Call, ParseFailure, PartialBlock, ToolSpec, resolve_name
 
 PAIRS = {"{": "}", "[": "]", "(": ")"}
 
@@ -71,8 +73,8 @@ def json_call(obj: Any, tools: dict[str, ToolSpec], keys: tuple[str, ...] = ("ar
     args = next((obj[k] for k in keys if k in obj), {})
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
-        except ValueError:
+            args = loads(args) if args.strip() else {}
+        except ParseFailure:
             raise ParseFailure("call arguments are a string that is not JSON") from None
     if args is None:
         args = {}
@@ -81,10 +83,22 @@ def json_call(obj: Any, tools: dict[str, ToolSpec], keys: tuple[str, ...] = ("ar
     return Call(resolve_name(obj["name"], tools), args)
 
 
+def _non_finite(token: str) -> Any:
+    raise ParseFailure(f"{token[:20]} is not a JSON number")
+
+
+def _finite(token: str) -> float:
+    value = float(token)
+    return value if math.isfinite(value) else _non_finite(token)
+
+
 def loads(text: str) -> Any:
+    """JSON as JSON is: NaN, Infinity and 1e999 (which Python's json would take) are not numbers."""
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return json.loads(text, parse_constant=_non_finite, parse_float=_finite)
+    except (ValueError, RecursionError) as e:
+        if isinstance(e, ParseFailure):
+            raise
         raise ParseFailure("not valid JSON") from None
 
 
@@ -93,6 +107,8 @@ _JSON_NAMES = {"true": True, "false": False, "null": None}
 
 
 def _literal(node: ast.AST) -> Any:
+    """A Python literal as JSON data; anything JSON cannot carry (bytes, sets, complex numbers,
+    NaN or infinity such as 1e999) is a ValueError: arguments are JSON."""
     if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
         return _JSON_NAMES[node.id]
     if isinstance(node, ast.List | ast.Tuple):
@@ -100,8 +116,19 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ValueError("** inside a dict literal")
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)}
-    return ast.literal_eval(node)
+        out = {}
+        for k, v in zip(node.keys, node.values, strict=True):
+            key = _literal(k)
+            if not isinstance(key, str):
+                raise ValueError("a key that is not a string")
+            out[key] = _literal(v)
+        return out
+    value = ast.literal_eval(node)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("not a finite number")
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise ValueError(f"a {type(value).__name__} value, which JSON cannot carry")
 
 
 def _dotted(node: ast.AST) -> str:
@@ -112,39 +139,74 @@ def _dotted(node: ast.AST) -> str:
     raise ParseFailure("a call needs a plain (dotted) function name")
 
 
+# Where one call of a list ends and the next begins, for a list Python cannot read as a whole.
+_NEXT_CALL = re.compile(r"\)\s*,\s*(?=[A-Za-z_][\w.\-]*\s*\()")
+
+
 def python_calls(text: str, tools: dict[str, ToolSpec]) -> list[Call]:
     """`[f(a=1), g(b="x")]` or `f(a=1)` (one per line) -> calls, read by Python's own parser (never
-    evaluated: only literals are accepted as values)."""
+    evaluated: only literals are accepted as values). One call that cannot be read does not lose its
+    siblings: they come back in a PartialBlock with that call's text (vLLM salvages them the same way)."""
+    source = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="exec")
+        tree = ast.parse(source, mode="exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise ParseFailure("not a Python call list") from None
+        return _segments(source, tools)
     nodes: list[ast.AST] = []
     for stmt in tree.body:
         if not isinstance(stmt, ast.Expr):
             raise ParseFailure("not a Python call list")
         value = stmt.value
         nodes += value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
-    calls = []
+    calls, bad = [], []
     for node in nodes:
-        if not isinstance(node, ast.Call) or node.args:
-            raise ParseFailure("each call must be NAME(key=value, ...)")
-        name = _dotted(node.func)
-        if name.endswith(".call"):  # Llama's built-in tools: brave_search.call(query="...")
-            name = name[:-5]
         try:
-            args: dict[str, Any] = {}
-            for kw in node.keywords:
-                value = _literal(kw.value)
-                if kw.arg is None and not isinstance(value, dict):
-                    raise ValueError("** needs a dict")
-                args.update(value if kw.arg is None else {kw.arg: value})
-        except (ValueError, TypeError, SyntaxError, RecursionError):
-            raise ParseFailure(f"arguments of {name} are not literals") from None
-        calls.append(Call(resolve_name(name, tools), args))
+            calls.append(_call(node, tools))
+        except ParseFailure as e:
+            if len(nodes) == 1:
+                raise
+            bad.append((ast.get_source_segment(source, node) or "", str(e)))
     if not calls:
-        raise ParseFailure("no call")
+        raise ParseFailure(bad[0][1] if bad else "no call")
+    if bad:
+        raise PartialBlock(calls, ", ".join(b[0] for b in bad), "; ".join(b[1] for b in bad))
     return calls
+
+
+def _call(node: ast.AST, tools: dict[str, ToolSpec]) -> Call:
+    if not isinstance(node, ast.Call) or node.args:
+        raise ParseFailure("each call must be NAME(key=value, ...)")
+    name = _dotted(node.func)
+    if name.endswith(".call"):  # Llama's built-in tools: brave_search.call(query="...")
+        name = name[:-5]
+    try:
+        args: dict[str, Any] = {}
+        for kw in node.keywords:
+            value = _literal(kw.value)
+            if kw.arg is None and not isinstance(value, dict):
+                raise ValueError("** needs a dict")
+            args.update(value if kw.arg is None else {kw.arg: value})
+    except (ValueError, TypeError, SyntaxError, RecursionError) as e:
+        raise ParseFailure(f"arguments of {name} are not JSON literals ({e})") from None
+    return Call(resolve_name(name, tools), args)
+
+
+def _segments(source: str, tools: dict[str, ToolSpec]) -> list[Call]:
+    """A list Python cannot read as a whole: each call read on its own, where calls can be told apart."""
+    inner = source[1:-1] if source.startswith("[") and source.endswith("]") else source
+    pieces = _NEXT_CALL.split(inner)
+    if len(pieces) < 2:
+        raise ParseFailure("not a Python call list")
+    calls, bad = [], []
+    for i, piece in enumerate(pieces):
+        piece = piece if i == len(pieces) - 1 else piece + ")"
+        try:
+            calls += python_calls(piece, tools)
+        except (ParseFailure, PartialBlock):
+            bad.append(piece.strip())
+    if not calls:
+        raise ParseFailure("not a Python call list")
+    raise PartialBlock(calls, ", ".join(bad), "a call Python cannot read")
 
 
 def python_arguments(args: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ tools in `<tool_response>` blocks of a user turn (reference/dialects.md §3, §7
 
 import ast
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,58 +161,97 @@ class Qwen3Coder(Dialect):
         return self.parse_block(block, tools)
 
 
+_PARAM_ENDS = ("</parameter>", "<parameter=", "</function>")
+
+
 def _parameters(body: str, schema: Any) -> dict[str, Any]:
+    """`<parameter=NAME>value</parameter>`...; a value whose `</parameter>` the model forgot ends at
+    the next parameter or the function's end (vLLM reads it the same way)."""
     args: dict[str, Any] = {}
     rest = body
+    props = (schema or {}).get("properties") or {}
     while (start := rest.find("<parameter=")) >= 0:
         name_end = rest.find(">", start)
-        end = rest.find("</parameter>", name_end)
-        if name_end < 0 or end < 0:
+        if name_end < 0:
             raise ParseFailure("an unterminated <parameter=NAME>")
+        ends = [(i, tag) for tag in _PARAM_ENDS if (i := rest.find(tag, name_end + 1)) >= 0]
+        end, tag = min(ends) if ends else (len(rest), "")
         key = rest[start + len("<parameter="):name_end].strip()
         raw = rest[name_end + 1:end]
         raw = raw[1:] if raw.startswith("\n") else raw
         raw = raw[:-1] if raw.endswith("\n") else raw
-        props = (schema or {}).get("properties") or {}
         args[key] = convert_param(raw, props.get(key) if isinstance(props, dict) else None)
-        rest = rest[end + len("</parameter>"):]
+        rest = rest[end + len(tag):] if tag == "</parameter>" else rest[end:]
     return args
 
 
+# The order in which a value is tried against a union of types (Ollama's qwen3coder parser): the
+# most specific reading first, text last.
+_PRECEDENCE = ("boolean", "integer", "number", "array", "object", "string")
+_ALIASES = {"int": "integer", "float": "number", "double": "number", "bool": "boolean", "dict": "object",
+            "list": "array", "str": "string"}
+
+
+def _types(schema: Any) -> list[str]:
+    """The types a parameter's schema allows (`type`, a list of types, or anyOf/oneOf branches)."""
+    if not isinstance(schema, dict):
+        return []
+    t = schema.get("type")
+    found = [t] if isinstance(t, str) else [x for x in t if isinstance(x, str)] if isinstance(t, list) else []
+    for key in ("anyOf", "oneOf"):
+        for branch in schema.get(key) or []:
+            found += _types(branch)
+    return [_ALIASES.get(x.lower(), x.lower()) for x in found]
+
+
 def convert_param(raw: str, schema: Any) -> Any:
-    """A parameter's raw text as its declared type (vLLM's _convert_param_value, without its losses:
-    what does not convert stays the raw text)."""
-    t = schema.get("type") if isinstance(schema, dict) else None
-    t = (t if isinstance(t, str) else next((x for x in t if x != "null"), None) if isinstance(t, list) else None)
-    t = (t or "").lower()
-    if raw.strip().lower() == "null" and t != "string":
+    """A parameter's raw text as its declared type. No declared type: the text as written (vLLM and
+    Ollama agree; `1` stays "1"). A union tries each type by _PRECEDENCE; a value that fits none of
+    them stays the raw text (never a guess such as false for "yes")."""
+    types = [t for t in _types(schema) if t != "null"]
+    if raw.strip().lower() == "null" and (types or _types(schema)):
         return None
-    if t == "string":
+    if not types:
         return raw
-    if t in ("integer", "int"):
+    for t in sorted(set(types), key=lambda x: _PRECEDENCE.index(x) if x in _PRECEDENCE else len(_PRECEDENCE)):
+        ok, value = _as(t, raw)
+        if ok:
+            return value
+    return raw
+
+
+def _as(t: str, raw: str) -> tuple[bool, Any]:
+    text = raw.strip()
+    if t == "string":
+        return True, raw
+    if t == "boolean":
+        low = text.lower()
+        return (True, low == "true") if low in ("true", "false") else (False, None)
+    if t == "integer":
         try:
-            return int(raw.strip())
+            return True, int(text)
         except ValueError:
-            return raw
+            return False, None
     if t == "number":
         try:
-            f = float(raw.strip())
+            f = float(text)
         except ValueError:
-            return raw
-        return int(f) if f.is_integer() and "." not in raw and "e" not in raw.lower() else f
-    if t == "boolean":
-        low = raw.strip().lower()
-        return low == "true" if low in ("true", "false") else raw
-    try:
-        return json.loads(raw)
-    except ValueError:
-        pass
-    if t in ("object", "array"):
+            return False, None
+        if not math.isfinite(f):
+            return False, None
+        return True, int(f) if f.is_integer() and abs(f) < 2**53 else f
+    if t in ("array", "object"):
+        kind = list if t == "array" else dict
         try:
-            return ast.literal_eval(raw.strip())
-        except (ValueError, SyntaxError, RecursionError, MemoryError):
-            return raw
-    return raw
+            value = loads(text)
+        except ParseFailure:
+            try:
+                value = ast.literal_eval(text)
+                json.dumps(value, allow_nan=False)
+            except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+                return False, None
+        return (True, value) if isinstance(value, kind) else (False, None)
+    return False, None
 
 
 def hermes() -> Hermes:

@@ -18,6 +18,7 @@ from proxy.dialects.base import (
     Call,
     Dialect,
     ParseFailure,
+    PartialBlock,
     Result,
     ToolSpec,
     dumps,
@@ -28,6 +29,7 @@ from proxy.dialects.base import (
 from proxy.dialects.brackets import bracket_end, find_from, json_call, loads, python_arguments, python_calls, skip_ws
 
 PYTHON_TAG = "<|python_tag|>"
+PYTHON_START, PYTHON_END = "<|python_start|>", "<|python_end|>"  # Llama 4 around its pythonic list
 TOOL_CODE, FENCE = "```tool_code", "```"
 _JSON_HEAD = re.compile(r'\{\s*"name"\s*:\s*"')
 _CALL_HEAD = re.compile(r"\[\s*[A-Za-z_][\w.\-]*\s*\(")
@@ -73,14 +75,33 @@ def _list_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool, memo: d
     try:
         end = bracket_end(buf, 0, quotes="\"'", memo=memo)
     except ParseFailure:
-        return NOT_A_CALL
-    if end is None:
-        return NOT_A_CALL if closing else INCOMPLETE
+        end = -1  # brackets that do not match: only the whole answer can still be a list of calls
+    if end is None or end < 0:
+        if not closing:
+            return INCOMPLETE if end is None else NOT_A_CALL
+        return len(buf) if _whole_list(buf, tools) else NOT_A_CALL
     try:
         python_calls(buf[:end], tools)
     except ParseFailure:
         return NOT_A_CALL
+    except PartialBlock:
+        pass  # some calls in it: a call block
     return end
+
+
+def _whole_list(buf: str, tools: dict[str, ToolSpec]) -> bool:
+    """The rest of the answer is a `[...]` list with at least one readable call, though a quote in
+    another call broke the scan (vLLM salvages the readable ones the same way, on the whole text)."""
+    text = buf.rstrip()
+    if not text.endswith("]"):
+        return False
+    try:
+        python_calls(text, tools)
+    except ParseFailure:
+        return False
+    except PartialBlock:
+        return True
+    return True
 
 
 @dataclass
@@ -170,10 +191,23 @@ class Pythonic(BareOpeners):
         return "\n".join(result_text(r.response) for r in results)
 
     def block_end(self, buf: str, closing: bool = False, memo: dict[Any, Any] | None = None) -> int:
+        if buf.startswith(PYTHON_START):
+            end = find_from(buf, PYTHON_END, len(PYTHON_START), memo)
+            if end < 0:
+                return INCOMPLETE
+            return end + len(PYTHON_END)
         return _list_block_end(buf, self.extra["tools"], closing, memo)
 
     def parse_block(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
+        if block.startswith(PYTHON_START):
+            return python_calls(block[len(PYTHON_START):].removesuffix(PYTHON_END), tools)
         return python_calls(block, tools)
+
+    def parse_unclosed(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
+        """Llama 4 may end its turn without `<|python_end|>`: the list after the marker is whole or fails."""
+        if block.startswith(PYTHON_START):
+            return self.parse_block(block, tools)
+        raise ParseFailure("an unterminated call")
 
 
 
@@ -229,7 +263,7 @@ def llama3() -> Llama3:
 
 
 def pythonic() -> Pythonic:
-    return Pythonic(name="pythonic", openers=("[",), extra={"tools": {}})
+    return Pythonic(name="pythonic", openers=(PYTHON_START, "["), extra={"tools": {}})
 
 
 def gemma3() -> Gemma3:

@@ -17,7 +17,16 @@ Rules (reference/dialects.md §0, §8):
 import logging
 from typing import Any
 
-from proxy.dialects.base import INCOMPLETE, MAX_BLOCK_CHARS, NOT_A_CALL, Call, Dialect, ParseFailure, ToolSpec
+from proxy.dialects.base import (
+    INCOMPLETE,
+    MAX_BLOCK_CHARS,
+    NOT_A_CALL,
+    Call,
+    Dialect,
+    ParseFailure,
+    PartialBlock,
+    ToolSpec,
+)
 from proxy.dialects.brackets import find_from
 
 log = logging.getLogger(__name__)
@@ -195,6 +204,8 @@ class TextParser:
                 self._warn(events, f"{e}; kept as text")
                 self._emit(events, "text", self._unpend() + block)
                 return False
+            except PartialBlock as p:
+                calls = self._partial(events, p)
             self.pending_ws = ""
             for call in calls:
                 self._emit(events, "call", call)
@@ -206,11 +217,19 @@ class TextParser:
             self._warn(events, f"{e}; kept as text")
             self._emit(events, "text", self._unpend() + block)
             return True
+        except PartialBlock as p:
+            calls = self._partial(events, p)
         self.pending_ws = ""
         for call in calls:
             self._emit(events, "call", call)
         self.skip_ws = self.after_block = True
         return True
+
+    def _partial(self, events: list[Event], p: PartialBlock) -> list[Call]:
+        """Some calls of a block parsed: they go out; the others stay in the content as they were written."""
+        self._warn(events, f"{p.why}: {p.rest[:200]!r} kept as text")
+        self._emit(events, "text", self._unpend() + p.rest)
+        return p.calls
 
     def _unpend(self) -> str:
         ws, self.pending_ws = self.pending_ws, ""
