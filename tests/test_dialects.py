@@ -109,8 +109,12 @@ VECTORS = [
     # Llama 3 (§4)
     ("llama3", '{"name": "searchTool", "parameters": {"query": "test query", "limit": 10}}',
      [("searchTool", {"query": "test query", "limit": 10})], "", None),
+    # Marker-less calls are calls only as the whole message (issue 23): JSON inside prose stays prose.
     ("llama3", 'Here is the result: {"name": "getOpenIncidentsTool", "parameters": {}} Would you like to know more?',
-     [("getOpenIncidentsTool", {})], "Here is the result:Would you like to know more?", None),
+     [], 'Here is the result: {"name": "getOpenIncidentsTool", "parameters": {}} Would you like to know more?', None),
+    ("llama3", 'The record is {"name": "get_marker"}.', [], 'The record is {"name": "get_marker"}.', None),
+    ("llama3", '{"name": "get_marker", "content": "quoted tool output"}', [],
+     '{"name": "get_marker", "content": "quoted tool output"}', None),
     ("llama3", '{"name": "searchTool", "parameters": {"query": "test1"}}; {"name": "getOpenIncidentsTool", '
                '"parameters": {}}; {"name": "searchTool", "parameters": {"query": "test2"}}',
      [("searchTool", {"query": "test1"}), ("getOpenIncidentsTool", {}), ("searchTool", {"query": "test2"})], "", None),
@@ -149,10 +153,15 @@ VECTORS = [
     ("pythonic", '[get_weather(city="Paris"), get_time(tz="CET")]',
      [(W, {"city": "Paris"}), ("get_time", {"tz": "CET"})], "", None),
     ("pythonic", "See [1, 2] and [note] here.", [], "See [1, 2] and [note] here.", None),
-    ("pythonic", "[search(q='it\\'s ]', n=None, ok=true)] done", [("search", {"q": "it's ]", "n": None, "ok": True})],
-     "done", None),
+    ("pythonic", "[search(q='it\\'s ]', n=None, ok=true)] done", [],
+     "[search(q='it\\'s ]', n=None, ok=true)] done", None),  # text after the list: not a call (vLLM agrees)
+    ("pythonic", "[search(q='it\\'s ]', n=None, ok=true)]", [("search", {"q": "it's ]", "n": None, "ok": True})],
+     "", None),
     ("gemma3", '```tool_code\nget_weather(city="Paris")\n```', [(W, {"city": "Paris"})], "", None),
-    ("gemma3", 'Calling: [get_weather(city="Paris")]', [(W, {"city": "Paris"})], "Calling:", None),
+    ("gemma3", 'Calling: [get_weather(city="Paris")]', [], 'Calling: [get_weather(city="Paris")]', None),
+    ("gemma3", 'The record is {"name": "get_weather", "content": "sunny"}.', [],
+     'The record is {"name": "get_weather", "content": "sunny"}.', None),
+    ("gemma3", '{"name": "get_weather", "content": "sunny"}', [], '{"name": "get_weather", "content": "sunny"}', None),
     ("gemma3", '{"name": "get_weather", "parameters": {"city": "P"}}', [(W, {"city": "P"})], "", None),
 ]
 
@@ -248,7 +257,7 @@ def test_rendered_calls_parse_back(name, args, before):
         args = args[:1]
     tools = {f"tool_{i}": ToolSpec(f"tool_{i}", "", _schema(a)) for i, a in enumerate(args)}
     calls = [Call(f"tool_{i}", a) for i, a in enumerate(args)]
-    prose = before.strip(" \t\r\n[{")
+    prose = "" if d.bare else before.strip(" \t\r\n[{")  # marker-less calls are the whole message
     text = (prose + " " if prose else "") + d.render_calls(calls)
     out = summarize(parse_text(d, tools, text))
     assert [c["name"] for c in out["calls"]] == [c.name for c in calls], text

@@ -82,6 +82,9 @@ class Dialect:
     think: ThinkTags | None = THINK
     stops: tuple[str, ...] = ()               # stop sequences that end a turn after a call
     noise: tuple[str, ...] = ()               # stray markers dropped right after a call block
+    # Openers with no marker of their own (`{`, `[`): a call only when the whole message, after
+    # whitespace, is call blocks (text that merely quotes JSON or a list is never a call).
+    bare: tuple[str, ...] = ()
     declarations_in_user: bool = False        # the template puts tools in the first user turn
     system_turn: bool = True                  # the model has a system turn of its own
     single_call: bool = False                 # the template refuses parallel calls in history

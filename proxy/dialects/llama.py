@@ -62,10 +62,18 @@ def _json_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool, memo: d
     if end is None:
         return NOT_A_CALL if closing and not named else INCOMPLETE
     try:
-        json_call(loads(buf[:end]), tools)
+        bare_json_call(loads(buf[:end]), tools)
     except ParseFailure:
         return NOT_A_CALL
     return end
+
+
+def bare_json_call(obj: Any, tools: dict[str, ToolSpec]) -> Call:
+    """A bare `{...}` is a call only with a name and its arguments under `parameters` or `arguments`
+    (`{"name": "x"}` alone, or a tool result `{"name", "content"}`, is an answer quoting data)."""
+    if not isinstance(obj, dict) or not ({"parameters", "arguments"} & obj.keys()):
+        raise ParseFailure("a JSON object without 'parameters' or 'arguments' is not a call")
+    return json_call(obj, tools)
 
 
 def _list_block_end(buf: str, tools: dict[str, ToolSpec], closing: bool, memo: dict[Any, Any] | None) -> int:
@@ -161,7 +169,8 @@ class Llama3(BareOpeners):
         for marker in _ENDS:
             body = body.removesuffix(marker).strip()
         if body.startswith("{"):
-            return [json_call(loads(body), tools)]
+            call = json_call if block.startswith(PYTHON_TAG) else bare_json_call  # a marker needs no arguments key
+            return [call(loads(body), tools)]
         return python_calls(body, tools)
 
 
@@ -247,7 +256,7 @@ class Gemma3(BareOpeners):
             body = block[len(TOOL_CODE):].removesuffix(FENCE).strip()
             return python_calls(body, tools)
         if block.startswith("{"):
-            return [json_call(loads(block), tools)]
+            return [bare_json_call(loads(block), tools)]
         return python_calls(block, tools)
 
     def parse_unclosed(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
@@ -259,13 +268,13 @@ class Gemma3(BareOpeners):
 
 def llama3() -> Llama3:
     return Llama3(name="llama3", openers=(PYTHON_TAG, "{"), declarations_in_user=True, single_call=True,
-                  noise=(";",) + _ENDS, extra={"tools": {}})
+                  noise=(";",) + _ENDS, bare=("{",), extra={"tools": {}})
 
 
 def pythonic() -> Pythonic:
-    return Pythonic(name="pythonic", openers=(PYTHON_START, "["), extra={"tools": {}})
+    return Pythonic(name="pythonic", openers=(PYTHON_START, "["), bare=("[",), extra={"tools": {}})
 
 
 def gemma3() -> Gemma3:
     return Gemma3(name="gemma3", openers=(TOOL_CODE, "[", "{"), declarations_in_user=True, system_turn=False,
-                  think=None, extra={"tools": {}})
+                  think=None, bare=("[", "{"), extra={"tools": {}})

@@ -51,6 +51,9 @@ class TextParser:
         self.memo: dict[Any, Any] = {}  # the current block's resumable scans (linear streaming)
         self.reasoning_seen: list[str] = []
         self.saw_content = self.saw_call = False
+        # Calls of bare blocks (dialect.bare), held with their text until the message ends: they are
+        # calls only if nothing but whitespace, separators and more such blocks follows.
+        self.held: list[tuple[str, list[Call]]] = []
 
     # --- public ----------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
@@ -65,6 +68,10 @@ class TextParser:
     def close(self, finish: str = "stop") -> list[Event]:
         """No more text; `finish` is "length" when the answer was cut by a token limit."""
         events = self._run(True, finish)
+        for _, calls in self.held:
+            for call in calls:
+                self._emit(events, "call", call)
+        self.held = []
         if not self.saw_call and not self.saw_content and self.reasoning_seen and not self.rescue:
             events += self._salvage()
         return events
@@ -148,19 +155,25 @@ class TextParser:
 
     def _text(self, events: list[Event], closing: bool) -> bool:
         if self.skip_ws:
-            self.buf = self.buf.lstrip(WS)
+            stripped = self.buf.lstrip(WS)
+            self._keep_with_held(self.buf[:len(self.buf) - len(stripped)])
+            self.buf = stripped
             if not self.buf:
                 return False
             self.skip_ws = False
         if self.after_block:
             for noise in self.dialect.noise:
                 if self.buf.startswith(noise):
+                    self._keep_with_held(noise)
                     self.buf, self.skip_ws = self.buf[len(noise):], True
                     return True
                 if noise.startswith(self.buf) and not closing:
                     return False
             self.after_block = False
-        found = [(p, o) for o in self.dialect.openers if (p := self.buf.find(o)) >= 0]
+        if self.held and self.buf.lstrip(WS) and not any(self.buf.lstrip(WS).startswith(o) or o.startswith(
+                self.buf.lstrip(WS)) for o in self.dialect.bare):
+            self._release_held(events)
+        found = [(p, o) for o in self.dialect.openers if (p := self.buf.find(o)) >= 0 and self._may_open(o, p)]
         if found:
             p = min(p for p, _ in found)
             text = self.buf[:p].rstrip(WS)
@@ -172,7 +185,8 @@ class TextParser:
             self._emit(events, "text", self.buf)
             self.buf = ""
             return False
-        hold = _held_suffix(self.buf, self.dialect.openers)
+        hold = _held_suffix(self.buf, tuple(o for o in self.dialect.openers
+                                            if o not in self.dialect.bare or self._may_open(o, len(self.buf))))
         cut = len(self.buf) - hold
         text = self.buf[:cut]
         stripped = text.rstrip(WS)
@@ -220,10 +234,34 @@ class TextParser:
         except PartialBlock as p:
             calls = self._partial(events, p)
         self.pending_ws = ""
-        for call in calls:
-            self._emit(events, "call", call)
+        if any(block.startswith(o) for o in self.dialect.bare) and not self.rescue:
+            self.held.append((block, calls))  # a call only if the message holds nothing else
+        else:
+            for call in calls:
+                self._emit(events, "call", call)
         self.skip_ws = self.after_block = True
         return True
+
+    def _may_open(self, opener: str, at: int) -> bool:
+        """A bare opener starts a call only at the start of the message (nothing but whitespace and
+        earlier call blocks before it); anywhere else it is text."""
+        if opener not in self.dialect.bare:
+            return True
+        return not self.saw_content and not self.buf[:at].strip(WS)
+
+    def _keep_with_held(self, text: str) -> None:
+        """Separators between held blocks stay with them, so released blocks are the text as written."""
+        if self.held and text:
+            block, calls = self.held[-1]
+            self.held[-1] = (block + text, calls)
+
+    def _release_held(self, events: list[Event]) -> None:
+        """Text follows the bare blocks: they were part of an answer that quotes JSON, not calls."""
+        text = "".join(block for block, _ in self.held)
+        self.held = []
+        self._warn(events, "JSON or a list inside an answer with other text is not a call; kept as text")
+        self._emit(events, "text", text)
+        self.skip_ws = self.after_block = False
 
     def _partial(self, events: list[Event], p: PartialBlock) -> list[Call]:
         """Some calls of a block parsed: they go out; the others stay in the content as they were written."""
