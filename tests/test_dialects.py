@@ -129,6 +129,8 @@ VECTORS = [
      "", None),
     ("mistral", '[TOOL_CALLS]get_weather[ARGS]{"location": "NYC"}[TOOL_CALLS]get_time[ARGS]{"timezone": "EST"}',
      [(W, {"location": "NYC"}), ("get_time", {"timezone": "EST"})], "", None),
+    # issue 23: a closing [/TOOL_CALLS] (some Magistral builds write one) is a stray marker, not content
+    ("mistral", '[TOOL_CALLS]get_weather[ARGS]{"location": "NYC"}[/TOOL_CALLS]', [(W, {"location": "NYC"})], "", None),
     ("mistral", '[TOOL_CALLS]format[ARGS]{"template": "Hello {name}!"}', [("format", {"template": "Hello {name}!"})],
      "", None),
     ("mistral", '[TOOL_CALLS]test[ARGS]{"a": 1}some content after', [("test", {"a": 1})], "some content after", None),

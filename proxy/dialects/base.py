@@ -85,6 +85,7 @@ class Dialect:
     # Openers with no marker of their own (`{`, `[`): a call only when the whole message, after
     # whitespace, is call blocks (text that merely quotes JSON or a list is never a call).
     bare: tuple[str, ...] = ()
+    think_anywhere: bool = False              # the think opener is a special token: reasoning mid-answer too
     declarations_in_user: bool = False        # the template puts tools in the first user turn
     system_turn: bool = True                  # the model has a system turn of its own
     single_call: bool = False                 # the template refuses parallel calls in history
@@ -120,6 +121,10 @@ class Dialect:
     def parse_unclosed(self, block: str, tools: dict[str, ToolSpec]) -> list[Call]:
         """The calls in a block the answer ended inside of, where the repair is certain."""
         raise ParseFailure(f"unterminated {self.name} call block")
+
+    def as_text(self, block: str) -> str:
+        """A block that is not a call, as content (a dialect whose opener is a control token drops it)."""
+        return block
 
 
 def forced_line(forced: list[str] | None) -> str:

@@ -54,6 +54,7 @@ class TextParser:
         # Calls of bare blocks (dialect.bare), held with their text until the message ends: they are
         # calls only if nothing but whitespace, separators and more such blocks follows.
         self.held: list[tuple[str, list[Call]]] = []
+        self._openers = dialect.openers + (self.think.opens if self.think and dialect.think_anywhere else ())
 
     # --- public ----------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
@@ -173,9 +174,14 @@ class TextParser:
         if self.held and self.buf.lstrip(WS) and not any(self.buf.lstrip(WS).startswith(o) or o.startswith(
                 self.buf.lstrip(WS)) for o in self.dialect.bare):
             self._release_held(events)
-        found = [(p, o) for o in self.dialect.openers if (p := self.buf.find(o)) >= 0 and self._may_open(o, p)]
+        found = [(p, o) for o in self._openers if (p := self.buf.find(o)) >= 0 and self._may_open(o, p)]
         if found:
-            p = min(p for p, _ in found)
+            p, opener = min(found)
+            if self.think is not None and opener in self.think.opens:  # reasoning in the middle of the answer
+                text = self.buf[:p].rstrip(WS + "\u00a0")
+                self._emit(events, "text", text)
+                self.buf, self.phase, self.opener = self.buf[p + len(opener):], "think", opener
+                return True
             text = self.buf[:p].rstrip(WS)
             self._emit(events, "text", text)
             self.pending_ws = self.buf[len(text):p]
@@ -185,7 +191,7 @@ class TextParser:
             self._emit(events, "text", self.buf)
             self.buf = ""
             return False
-        hold = _held_suffix(self.buf, tuple(o for o in self.dialect.openers
+        hold = _held_suffix(self.buf, tuple(o for o in self._openers
                                             if o not in self.dialect.bare or self._may_open(o, len(self.buf))))
         cut = len(self.buf) - hold
         text = self.buf[:cut]
@@ -216,7 +222,7 @@ class TextParser:
                 calls = self.dialect.parse_unclosed(block, self.tools)
             except ParseFailure as e:
                 self._warn(events, f"{e}; kept as text")
-                self._emit(events, "text", self._unpend() + block)
+                self._emit(events, "text", self._unpend() + self.dialect.as_text(block))
                 return False
             except PartialBlock as p:
                 calls = self._partial(events, p)
@@ -229,7 +235,7 @@ class TextParser:
             calls = self.dialect.parse_block(block, self.tools)
         except ParseFailure as e:
             self._warn(events, f"{e}; kept as text")
-            self._emit(events, "text", self._unpend() + block)
+            self._emit(events, "text", self._unpend() + self.dialect.as_text(block))
             return True
         except PartialBlock as p:
             calls = self._partial(events, p)
