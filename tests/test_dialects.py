@@ -140,6 +140,11 @@ VECTORS = [
     ("mistral", '[TOOL_CALLS]get_weather[CALL_ID]abc123def[ARGS]{"location": "x"}', [(W, {"location": "x"})], "", None),
     ("mistral", "[THINK]hmm[/THINK]Fine.", [], "Fine.", "hmm"),
     # Harmony (§6)
+    # issue 23: the completion's first message is the call, recipient before the channel (as harmony renders it)
+    ("harmony", ' to=functions.get_weather<|channel|>commentary json<|message|>{"location": "SF"}<|call|>',
+     [(W, {"location": "SF"})], "", None),
+    ("harmony", 'assistant to=functions.get_weather<|channel|>commentary json<|message|>{"location": "SF"}<|call|>',
+     [(W, {"location": "SF"})], "", None),
     ("harmony", '<|channel|>analysis<|message|>User asks weather in SF.<|end|><|start|>assistant<|channel|>commentary '
                 'to=functions.get_current_weather <|constrain|>json<|message|>{"location":"San Francisco, CA"}<|call|>',
      [("get_current_weather", {"location": "San Francisco, CA"})], "", "User asks weather in SF."),

@@ -33,6 +33,26 @@ _RECIPIENT = re.compile(r"to=([^\s<]+)")
 _CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 
 
+def _first_header(s: str) -> str:
+    """Whether text the model starts with is a message header without `<|start|>` (the prompt wrote
+    `<|start|>assistant`): "header" (`assistant to=...`, `to=...`, `assistant<|channel|>`), "maybe" (too
+    little text to tell yet), or "no"."""
+    role = "assistant"
+    if role.startswith(s):
+        return "maybe"
+    rest = s[len(role):].lstrip() if s.startswith(role) else s
+    if rest.startswith("to=") and len(rest) > 3:
+        return "header"
+    if "to=".startswith(rest) and (rest or s.startswith(role)):
+        return "maybe"
+    if s.startswith(role):
+        if rest.startswith(CHANNEL):
+            return "header"
+        if CHANNEL.startswith(rest):
+            return "maybe"
+    return "no"
+
+
 def _ts(schema: Any, indent: str = "") -> str:
     """A JSON Schema as the TypeScript-like types of Harmony's tool namespace."""
     if not isinstance(schema, dict):
@@ -141,6 +161,14 @@ class HarmonyParser:
                 return True
             if marker.startswith(s) and not closing:
                 return False
+        # The prompt ended with `<|start|>assistant`: the first header may begin with the role or the
+        # recipient, before the channel (` to=functions.x<|channel|>commentary json<|message|>`).
+        head = _first_header(s)
+        if head == "header":
+            self.buf, self.state = s, "header"
+            return True
+        if head == "maybe" and not closing:
+            return False
         self.buf = s  # text outside any message: content until a message starts
         self.state, self.channel, self.recipient = "body", "final", None
         return True
