@@ -131,7 +131,7 @@ def _arguments(text: str, quote: str, schema: Any) -> dict[str, Any]:
     try:
         return parse_arguments(text, quote, schema)[0]
     except ParseFailure as first:
-        for fixed, closes_string in _repairs(text, quote):
+        for fixed, closes_string in _repairs(text, quote, schema):
             try:
                 args = parse_arguments(fixed, quote, schema)[0]
             except ParseFailure:
@@ -141,10 +141,20 @@ def _arguments(text: str, quote: str, schema: Any) -> dict[str, Any]:
         raise ParseFailure(f"unparseable call arguments ({first})") from None
 
 
-def _repairs(text: str, quote: str) -> list[tuple[str, bool]]:
+def _repairs(text: str, quote: str, schema: Any) -> list[tuple[str, bool]]:
+    """Candidate repairs, each with whether it closes a string (then only a declared string may end
+    there): Ollama's for issue 15315 — a dangling string closed before the closing brackets, missing
+    brackets added, `key:'value'` (with a stray delimiter after it) as a string, and a last value
+    written raw to the end of the call when the schema declares it a string."""
     stripped = text.rstrip()
     closers = len(stripped) - len(stripped.rstrip("})]"))
     out = []
+    single = _single_quoted(quote).sub(lambda m: f"{m.group(1)}{quote}{m.group(2)}{quote}", text)
+    if single != text:
+        out.append((single, False))
+    raw = _raw_terminal_string(text, quote, schema)
+    if raw is not None:
+        out.append((raw, True))
     if text.count(quote) % 2:
         # `{command:<|"|>ls}`: the string runs to the brackets that close the arguments.
         out.append((stripped[:len(stripped) - closers] + quote + stripped[len(stripped) - closers:], True))
@@ -153,6 +163,33 @@ def _repairs(text: str, quote: str) -> list[tuple[str, bool]]:
         closer = "}" if text.lstrip().startswith("{") else ")"
         out.append((stripped + closer * opens, False))
     return out
+
+
+def _single_quoted(quote: str) -> re.Pattern[str]:
+    """`key:'value'` (a regex pattern, usually), with the stray delimiter a model may leave after it
+    (`pattern:':\\s*\\w+'<|"|>}`), read as a string the way Ollama's repair reads it."""
+    return re.compile(rf"([{{,]\s*[\w.\-]+\s*:)'([^'\n]*)'(?:{re.escape(quote)})?(?=\s*[,}}])")
+
+
+def _raw_terminal_string(text: str, quote: str, schema: Any) -> str | None:
+    """`{content:# A file...` to the end: the last key's value written raw, neither quoted nor closed,
+    quoted here when the schema declares that key a string and the value starts like no other value."""
+    props = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return None
+    for m in reversed(list(re.finditer(r"[{,]\s*([\w.\-]+):", text))):
+        key, value = m.group(1), text[m.end():]
+        prop = props.get(key)
+        if not (isinstance(prop, dict) and prop.get("type") == "string"):
+            return None
+        if quote in value or value.lstrip()[:1] in ('"', "{", "[", "'") or _JSON_START.match(value.lstrip()):
+            return None
+        body = value[:-1] if value.rstrip().endswith("}") and value.count("{") < value.count("}") else value
+        return text[:m.end()] + quote + body + quote + "}"
+    return None
+
+
+_JSON_START = re.compile(r"(?:-?\d|true\b|false\b|null\b)")
 
 
 def _last_is_declared_string(args: dict[str, Any], schema: Any) -> bool:
@@ -170,7 +207,8 @@ def gemma4() -> GemmaTokens:
         think=ThinkTags(("<|channel>",), ("<channel|>",), names=("thought\n", "thought")),
         stops=("<|tool_response>",), noise=("<tool_call|>", "<|tool_response>"),
         declare=("<|tool>", "<tool|>"), call=("<|tool_call>", "<tool_call|>"),
-        respond=("<|tool_response>", "<tool_response|>"))
+        respond=("<|tool_response>", "<tool_response|>"),
+        think_anywhere=True)  # <|channel> is a special token: a second thought block is reasoning too
 
 
 def functiongemma() -> GemmaTokens:

@@ -86,7 +86,12 @@ class ValueParser:
             value, end = json.JSONDecoder().raw_decode(self.text, self.pos)
         except ValueError:
             self.repaired = True
-            return self.delimited('"')  # a raw "..." with unescaped contents
+            start = self.pos
+            raw = self.delimited('"')  # a raw "..." with unescaped contents
+            if "\\" in raw:  # an escape JSON does not know ("C:\users"): Ollama refuses it too
+                self.pos = start
+                raise self.fail("an invalid escape in a JSON string") from None
+            return raw
         self.pos = end
         self.repaired = True
         return value
