@@ -1,5 +1,6 @@
 """The openai-agents SDK runs an agent whose function tools take Pydantic models ($defs / anyOf schemas,
-strict mode) to completion against the front-end + mock."""
+strict mode) to completion against the front-end + mock, through Responses and Chat Completions,
+whole and streamed (issue 23: an external client drives both APIs through tool calls)."""
 
 import asyncio
 import sys
@@ -28,9 +29,18 @@ class Window(BaseModel):
     end: int | None = None
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("api", ["responses", "chat"])
 @pytest.mark.parametrize("model", ["gemini-2.5-flash", "gemini-3-pro-preview"])
-def test_agent_with_pydantic_tools_runs_to_completion(stack, model: str) -> None:
-    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+def test_agent_with_pydantic_tools_runs_to_completion(stack, model: str, api: str, stream: bool) -> None:
+    from agents import (
+        Agent,
+        OpenAIChatCompletionsModel,
+        OpenAIResponsesModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
     from openai import AsyncOpenAI
 
     set_tracing_disabled(True)
@@ -55,9 +65,15 @@ def test_agent_with_pydantic_tools_runs_to_completion(stack, model: str) -> None
 
     async def run() -> str:
         client = AsyncOpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True)
+        kind = OpenAIResponsesModel if api == "responses" else OpenAIChatCompletionsModel
         agent = Agent(name="weather", instructions="Use the tools.", tools=[get_weather, get_forecast, get_time],
-                      model=OpenAIResponsesModel(model=model, openai_client=client))
-        result = await Runner.run(agent, "call get_weather and get_forecast city=Paris start=1")
+                      model=kind(model=model, openai_client=client))
+        prompt = "call get_weather and get_forecast city=Paris start=1"
+        if not stream:
+            return (await Runner.run(agent, prompt)).final_output
+        result = Runner.run_streamed(agent, prompt)
+        async for _ in result.stream_events():
+            pass
         return result.final_output
 
     final = asyncio.run(run())
