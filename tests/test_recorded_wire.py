@@ -379,3 +379,132 @@ def test_recorded_429_is_read_as_google_wrote_it() -> None:
     assert [d["@type"] for d in mocked["details"]] == [d["@type"] for d in recorded["details"]]
     assert set(mocked) == set(recorded) and mocked["status"] == recorded["status"]
     assert _error_from(429, json.dumps({"error": mocked})).retry_after == 34.4
+
+
+# ---- recorded Interactions SSE, through --upstream-api interactions ---------------------------------
+
+class InteractionsReplay:
+    """Answers POST /{version}/interactions with a recorded Interactions stream, one event per line."""
+
+    def __init__(self) -> None:
+        self.stream = "interactions-basic.jsonl"
+        self.bodies: list[dict[str, Any]] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.bodies.append(body)
+        if not body.get("stream"):  # the recorded whole interaction of the same scenario
+            return web.json_response(json.loads((REC / self.stream.replace(".jsonl", ".json")).read_text()))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for line in (REC / self.stream).read_bytes().splitlines():
+            if line.strip():
+                event = json.loads(line)
+                await resp.write(f"event: {event['event_type']}\ndata: ".encode() + line + b"\n\n")
+        return resp
+
+
+@pytest.fixture(scope="module")
+def interactions_replay():
+    from proxy.upstream.interactions_api import InteractionsUpstream
+    from proxy.upstream.routes import RoutedUpstream
+
+    lt, rep = LoopThread(), InteractionsReplay()
+
+    async def start() -> tuple[web.AppRunner, str]:
+        app = web.Application()
+        app.router.add_post("/{version}/interactions", rep.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+
+    runner, url = lt.run(start())
+    stack = Stack(wrap=lambda up: RoutedUpstream(up, [("*", InteractionsUpstream(url, api_key="test-key"))]))
+    yield stack, rep
+    stack.close()
+    lt.run(runner.cleanup())
+    lt.stop()
+
+
+def _interaction_text(name: str) -> str:
+    """The answer text of a recorded interaction: its text deltas (stream) or model_output steps (whole)."""
+    if name.endswith(".json"):
+        steps = json.loads((REC / name).read_text())["steps"]
+        return "".join(c["text"] for s in steps if s["type"] == "model_output" for c in s.get("content") or []
+                       if c.get("type") == "text")
+    return "".join(json.loads(line)["delta"]["text"] for line in (REC / name).read_text().splitlines()
+                   if '"type":"text"' in line and json.loads(line).get("event_type") == "step.delta")
+
+
+@pytest.mark.parametrize("name", ["interactions-basic.jsonl", "interactions-google-search.jsonl"])
+def test_recorded_interactions_text_reaches_responses_and_chat(interactions_replay, name: str) -> None:
+    stack, rep = interactions_replay
+    rep.stream = name
+    want = _interaction_text(name)
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    events = list(client.responses.create(model="gemini-2.5-flash", input="hi", stream=True))
+    assert events[-1].type == "response.completed", events[-1].response.error
+    assert events[-1].response.output_text == want
+    chat = client.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": "hi"}])
+    assert chat.choices[0].message.content == _interaction_text(name.replace(".jsonl", ".json"))
+    assert chat.choices[0].finish_reason == "stop"
+
+
+def test_recorded_interactions_tool_call_loop(interactions_replay) -> None:
+    """A recorded function_call step (arguments {} at the start, the real ones in one delta) is one call
+    with the delta's arguments on Responses and Chat; the recorded answer after the result is the text."""
+    stack, rep = interactions_replay
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    tool = {"type": "function", "name": "getWeather", "parameters": {"type": "object", "properties": {
+        "location": {"type": "string"}}}}
+    rep.stream = "interactions-tool-call-step1.jsonl"
+    events = list(client.responses.create(model="gemini-2.5-flash", input="weather?", tools=[tool], stream=True))
+    final = events[-1].response
+    [call] = [o for o in final.output if o.type == "function_call"]
+    assert call.name == "getWeather" and json.loads(call.arguments) == {"location": "San Francisco"}
+    rep.stream = "interactions-tool-call-step2.jsonl"
+    answer = client.responses.create(model="gemini-2.5-flash", previous_response_id=final.id, tools=[tool],
+                                     input=[{"type": "function_call_output", "call_id": call.call_id,
+                                             "output": "sunny, 27C"}])
+    assert answer.output_text == _interaction_text("interactions-tool-call-step2.json")
+    rep.stream = "interactions-tool-call-step1.jsonl"
+    chat_tool = {"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}}
+    chat = client.chat.completions.create(model="gemini-2.5-flash", tools=[chat_tool],
+                                          messages=[{"role": "user", "content": "weather?"}])
+    [tc] = chat.choices[0].message.tool_calls
+    assert tc.function.name == "getWeather" and json.loads(tc.function.arguments) == {"location": "San Francisco"}
+    assert chat.choices[0].finish_reason == "tool_calls"
+
+
+def _recorded_citations(name: str) -> list[dict[str, Any]]:
+    return [a for line in (REC / name).read_text().splitlines() if "text_annotation_delta" in line
+            for a in json.loads(line)["delta"]["annotations"]]
+
+
+def test_recorded_interactions_search_shows_as_a_search_with_citations(interactions_replay) -> None:
+    """Google Search on the Interactions upstream: the search is a web_search_call item with Google's
+    queries, and each recorded url_citation is an annotation over the same text, on Responses
+    (streamed and whole) and Chat."""
+    stack, rep = interactions_replay
+    rep.stream = "interactions-google-search.jsonl"
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    text = _interaction_text(rep.stream)
+    final = list(client.responses.create(model="gemini-2.5-flash", input="news?", stream=True))[-1].response
+    [search] = [o for o in final.output if o.type == "web_search_call"]
+    queries = next(json.loads(line)["delta"]["arguments"]["queries"] for line in (REC / rep.stream).read_text()
+                   .splitlines() if '"type":"google_search_call","arguments"' in line)
+    assert search.status == "completed" and search.action.query == queries[0]
+    [message] = [o for o in final.output if o.type == "message"]
+    got = [(a.url, a.start_index, a.end_index) for a in message.content[0].annotations]
+    want = _recorded_citations(rep.stream)
+    assert got == [(a["url"], a["start_index"], a["end_index"]) for a in want]
+    for a in message.content[0].annotations:
+        assert 0 <= a.start_index < a.end_index <= len(text)
+    whole = client.responses.create(model="gemini-2.5-flash", input="news?")
+    assert any(o.type == "web_search_call" for o in whole.output)
+    assert any(o.type == "message" and o.content[0].annotations for o in whole.output)
+    chat = client.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": "news?"}])
+    assert chat.choices[0].message.annotations and all(
+        a.type == "url_citation" for a in chat.choices[0].message.annotations)

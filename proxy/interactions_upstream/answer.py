@@ -1,8 +1,12 @@
 """An Interaction (or its SSE events) -> Gemini generateContent answers (or stream chunks).
 
 A `thought` step's signature goes on the Gemini part of the step that follows it (the call or text
-it belongs to); a signature with nothing after it travels on an empty text part. Steps Gemini's
-answer shape cannot carry are refused with a 502 naming them, never dropped.
+it belongs to); a signature with nothing after it travels on an empty text part. Google Search runs
+as `google_search_call` / `google_search_result` steps and `url_citation` annotations on the text
+(tests/recorded/interactions-google-search.jsonl): they become Gemini's own shapes for the same
+things, `toolCall` / `toolResponse` parts and `groundingMetadata`, so every front-end shows them as
+it shows a search Gemini ran. Steps Gemini's answer shape cannot carry are refused with a 502
+naming them, never dropped.
 """
 
 from typing import Any
@@ -41,11 +45,42 @@ def finish_of(interaction: dict[str, Any]) -> str:
                         status=502, type="server_error")
 
 
+_SEARCH = "GOOGLE_SEARCH_WEB"
+_SEARCH_STEPS = ("google_search_call", "google_search_result")
+
+
 class Parts:
-    """Steps -> Gemini parts, a signature waiting for the part it belongs to."""
+    """Steps -> Gemini parts, a signature waiting for the part it belongs to; citations collected as
+    Gemini's groundingMetadata (its segments count UTF-8 bytes of the whole answer text)."""
 
     def __init__(self) -> None:
         self.signature: str | None = None
+        self.text: list[str] = []  # the answer's text so far (citations index into it)
+        self.chunks: list[dict[str, Any]] = []
+        self.supports: list[dict[str, Any]] = []
+        self.queries: list[str] = []
+
+    def cite(self, annotations: Any, text_start: int) -> None:
+        """`url_citation` annotations on a text that starts `text_start` characters into the answer
+        (the recorded offsets are the text's own character offsets; all ASCII in the recording, so
+        bytes and characters agree there)."""
+        whole = "".join(self.text)
+        for a in annotations or []:
+            if not isinstance(a, dict) or a.get("type") != "url_citation" or not isinstance(a.get("url"), str):
+                raise _unrepresented(f"text annotation {a.get('type') if isinstance(a, dict) else a!r}")
+            lo, hi = text_start + int(a.get("start_index") or 0), text_start + int(a.get("end_index") or 0)
+            self.chunks.append({"web": {"uri": a["url"], "title": a.get("title") or a["url"]}})
+            self.supports.append({"segment": {"startIndex": len(whole[:lo].encode()),
+                                              "endIndex": len(whole[:hi].encode()), "text": whole[lo:hi]},
+                                  "groundingChunkIndices": [len(self.chunks) - 1]})
+
+    def grounding(self) -> dict[str, Any] | None:
+        if not (self.chunks or self.queries):
+            return None
+        out: dict[str, Any] = {"groundingChunks": self.chunks, "groundingSupports": self.supports}
+        if self.queries:
+            out["webSearchQueries"] = self.queries
+        return out
 
     def _signed(self, part: dict[str, Any]) -> dict[str, Any]:
         if self.signature:
@@ -68,8 +103,18 @@ class Parts:
             for c in step.get("content") or []:
                 if c.get("type") != "text":
                     raise _unrepresented(f"model_output {c.get('type')}")
+                start = sum(map(len, self.text))
+                self.text.append(c.get("text", ""))
+                self.cite(c.get("annotations"), start)
                 out.append(self._signed({"text": c.get("text", "")}))
             return out
+        if kind == "google_search_call":
+            args = step.get("arguments") or {}
+            self.queries += [q for q in args.get("queries") or [] if isinstance(q, str)]
+            return [self._signed({"toolCall": {"id": step.get("id"), "toolType": _SEARCH, "args": args}})]
+        if kind == "google_search_result":
+            return [self._signed({"toolResponse": {"id": step.get("call_id"), "toolType": _SEARCH,
+                                                   "response": {"result": step.get("result")}}})]
         if kind == "user_input":
             return []  # GET's echo of the input (POST answers carry output steps only)
         raise _unrepresented(kind)
@@ -84,6 +129,8 @@ def gemini_answer(interaction: dict[str, Any]) -> dict[str, Any]:
     candidate: dict[str, Any] = {"finishReason": finish_of(interaction), "index": 0}
     if parts:
         candidate["content"] = {"role": "model", "parts": parts}
+    if (grounding := convert.grounding()) is not None:
+        candidate["groundingMetadata"] = grounding
     return {"candidates": [candidate], "usageMetadata": gemini_usage(interaction.get("usage")),
             "modelVersion": interaction.get("model")}
 
@@ -101,6 +148,7 @@ class StreamTranslator:
         self.steps = StepAssembler()
         self.interaction: dict[str, Any] | None = None  # the completed interaction's summary
         self.id: str | None = None
+        self.step_text: dict[int, int] = {}  # per step index: where its text starts in the answer
 
     def event(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         kind = event.get("event_type")
@@ -110,7 +158,8 @@ class StreamTranslator:
         if kind == "step.start":
             step = event.get("step") or {}
             self.steps.start(event.get("index", 0), step)
-            if step.get("type") not in ("thought", "function_call", "model_output", "user_input"):
+            self.step_text[event.get("index", 0)] = sum(map(len, self.parts.text))  # where its text starts
+            if step.get("type") not in ("thought", "function_call", "model_output", "user_input", *_SEARCH_STEPS):
                 raise _unrepresented(step.get("type"))
             return []
         if kind == "step.delta":
@@ -121,7 +170,7 @@ class StreamTranslator:
             except UnreadableArguments as e:
                 raise ProxyError("The Interactions upstream streamed unreadable call arguments.", status=502,
                                  type="server_error") from e
-            return [_chunk(self.parts.step(step))] if step.get("type") == "function_call" else []
+            return [_chunk(self.parts.step(step))] if step.get("type") in ("function_call", *_SEARCH_STEPS) else []
         if kind == "interaction.completed":
             self.interaction = event.get("interaction") or {}
             self.id = self.interaction.get("id") or self.id
@@ -130,6 +179,8 @@ class StreamTranslator:
                                      "usageMetadata": gemini_usage(self.interaction.get("usage"))}
             if closing:
                 chunk["candidates"][0]["content"] = {"role": "model", "parts": closing}
+            if (grounding := self.parts.grounding()) is not None:
+                chunk["candidates"][0]["groundingMetadata"] = grounding
             return [chunk]
         if kind == "error":
             err = event.get("error") or {}
@@ -140,7 +191,14 @@ class StreamTranslator:
     def _delta(self, index: int, delta: dict[str, Any]) -> list[dict[str, Any]]:
         kind = delta.get("type")
         if kind == "text":
+            self.parts.text.append(delta.get("text", ""))
             return [_chunk([self.parts._signed({"text": delta.get("text", "")})])]
+        if kind == "text_annotation_delta":  # citations of the text step this index streams
+            self.parts.cite(delta.get("annotations"), self.step_text.get(index, 0))
+            return []
+        if kind in _SEARCH_STEPS:
+            self.steps.delta(index, delta)
+            return []
         if kind == "thought_summary":
             content = delta.get("content") or {}
             return [_chunk([{"text": content.get("text", ""), "thought": True}])] if content.get("text") else []

@@ -84,6 +84,9 @@ class StepAssembler:
             self._arguments.setdefault(index, []).append(str(delta.get("arguments") or ""))
         elif delta.get("type") == "thought_signature" and index in self._steps:
             self._steps[index]["signature"] = delta.get("signature")
+        elif delta.get("type") in ("google_search_call", "google_search_result") and index in self._steps:
+            # a search step's body arrives whole in one delta (tests/recorded/interactions-google-search.jsonl)
+            self._steps[index].update({k: v for k, v in delta.items() if k != "type"})
 
     def stop(self, index: Any) -> dict[str, Any] | None:
         """The whole step (None for an index never started); UnreadableArguments when its streamed
