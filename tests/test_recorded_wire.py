@@ -365,6 +365,34 @@ def test_recorded_400s_reach_each_client_in_its_own_protocol(replay, which: int)
     assert len(rep.bodies) == before + 1, "a 400 is Google's final word: asked once"
 
 
+def test_recorded_403_is_not_retried_and_reaches_each_client(replay) -> None:
+    """A 403 is Google's final word: asked once, and the client sees Google's own message."""
+    import aiohttp
+
+    stack, rep = replay
+    body = json.loads((REC / "error-403-scope.json").read_text())
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    before = len(rep.bodies)
+    rep.error = (403, body)
+    with pytest.raises(openai.PermissionDeniedError) as e:
+        client.responses.create(model=MODEL, input="go")
+    assert "insufficient authentication scopes" in str(e.value.body) and len(rep.bodies) == before + 1
+    rep.error = (403, body)
+    with pytest.raises(openai.PermissionDeniedError):
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "go"}])
+
+    async def native() -> tuple[int, dict[str, Any]]:
+        rep.error = (403, body)
+        async with aiohttp.ClientSession() as s, s.post(
+                f"{stack.url}/v1beta/models/{MODEL}:generateContent", headers={"x-goog-api-key": "k"},
+                json={"contents": [{"role": "user", "parts": [{"text": "go"}]}]}) as r:
+            return r.status, await r.json()
+
+    status, got = asyncio.run(native())
+    assert status == 403 and got["error"]["status"] == "PERMISSION_DENIED"
+    assert got["error"]["details"][0]["reason"] == "ACCESS_TOKEN_SCOPE_INSUFFICIENT", "Google's details pass through"
+
+
 def test_recorded_429_is_read_as_google_wrote_it() -> None:
     """The recorded 429 (QuotaFailure, then RetryInfo "34.4s"): the proxy reads the delay from it, and
     the mock's 429 has the same details in the same order."""
