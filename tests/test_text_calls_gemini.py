@@ -227,3 +227,20 @@ def test_v1_gemini_conversation_with_gemma4(text_stack):
     status, r2 = post(url, json.dumps({**base, "input": answer}).encode())
     assert status == 200 and r2["candidates"][0]["content"]["parts"][0]["text"].startswith(
         "Tool results: get_weather returned")
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["mid_sentence", "whole_answer"])
+@pytest.mark.parametrize("model", ["gemma-3-27b-it", "gemini-2.0-llama3", "gemini-2.0-gemma3"])
+def test_an_answer_quoting_json_that_names_a_tool_is_not_a_call(oai, model, whole):
+    """Issue 23: Gemma 3 repeating a tool result `{"name": ..., "content": ...}` looped agents (opencode until
+    its timeout). Marker-less dialects take a call only as the whole message with its arguments."""
+    prompt = "[[mock:quote_json whole]] report" if whole else "[[mock:quote_json]] report"
+    r = oai.responses.create(model=model, input=prompt, tools=[WEATHER])
+    assert r.status == "completed" and not [o for o in r.output if o.type == "function_call"]
+    assert '{"name": "get_weather", "content": "sunny, 18 C"}' in r.output_text
+    events = list(oai.responses.create(model=model, input=prompt, tools=[WEATHER], stream=True))
+    assert events[-1].type == "response.completed"
+    assert not [e for e in events if e.type == "response.output_item.added" and e.item.type == "function_call"]
+    chat = oai.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}],
+                                       tools=CHAT_TOOLS)
+    assert not chat.choices[0].message.tool_calls and chat.choices[0].finish_reason == "stop"

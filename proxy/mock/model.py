@@ -21,7 +21,9 @@ directive is in the system instruction; `ignore_choice always` ignores that too)
 (with a googleSearch tool, the first answer of the turn searches: on Gemini 3 with
 includeServerSideToolInvocations as signed toolCall/toolResponse parts, always with groundingMetadata;
 a text answer then cites the result, and later answers name the searches they see in the history),
-`text_call DIALECT` (calls written as text in that dialect instead of functionCall parts).
+`text_call DIALECT` (calls written as text in that dialect instead of functionCall parts),
+`quote_json [whole]` (an answer quoting `{"name": TOOL, "content": ...}` mid-sentence, or as the whole
+answer: how @ai-sdk/google returns tool results, which a Gemma 3 answer then repeats; never a call).
 Prompted in a text dialect (declarations rendered into the prompt), the model answers in it: dialect_model.py.
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
 """
@@ -173,6 +175,12 @@ def respond(body: dict[str, Any], model: str) -> Reply:
     if "block" in directives:
         reply.chunks = [{"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": _usage(body, "", 0),
                          "modelVersion": model}]
+        return reply
+    if "quote_json" in directives:  # text quoting JSON that names a declared tool: never a call
+        names = [get(d, "name") for t in get(body, "tools") or [] for d in get(t, "functionDeclarations") or []]
+        quoted = json.dumps({"name": names[0] if names else "tool", "content": "sunny, 18 C"})
+        answer = quoted if directives["quote_json"] == "whole" else f"The tool answered {quoted}, so it is sunny."
+        reply.chunks = _stream_chunks([{"text": answer}], "STOP", body, model)
         return reply
     if "finish" in directives:  # `finish REASON`: some text, then that finishReason (as on streams)
         reply.chunks = _stream_chunks([{"text": "Partial answer before the end"}], directives["finish"], body, model)
