@@ -24,6 +24,9 @@ from aiohttp import ClientSession, web  # noqa: E402
 
 from proxy.wire.sse import SSEDecoder  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_dialects import _time as _best  # noqa: E402  (best of N runs, one timer for the bench scripts)
+
 CHUNK = {"candidates": [{"content": {"role": "model", "parts": [{"text": "a few words of an answer, "}]},
                          "index": 0}], "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 5},
          "modelVersion": "gemini-2.5-flash", "responseId": "bench"}
@@ -49,15 +52,6 @@ class SlicingDecoder:
             data = [ln[5:].removeprefix(b" ") for ln in lines if ln.startswith(b"data:")]
             if data:
                 out.append(b"\n".join(data).decode())
-
-
-def _best(fn, repeat: int = 5) -> float:  # noqa: ANN001
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _event(payload: dict) -> bytes:

@@ -136,20 +136,24 @@ class Replay:
         return resp
 
 
-@pytest.fixture(scope="module")
-def replay():
-    lt, rep = LoopThread(), Replay()
-
+def _serve(lt: LoopThread, route: str, handler: Any) -> tuple[web.AppRunner, str]:
+    """A loopback server answering POST `route` with `handler`, on `lt`'s loop."""
     async def start() -> tuple[web.AppRunner, str]:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/{version}/models/{target}", rep.handle)
+        app.router.add_post(route, handler)
         runner = web.AppRunner(app)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
 
-    runner, url = lt.run(start())
+    return lt.run(start())
+
+
+@pytest.fixture(scope="module")
+def replay():
+    lt, rep = LoopThread(), Replay()
+    runner, url = _serve(lt, "/{version}/models/{target}", rep.handle)
     stack = Stack(wrap=lambda _: GeminiUpstream(url, api_key="test-key"))
     yield stack, rep
     stack.close()
@@ -330,6 +334,20 @@ def test_interactions_stream(replay, name: str) -> None:
 
 # ---- recorded error bodies ------------------------------------------------------------------------
 
+def _native_error(stack: Stack, rep: Replay, status: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """What a Gemini-native client gets when the replayed upstream answers `status` with `body`."""
+    import aiohttp
+
+    async def native() -> tuple[int, dict[str, Any]]:
+        rep.error = (status, body)
+        async with aiohttp.ClientSession() as s, s.post(
+                f"{stack.url}/v1beta/models/{MODEL}:generateContent", headers={"x-goog-api-key": "k"},
+                json={"contents": [{"role": "user", "parts": [{"text": "go"}]}]}) as r:
+            return r.status, await r.json()
+
+    return asyncio.run(native())
+
+
 def _recorded_400s() -> list[dict[str, Any]]:
     data = json.loads((REC / "error-400-thinking.json").read_text())
     return [data["reasoningNoneResponse"], data["thinkingLevelAndBudgetResponse"]]
@@ -337,7 +355,6 @@ def _recorded_400s() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("which", [0, 1])
 def test_recorded_400s_reach_each_client_in_its_own_protocol(replay, which: int) -> None:
-    import aiohttp
 
     stack, rep = replay
     body = _recorded_400s()[which]
@@ -353,21 +370,13 @@ def test_recorded_400s_reach_each_client_in_its_own_protocol(replay, which: int)
     assert message in str(e.value.body)
     before = len(rep.bodies)
 
-    async def native() -> tuple[int, dict[str, Any]]:
-        rep.error = (400, body)
-        async with aiohttp.ClientSession() as s, s.post(
-                f"{stack.url}/v1beta/models/{MODEL}:generateContent", headers={"x-goog-api-key": "k"},
-                json={"contents": [{"role": "user", "parts": [{"text": "go"}]}]}) as r:
-            return r.status, await r.json()
-
-    status, got = asyncio.run(native())
+    status, got = _native_error(stack, rep, 400, body)
     assert status == 400 and got["error"]["message"] == message and got["error"]["status"] == "INVALID_ARGUMENT"
     assert len(rep.bodies) == before + 1, "a 400 is Google's final word: asked once"
 
 
 def test_recorded_403_is_not_retried_and_reaches_each_client(replay) -> None:
     """A 403 is Google's final word: asked once, and the client sees Google's own message."""
-    import aiohttp
 
     stack, rep = replay
     body = json.loads((REC / "error-403-scope.json").read_text())
@@ -381,14 +390,7 @@ def test_recorded_403_is_not_retried_and_reaches_each_client(replay) -> None:
     with pytest.raises(openai.PermissionDeniedError):
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "go"}])
 
-    async def native() -> tuple[int, dict[str, Any]]:
-        rep.error = (403, body)
-        async with aiohttp.ClientSession() as s, s.post(
-                f"{stack.url}/v1beta/models/{MODEL}:generateContent", headers={"x-goog-api-key": "k"},
-                json={"contents": [{"role": "user", "parts": [{"text": "go"}]}]}) as r:
-            return r.status, await r.json()
-
-    status, got = asyncio.run(native())
+    status, got = _native_error(stack, rep, 403, body)
     assert status == 403 and got["error"]["status"] == "PERMISSION_DENIED"
     assert got["error"]["details"][0]["reason"] == "ACCESS_TOKEN_SCOPE_INSUFFICIENT", "Google's details pass through"
 
@@ -438,17 +440,7 @@ def interactions_replay():
     from proxy.upstream.routes import RoutedUpstream
 
     lt, rep = LoopThread(), InteractionsReplay()
-
-    async def start() -> tuple[web.AppRunner, str]:
-        app = web.Application()
-        app.router.add_post("/{version}/interactions", rep.handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-
-    runner, url = lt.run(start())
+    runner, url = _serve(lt, "/{version}/interactions", rep.handle)
     stack = Stack(wrap=lambda up: RoutedUpstream(up, [("*", InteractionsUpstream(url, api_key="test-key"))]))
     yield stack, rep
     stack.close()
