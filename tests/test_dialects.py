@@ -303,3 +303,14 @@ def test_gemma4_declarations_match_googles_template():
     assert dialect("gemma4").render_results([Result("get_weather", {"temp": 18}), Result("get_weather", "rainy")]) == (
         '<|tool_response>response:get_weather{temp:18}<tool_response|><|tool_response>response:get_weather{value:'
         '<|"|>rainy<|"|>}<tool_response|>')
+
+
+def test_a_list_with_an_unreadable_call_is_still_held_to_the_whole_message_rule() -> None:
+    """The readable calls of a pythonic list with one unreadable call go out only when the list is the
+    whole message; followed by prose, the list is text (and its good call is not sent)."""
+    d = dialect("pythonic")
+    alone = summarize(parse_text(d, {}, "[bad(x=b'z'), get_weather(city='Oslo')]"))
+    assert alone["calls"] == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
+    assert alone["content"] == "bad(x=b'z')" and alone["warnings"]
+    prose = summarize(parse_text(d, {}, "[bad(x=b'z'), get_weather(city='Oslo')] is what I would call"))
+    assert prose["calls"] == [] and prose["content"] == "[bad(x=b'z'), get_weather(city='Oslo')] is what I would call"

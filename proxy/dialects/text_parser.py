@@ -15,6 +15,7 @@ Rules (reference/dialects.md §0, §8):
 """
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from proxy.dialects.base import (
@@ -36,6 +37,15 @@ MAX_HELD_REASONING = 4 << 20
 WS = " \t\r\n"
 
 
+@dataclass
+class Held:
+    """A bare call block waiting for the end of the message (its text as written, with the separators
+    after it; its calls; the calls of it that could not be read, if any)."""
+    block: str
+    calls: list[Call]
+    partial: PartialBlock | None = None
+
+
 class TextParser:
     def __init__(self, dialect: Dialect, tools: dict[str, ToolSpec], *, think_open: bool = False,
                  rescue: bool = False, max_block: int = MAX_BLOCK_CHARS) -> None:
@@ -53,7 +63,7 @@ class TextParser:
         self.saw_content = self.saw_call = False
         # Calls of bare blocks (dialect.bare), held with their text until the message ends: they are
         # calls only if nothing but whitespace, separators and more such blocks follows.
-        self.held: list[tuple[str, list[Call]]] = []
+        self.held: list[Held] = []
         self._openers = dialect.openers + (self.think.opens if self.think and dialect.think_anywhere else ())
 
     # --- public ----------------------------------------------------------------------------------
@@ -69,8 +79,10 @@ class TextParser:
     def close(self, finish: str = "stop") -> list[Event]:
         """No more text; `finish` is "length" when the answer was cut by a token limit."""
         events = self._run(True, finish)
-        for _, calls in self.held:
-            for call in calls:
+        for held in self.held:  # the message held nothing else: they were calls
+            if held.partial is not None:
+                self._partial(events, held.partial)
+            for call in held.calls:
                 self._emit(events, "call", call)
         self.held = []
         if not self.saw_call and not self.saw_content and self.reasoning_seen and not self.rescue:
@@ -225,7 +237,8 @@ class TextParser:
                 self._emit(events, "text", self._unpend() + self.dialect.as_text(block))
                 return False
             except PartialBlock as p:
-                calls = self._partial(events, p)
+                self._partial(events, p)
+                calls = p.calls
             self.pending_ws = ""
             for call in calls:
                 self._emit(events, "call", call)
@@ -238,13 +251,19 @@ class TextParser:
             self._emit(events, "text", self._unpend() + self.dialect.as_text(block))
             return True
         except PartialBlock as p:
-            calls = self._partial(events, p)
+            partial: PartialBlock | None = p
+            calls = p.calls
+        else:
+            partial = None
         self.pending_ws = ""
         if any(block.startswith(o) for o in self.dialect.bare) and not self.rescue:
-            self.held.append((block, calls))  # a call only if the message holds nothing else
-        else:
-            for call in calls:
-                self._emit(events, "call", call)
+            self.held.append(Held(block, calls, partial))  # calls only if the message holds nothing else
+            self.skip_ws = self.after_block = True
+            return True
+        if partial is not None:
+            self._partial(events, partial)
+        for call in calls:
+            self._emit(events, "call", call)
         self.skip_ws = self.after_block = True
         return True
 
@@ -258,22 +277,21 @@ class TextParser:
     def _keep_with_held(self, text: str) -> None:
         """Separators between held blocks stay with them, so released blocks are the text as written."""
         if self.held and text:
-            block, calls = self.held[-1]
-            self.held[-1] = (block + text, calls)
+            self.held[-1].block += text
 
     def _release_held(self, events: list[Event]) -> None:
         """Text follows the bare blocks: they were part of an answer that quotes JSON, not calls."""
-        text = "".join(block for block, _ in self.held)
+        text = "".join(held.block for held in self.held)
         self.held = []
         self._warn(events, "JSON or a list inside an answer with other text is not a call; kept as text")
         self._emit(events, "text", text)
         self.skip_ws = self.after_block = False
 
-    def _partial(self, events: list[Event], p: PartialBlock) -> list[Call]:
-        """Some calls of a block parsed: they go out; the others stay in the content as they were written."""
+    def _partial(self, events: list[Event], p: PartialBlock) -> None:
+        """Some calls of a block parsed: the others stay in the content as they were written (the
+        caller sends the good ones)."""
         self._warn(events, f"{p.why}: {p.rest[:200]!r} kept as text")
         self._emit(events, "text", self._unpend() + p.rest)
-        return p.calls
 
     def _unpend(self) -> str:
         ws, self.pending_ws = self.pending_ws, ""
