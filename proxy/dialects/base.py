@@ -86,6 +86,7 @@ class Dialect:
     # whitespace, is call blocks (text that merely quotes JSON or a list is never a call).
     bare: tuple[str, ...] = ()
     think_anywhere: bool = False              # the think opener is a special token: reasoning mid-answer too
+    call_ends_thinking: bool = False          # a call marker inside the thought ends it (Qwen3 does this)
     declarations_in_user: bool = False        # the template puts tools in the first user turn
     system_turn: bool = True                  # the model has a system turn of its own
     single_call: bool = False                 # the template refuses parallel calls in history

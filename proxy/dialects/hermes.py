@@ -255,8 +255,8 @@ def _as(t: str, raw: str) -> tuple[bool, Any]:
 
 
 def hermes() -> Hermes:
-    return Hermes(name="hermes", openers=(OPEN,))
+    return Hermes(name="hermes", openers=(OPEN,), call_ends_thinking=True)
 
 
 def qwen3coder() -> Qwen3Coder:
-    return Qwen3Coder(name="qwen3coder", openers=(OPEN, "<function="))
+    return Qwen3Coder(name="qwen3coder", openers=(OPEN, "<function="), call_ends_thinking=True)

@@ -132,8 +132,16 @@ class TextParser:
 
     def _thinking(self, events: list[Event], closing: bool, finish: str) -> bool:
         assert self.think is not None
+        if self.opener is None and not self._reopened(closing):
+            return False
         close = self.think.closer(self.opener)
         i = find_from(self.buf, close, 0, self.memo)
+        j = self._call_in_thought()
+        if j >= 0 and (i < 0 or j < i):  # Qwen3 starts calling before </think>: the thought ends there
+            self.memo = {}
+            self._emit(events, "reasoning", self._reasoning(self.buf[:j]))
+            self.buf, self.phase = self.buf[j:], "content"
+            return True
         if i >= 0:
             self.memo = {}
             self._emit(events, "reasoning", self._reasoning(self.buf[:i]))
@@ -154,6 +162,28 @@ class TextParser:
         self.phase, self.skip_ws = "content", True
         self.buf = self._unnamed(self.buf)
         return True
+
+    def _reopened(self, closing: bool) -> bool:
+        """The template opened the thought and the model writes the opener again (`<think>` after a
+        pre-opened `<think>`): it is dropped. False while the text may still become one."""
+        assert self.think is not None
+        s = self.buf.lstrip(WS)
+        for opener in self.think.opens:
+            if s.startswith(opener):
+                self.buf, self.opener = s[len(opener):], opener
+                return True
+            if opener.startswith(s) and not closing:
+                return False
+        self.opener = ""  # decided (the template's opener): never looked at again
+        return True
+
+    def _call_in_thought(self) -> int:
+        """Where a call marker starts inside the thought, for dialects whose models call before closing
+        it (Ollama's Qwen3 parser reads them so); -1 when none or the dialect does not."""
+        if not self.dialect.call_ends_thinking:
+            return -1
+        found = [p for o in self.dialect.openers if o not in self.dialect.bare and (p := self.buf.find(o)) >= 0]
+        return min(found) if found else -1
 
     def _reasoning(self, text: str) -> str:
         return self._unnamed(text).strip(WS)
