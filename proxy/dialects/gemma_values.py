@@ -14,7 +14,8 @@ from typing import Any
 
 from proxy.dialects.base import MAX_DEPTH, ParseFailure
 
-NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# A bare number; a trailing dot (`108.`, which Gemma 4 writes) is a float, as vLLM reads it.
+NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d*)?(?:[eE][+-]?\d+)?")
 _BARE_END = ",}])\n"
 
 
