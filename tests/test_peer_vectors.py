@@ -30,7 +30,7 @@ BELOW_GOAL = {
     "harmony": (4, "vLLM's suite has 5 vectors; one passes non-JSON bodies (\"foo\", \"\") on as arguments"),
     "functiongemma": (29, "3 of vLLM's vectors read a value the model quoted (<escape>42<escape>) as a number; "
                           "Ollama's Gemma parsers keep it the string it is"),
-    "mistral": (52, "2 of vLLM's vectors drop what the model wrote (an unterminated call sent as arguments that are "
+    "mistral": (56, "2 of vLLM's vectors drop what the model wrote (an unterminated call sent as arguments that are "
                     "not JSON; a call without arguments reported as a call and then dropped)"),
 }
 
