@@ -255,7 +255,8 @@ def _as(t: str, raw: str) -> tuple[bool, Any]:
 
 
 def hermes() -> Hermes:
-    return Hermes(name="hermes", openers=(OPEN,), call_ends_thinking=True)
+    # A stray `}` right after a call (the object closed once too often) is noise, as Ollama reads it.
+    return Hermes(name="hermes", openers=(OPEN,), call_ends_thinking=True, noise=("}",))
 
 
 def qwen3coder() -> Qwen3Coder:
