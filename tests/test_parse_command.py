@@ -49,3 +49,19 @@ def test_unknown_dialect_and_missing_tools_file_fail_clearly(tmp_path):
     assert code == 2 and "invalid choice" in err
     code, _, err = _run(["--dialect", "hermes", "--tools", str(tmp_path / "missing.json")], [])
     assert code == 2 and "error:" in err
+
+
+def test_the_command_survives_what_vllm_found_in_pythonic_lists():
+    """Issue 23: a bytes literal crashed `parse` (bytes is not JSON serializable) and 1e999 came out as
+    Infinity; each now stays text with a warning while its sibling call goes out, as JSON."""
+    lines = [json.dumps({"text": "[bad(x=b'z'), get_weather(city='Oslo')]"}),
+             json.dumps({"text": "[calc(x=1e999), get_weather(city='Oslo')]"}),
+             json.dumps({"text": "<|python_start|>[get_weather(city='Oslo')]<|python_end|>"})]
+    done = subprocess.run([sys.executable, "-m", "proxy", "parse", "--dialect", "pythonic"], input="\n".join(lines),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Infinity" not in done.stdout and "NaN" not in done.stdout
+    out = [json.loads(ln) for ln in done.stdout.splitlines()]
+    assert [o["calls"] for o in out] == [[{"name": "get_weather", "arguments": {"city": "Oslo"}}]] * 3
+    assert out[0]["content"] == "bad(x=b'z')" and out[1]["content"] == "calc(x=1e999)" and out[2]["content"] == ""
+    assert done.stderr.count("kept as text") == 2
