@@ -182,8 +182,9 @@ class TextParser:
         it (Ollama's Qwen3 parser reads them so); -1 when none or the dialect does not."""
         if not self.dialect.call_ends_thinking:
             return -1
-        found = [p for o in self.dialect.openers if o not in self.dialect.bare and (p := self.buf.find(o)) >= 0]
-        return min(found) if found else -1
+        found = [p for o in self.dialect.openers
+                 if o not in self.dialect.bare and (p := find_from(self.buf, o, 0, self.memo)) >= 0]
+        return min(found) if found else -1  # resumable scans (memo): a long thought stays linear
 
     def _reasoning(self, text: str) -> str:
         return self._unnamed(text).strip(WS)
