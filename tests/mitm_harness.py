@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -72,11 +73,14 @@ def upstream_tls(tmp: Path) -> tuple[ssl.SSLContext, Path]:
 class MitmStack:
     """mock (TLS) <- mitmdump + addon (+ front-end) <- test clients."""
 
-    def __init__(self, tmp: Path, *extra: str, frontend_upstream: str = "mock", listen_port: int = 0) -> None:
+    def __init__(self, tmp: Path, *extra: str, frontend_upstream: str = "mock", listen_port: int = 0,
+                 upstream_app: Any = None) -> None:
+        """`upstream_app`: an aiohttp app to serve under Google's host names instead of the mock."""
         self.tmp = tmp
         self.lt = LoopThread()
         server_ctx, upstream_ca = upstream_tls(tmp)
-        self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock(ssl_context=server_ctx))
+        self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock(ssl_context=server_ctx,
+                                                                                app=upstream_app))
         mock_port = int(self.mock_url.rsplit(":", 1)[1])
         self.confdir = tmp / "proxy-ca"
         self.ca_cert = self.confdir / "mitmproxy-ca-cert.pem"

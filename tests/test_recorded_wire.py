@@ -528,3 +528,62 @@ def test_recorded_interactions_search_shows_as_a_search_with_citations(interacti
     chat = client.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": "news?"}])
     assert chat.choices[0].message.annotations and all(
         a.type == "url_citation" for a in chat.choices[0].message.annotations)
+
+
+# ---- the MITM addon in a real mitmdump, in front of the recordings --------------------------------
+
+@pytest.fixture(scope="module")
+def mitm_replay(tmp_path_factory: pytest.TempPathFactory):
+    from tests.mitm_harness import MitmStack
+
+    rep = Replay()
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/{version}/models/{target}", rep.handle)
+    stack = MitmStack(tmp_path_factory.mktemp("mitm-recorded"), upstream_app=app)
+    yield stack, rep
+    stack.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in STREAMS if n.startswith("vertex-")])
+def test_mitm_captures_recorded_streams_and_replays_them_whole(mitm_replay, name: str) -> None:
+    """An app's recorded Vertex stream through a real mitmdump with a session: every call is captured
+    whole (the end markers read as Google means them), and the next round's history carries each call
+    whole, named, signed as recorded, with a named response."""
+    import aiohttp
+
+    stack, rep = mitm_replay
+    want = oracle(chunks(name))
+    session = "rec-" + name.split(".")[0]
+    url = f"https://generativelanguage.googleapis.com/v1beta/models/{MODEL}:streamGenerateContent?alt=sse"
+
+    async def run() -> tuple[list[dict[str, Any]], list[int]]:
+        async with aiohttp.ClientSession() as s:
+            async with s.put(f"{stack.frontend_url}/v1/sessions/{session}/tools",
+                             json={"tools": _tools(EXPECTED_NAMES[name])}) as r:
+                assert r.status == 200, await r.text()
+
+            async def through(contents: list[dict[str, Any]]) -> int:
+                async with s.post(url, json={"contents": contents}, proxy=stack.proxy_url, ssl=stack.client_ssl(),
+                                  headers={"x-goog-api-key": "k"}) as r:
+                    await r.read()
+                    return r.status
+
+            first = {"role": "user", "parts": [{"text": f"<session:{session}> go"}]}
+            rep.stream = name
+            statuses = [await through([first])]
+            async with s.get(f"{stack.frontend_url}/v1/sessions/{session}") as r:
+                rounds = (await r.json())["rounds"]
+            outputs = [{"call_id": c["call_id"], "output": "ok"} for c in rounds[-1]["calls"]]
+            async with s.post(f"{stack.frontend_url}/v1/sessions/{session}/tool_outputs",
+                              json={"outputs": outputs}) as r:
+                assert r.status == 200, await r.text()
+            rep.stream = "gemini-text.jsonl"
+            statuses.append(await through([first, {"role": "model", "parts": [{"text": "Tool call completed"}]},
+                                           {"role": "user", "parts": [{"text": "."}]}]))
+            return rounds[-1]["calls"], statuses
+
+    calls, statuses = asyncio.run(run())
+    assert statuses == [200, 200]
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [(c["name"], c["args"]) for c in want]
+    _check_next_turn(rep.bodies[-1], want)

@@ -355,10 +355,11 @@ async def echo(request: web.Request) -> web.Response:
                                             "content-type": kind})
 
 
-async def start_mock(host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
-                     ) -> tuple[web.AppRunner, str, web.Application]:
-    """Start the mock on loopback; returns (runner, base URL, app). Port 0 picks a free port."""
-    app = make_mock_app()
+async def start_mock(host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None,
+                     app: web.Application | None = None) -> tuple[web.AppRunner, str, web.Application]:
+    """Start the mock (or `app`: a test's stand-in, such as a server replaying recorded answers) on
+    loopback; returns (runner, base URL, app). Port 0 picks a free port."""
+    app = app if app is not None else make_mock_app()
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
