@@ -7,6 +7,7 @@ A violation is a ProxyError (400) naming the field; the shell renders it in the 
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -50,9 +51,15 @@ def _not_a_number(token: str) -> float:
                      "Gemini would never receive it.", code="invalid_value")
 
 
-def _finite(token: str) -> float:
-    value = float(token)
-    return value if math.isfinite(value) else _not_a_number(token)
+def _finite_or(refuse: Callable[[str], float]) -> Callable[[str], float]:
+    """json's parse_float that hands a number too big for a float (1e400) to `refuse`."""
+    def finite(token: str) -> float:
+        value = float(token)
+        return value if math.isfinite(value) else refuse(token)
+    return finite
+
+
+_finite = _finite_or(_not_a_number)
 
 
 def parse_arguments(text: str, param: str) -> Any:
@@ -62,11 +69,7 @@ def parse_arguments(text: str, param: str) -> Any:
         raise ProxyError(f"Invalid '{param}': it holds '{token[:20]}', a number JSON cannot carry (NaN or "
                          "infinity); Gemini would never receive it.", param=param, code="invalid_value")
 
-    def finite(token: str) -> float:
-        value = float(token)
-        return value if math.isfinite(value) else refuse(token)
-
-    return json.loads(text, parse_constant=refuse, parse_float=finite)
+    return json.loads(text, parse_constant=refuse, parse_float=_finite_or(refuse))
 
 
 def _parse_standard(raw: bytes) -> Any:
