@@ -19,6 +19,7 @@ from aiohttp import web
 from proxy.from_gemini.model_turn import ModelTurn
 from proxy.intercept.capture_calls import CallCapture
 from proxy.mock.model import fragment_calls
+from proxy.mock.server import start_mock
 from proxy.upstream.gemini import GeminiUpstream
 from tests.harness import LoopThread, Stack
 
@@ -138,16 +139,10 @@ class Replay:
 
 def _serve(lt: LoopThread, route: str, handler: Any) -> tuple[web.AppRunner, str]:
     """A loopback server answering POST `route` with `handler`, on `lt`'s loop."""
-    async def start() -> tuple[web.AppRunner, str]:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post(route, handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-
-    return lt.run(start())
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post(route, handler)
+    runner, url, _ = lt.run(start_mock(app=app))
+    return runner, url
 
 
 @pytest.fixture(scope="module")
