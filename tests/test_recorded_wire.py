@@ -120,18 +120,23 @@ class Replay:
         self.stream = "gemini-text.jsonl"
         self.sync = "gemini3-reasoning.json"
         self.bodies: list[dict[str, Any]] = []
-        self.error: tuple[int, dict[str, Any]] | None = None  # answer every request with this, once
+        self.error: tuple[int, dict[str, Any]] | None = None  # answer the next request(s) with this
+        self.error_times = 1  # ... this many times in a row
+        self.answer: dict[str, Any] | None = None  # instead of the recorded files: this one response
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.bodies.append(await request.json())
         if self.error is not None:
-            (status, body), self.error = self.error, None
+            (status, body), self.error_times = self.error, self.error_times - 1
+            if self.error_times <= 0:
+                self.error, self.error_times = None, 1
             return web.json_response(body, status=status)
         if not request.match_info["target"].endswith(":streamGenerateContent"):
-            return web.json_response(json.loads((REC / self.sync).read_text()))
+            return web.json_response(self.answer or json.loads((REC / self.sync).read_text()))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        for line in (REC / self.stream).read_bytes().splitlines():
+        lines = [json.dumps(self.answer).encode()] if self.answer else (REC / self.stream).read_bytes().splitlines()
+        for line in lines:
             if line.strip():
                 await resp.write(b"data: " + line + b"\r\n\r\n")
         return resp
@@ -404,6 +409,110 @@ def test_recorded_429_is_read_as_google_wrote_it() -> None:
     assert [d["@type"] for d in mocked["details"]] == [d["@type"] for d in recorded["details"]]
     assert set(mocked) == set(recorded) and mocked["status"] == recorded["status"]
     assert _error_from(429, json.dumps({"error": mocked})).retry_after == 34.4
+
+
+def _recorded_5xx() -> list[dict[str, Any]]:
+    data = json.loads((REC / "error-500-internal.json").read_text())
+    return [data["olderMessage"], data["newerMessage"], json.loads((REC / "error-503-overloaded.json").read_text())]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_recorded_5xx_is_retried_and_the_answer_arrives(replay, monkeypatch, which: int) -> None:
+    """Google's 500 and 503 are passing trouble: asked again, and the client sees only the answer."""
+    from proxy.upstream import retry
+
+    monkeypatch.setattr(retry, "BASE_DELAY", 0.01)
+    stack, rep = replay
+    body = _recorded_5xx()[which]
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    before = len(rep.bodies)
+    rep.error = (body["error"]["code"], body)
+    out = client.responses.create(model=MODEL, input="go")
+    assert out.status == "completed" and out.output_text and len(rep.bodies) == before + 2
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_recorded_5xx_that_persists_reaches_each_client_in_its_own_protocol(replay, monkeypatch, which: int) -> None:
+    from proxy.upstream import retry
+
+    monkeypatch.setattr(retry, "BASE_DELAY", 0.01)
+    stack, rep = replay
+    body = _recorded_5xx()[which]
+    code, message = body["error"]["code"], body["error"]["message"]
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    attempts = retry.DEFAULT_MAX_RETRIES + 1
+    before = len(rep.bodies)
+    rep.error, rep.error_times = (code, body), attempts
+    with pytest.raises(openai.InternalServerError) as e:
+        client.responses.create(model=MODEL, input="go")
+    assert e.value.status_code == code and message in str(e.value.body)
+    assert len(rep.bodies) == before + attempts, "asked again as often as the policy allows, no more"
+    rep.error, rep.error_times = (code, body), attempts
+    with pytest.raises(openai.InternalServerError) as e:
+        list(client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "go"}], stream=True))
+    assert e.value.status_code == code and message in str(e.value.body)
+
+    rep.error_times = attempts
+    status, got = _native_error(stack, rep, code, body)
+    assert status == code and got["error"] == body["error"], "Google's own error passes through"
+
+
+def test_mock_5xx_bodies_are_the_recorded_ones() -> None:
+    """The mock's 500 and 503 say what Google says, in the same shape (no details)."""
+    from proxy.mock.model import ERRORS
+    from proxy.mock.validate import GeminiRejection
+
+    for recorded in _recorded_5xx()[1:]:
+        err = recorded["error"]
+        name, message = ERRORS[err["code"]]
+        assert GeminiRejection(err["code"], message, name).body() == recorded
+
+
+def _grounded_answer() -> tuple[str, dict[str, Any]]:
+    """An answer carrying the recorded groundingMetadata (tests/recorded/grounding-search.json). The
+    metadata is Google's; the answer's text was not recorded, so ours fills the bytes between the
+    recorded segments, each segment at its recorded byte offsets."""
+    grounding = json.loads((REC / "grounding-search.json").read_text())["groundingMetadata"]
+    text = b""
+    for support in grounding["groundingSupports"]:
+        seg = support["segment"]
+        text += b"-" * (seg["startIndex"] - len(text)) + seg["text"].encode()
+        assert len(text) == seg["endIndex"]
+    text += b" That is all."
+    return text.decode(), {"candidates": [{"content": {"role": "model", "parts": [{"text": text.decode()}]},
+                                           "finishReason": "STOP", "groundingMetadata": grounding}],
+                           "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 140,
+                                             "totalTokenCount": 149}, "modelVersion": "gemini-2.5-flash"}
+
+
+def test_recorded_grounding_becomes_citations_on_each_front_end(replay) -> None:
+    """Recorded grounding (two supports, each citing one web chunk by byte offsets; two queries): each
+    support is a url_citation over exactly its recorded text, naming the recorded page, on Responses
+    (whole and streamed) and Chat; the searches Google ran are shown as searches."""
+    stack, rep = replay
+    text, answer = _grounded_answer()
+    grounding = answer["candidates"][0]["groundingMetadata"]
+    want = [(s["segment"]["text"], grounding["groundingChunks"][i]["web"]["uri"],
+             grounding["groundingChunks"][i]["web"]["title"])
+            for s in grounding["groundingSupports"] for i in s["groundingChunkIndices"]]
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    rep.answer = answer
+    try:
+        whole = client.responses.create(model="gemini-2.5-flash", input="docs?")
+        streamed = list(client.responses.create(model="gemini-2.5-flash", input="docs?", stream=True))[-1].response
+        chat = client.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": "docs?"}])
+    finally:
+        rep.answer = None
+    for out in (whole, streamed):
+        [message] = [o for o in out.output if o.type == "message"]
+        got = message.content[0]
+        assert got.text == text
+        assert [(text[a.start_index:a.end_index], a.url, a.title) for a in got.annotations] == want
+        searches = [o for o in out.output if o.type == "web_search_call"]
+        assert [q for o in searches for q in (o.action.queries or [o.action.query])] == grounding["webSearchQueries"]
+    msg = chat.choices[0].message
+    assert [(msg.content[a.url_citation.start_index:a.url_citation.end_index], a.url_citation.url)
+            for a in msg.annotations] == [(t, u) for t, u, _ in want]
 
 
 # ---- recorded Interactions SSE, through --upstream-api interactions ---------------------------------

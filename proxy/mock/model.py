@@ -39,10 +39,9 @@ from proxy.schema.json_pointer import resolve_ref
 from proxy.tools.forced_choice import DIRECTIVE as FORCED_DIRECTIVE
 
 DIRECTIVE = re.compile(r"\[\[mock:([a-z_]+)(?:\s+([^\]]*))?\]\]")
-ERRORS = {
+ERRORS = {  # Google's own words (tests/recorded/error-500-internal.json, error-503-overloaded.json)
     429: ("RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
-    500: ("INTERNAL", "An internal error has occurred. Please retry or report in "
-                      "https://developers.generativeai.google/guide/troubleshooting"),
+    500: ("INTERNAL", "Internal error encountered."),
     503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
 }
 
@@ -161,7 +160,7 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         reply.delay = float(directives["slow"] or 0.2)
     if "error" in directives:
         code, _, delay = (directives["error"] or "500").partition(" ")
-        name, msg = ERRORS.get(int(code), ("INTERNAL", "An internal error has occurred."))
+        name, msg = ERRORS.get(int(code), ERRORS[500])
         reply.error, reply.retry_delay = (int(code), name, msg), delay.strip() or None
         return reply
     if "empty" in directives:

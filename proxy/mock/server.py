@@ -78,7 +78,7 @@ def _flaky(request: web.Request, body: dict[str, Any]) -> GeminiRejection | None
     if seen[text] > int(found.group(1)):
         return None
     code = int(found.group(2))
-    name, message = ERRORS.get(code, ("INTERNAL", "An internal error has occurred."))
+    name, message = ERRORS.get(code, ERRORS[500])
     return GeminiRejection(code, message, name, retry_delay=found.group(3))
 
 
@@ -245,7 +245,7 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
             await asyncio.sleep(reply.delay)
         failing = reply.stream_error_after is not None and i == reply.stream_error_after
         if failing:
-            chunk = {"error": {"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}}
+            chunk = {"error": {"code": 500, "message": ERRORS[500][1], "status": ERRORS[500][0]}}
         data = json.dumps(wrap(chunk), ensure_ascii=False)
         if sse:
             await resp.write(f"data: {data}\r\n\r\n".encode())
