@@ -314,3 +314,37 @@ def test_a_list_with_an_unreadable_call_is_still_held_to_the_whole_message_rule(
     assert alone["content"] == "bad(x=b'z')" and alone["warnings"]
     prose = summarize(parse_text(d, {}, "[bad(x=b'z'), get_weather(city='Oslo')] is what I would call"))
     assert prose["calls"] == [] and prose["content"] == "[bad(x=b'z'), get_weather(city='Oslo')] is what I would call"
+
+
+# Ollama's TestTryRepairBraces (ollama/ollama harmony/harmonyparser_test.go, 09ccded8): what is added.
+@pytest.mark.parametrize(("body", "closers"), [
+    ('{"a":"b"}', None),                                    # complete: nothing to close
+    ('{"a":{"b":"c"}', "}"),
+    ('{"a":{"b":{"c":"d"', "}}}"),
+    ('{"a":"{{{}","b":"c"', "}"),                           # brackets inside strings do not count
+    ('{"a":"say \\"hi\\"","b":{"c":"d"', "}}"),             # nor escaped quotes
+    ('{"a":["x", {"y": 1', "}]}"),
+    ('{"a":"open string', None), ('{"a":1,', None), ('{"a":', None), ('{"a"]', None), ('[1, 2', None),
+])
+def test_left_open_names_only_missing_closers(body: str, closers: str | None) -> None:
+    from proxy.dialects.brackets import left_open
+
+    assert left_open(body) == closers
+
+
+def test_harmony_closes_a_call_left_open_at_the_end_and_says_so() -> None:
+    parser = DIALECTS["harmony"].parser({"get_weather": ToolSpec("get_weather")})
+    head = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+    events = parser.feed(head + '{"location":"SF","options":{"units":"metric"') + parser.close("stop")
+    out = summarize(events)
+    assert [(c["name"], c["arguments"]) for c in out["calls"]] == [
+        ("get_weather", {"location": "SF", "options": {"units": "metric"}})]
+    assert any(kind == "warning" and "'}}' open" in str(value) for kind, value in events)
+    # Cut by the token limit, nothing says only brackets were lost: the body stays text.
+    parser = DIALECTS["harmony"].parser({"get_weather": ToolSpec("get_weather")})
+    out = summarize(parser.feed(head + '{"location":"SF"') + parser.close("length"))
+    assert out["calls"] == [] and '{"location":"SF"' in out["content"]
+    # A body that is not JSON short of brackets stays text, as before.
+    parser = DIALECTS["harmony"].parser({"get_weather": ToolSpec("get_weather")})
+    out = summarize(parser.feed(head + '{"location":SF}<|call|>') + parser.close("stop"))
+    assert out["calls"] == [] and "SF" in out["content"]

@@ -27,7 +27,7 @@ BELOW_GOAL = {
     "llama3": (23, "the issue's rule that marker-less JSON is a call only as the whole message contradicts "
                    "4 of vLLM's 21 vectors, which take a call out of surrounding prose (Ollama's 6 agree with it)"),
     "hermes": (38, "of vLLM's 13 and Ollama's 26, one sends a JSON string (\"hello\") as the arguments"),
-    "harmony": (4, "vLLM's suite has 5 vectors; one passes non-JSON bodies (\"foo\", \"\") on as arguments"),
+    "harmony": (26, "of vLLM's 5 and Ollama's 22, one passes non-JSON bodies (\"foo\", \"\") on as arguments"),
     "functiongemma": (29, "3 of vLLM's vectors read a value the model quoted (<escape>42<escape>) as a number; "
                           "Ollama's Gemma parsers keep it the string it is"),
     "mistral": (57, "2 of vLLM's vectors drop what the model wrote (an unterminated call sent as arguments that are "

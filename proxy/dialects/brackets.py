@@ -49,6 +49,20 @@ def bracket_end(text: str, start: int, quotes: str = '"', memo: dict[Any, Any] |
     return None
 
 
+def left_open(text: str) -> str | None:
+    """The closers a JSON object left open at its very end (`}}`), or None unless that is all it lacks:
+    no open string, no dangling `,` or `:`, no mismatched bracket (Ollama's harmony repair)."""
+    text = text.strip()
+    memo: dict[Any, Any] = {}
+    try:
+        if not text.startswith("{") or bracket_end(text, 0, '"', memo) is not None:
+            return None
+    except ParseFailure:
+        return None
+    _, stack, quote = memo[("brackets", 0, '"')]
+    return None if quote is not None or text[-1] in ",:" else "".join(reversed(stack))
+
+
 def find_from(text: str, needle: str, start: int, memo: dict[Any, Any] | None = None) -> int:
     """`text.find(needle, start)`, resuming (with `memo`) after the part already searched."""
     key = ("find", needle, start)

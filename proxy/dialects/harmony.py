@@ -23,7 +23,7 @@ from proxy.dialects.base import (
     resolve_name,
     result_object,
 )
-from proxy.dialects.brackets import find_from, loads
+from proxy.dialects.brackets import find_from, left_open, loads
 from proxy.dialects.text_parser import Event, _held_suffix
 
 log = logging.getLogger(__name__)
@@ -221,15 +221,18 @@ class HarmonyParser:
         name = self.recipient or ""
         name = name.removeprefix("functions.")
         try:
-            args = loads(body.strip()) if body.strip() else {}
+            args, closers = _arguments(body)
             if not isinstance(args, dict):
                 raise ParseFailure("call arguments must be a JSON object")
-            events.append(("call", Call(resolve_name(name, self.tools), args)))
-            if self.channel != "commentary":
-                log.info("harmony: a call to %s on the %s channel", name, self.channel)
         except ParseFailure as e:
             self._warn(events, f"{e}; kept as text")
             events.append(("text", body))
+            return
+        if closers:
+            self._warn(events, f"the call to {name} left {closers!r} open; closed it")
+        events.append(("call", Call(resolve_name(name, self.tools), args)))
+        if self.channel != "commentary":
+            log.info("harmony: a call to %s on the %s channel", name, self.channel)
 
     def _give_up(self, events: list[Event], why: str) -> bool:
         self._warn(events, f"{why}; kept as text")
@@ -241,6 +244,20 @@ class HarmonyParser:
         (log.debug if self.rescue else log.warning)("text call (harmony): %s", message)
         if not self.rescue:
             events.append(("warning", message))
+
+
+def _arguments(body: str) -> tuple[Any, str]:
+    """A call's body as JSON, and the closers added: an object the model left open only at its end
+    is closed (as Ollama does), and the caller says so."""
+    if not body.strip():
+        return {}, ""
+    try:
+        return loads(body.strip()), ""
+    except ParseFailure:
+        closers = left_open(body)
+        if not closers:
+            raise
+        return loads(body.strip() + closers), closers
 
 
 def harmony() -> Harmony:
