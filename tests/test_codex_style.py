@@ -69,3 +69,24 @@ def test_five_stateless_rounds_on_gemini3(stack) -> None:
                                    include=["reasoning.encrypted_content"])
     assert last.output_text.startswith("Tool results: exec_command returned")
     assert len([c for c in stack.last_body()["contents"] if c["role"] == "model"]) == 5
+
+
+def test_a_custom_tool_inside_a_namespace_is_offered_and_called_back_with_its_namespace(stack) -> None:
+    """A namespace may hold custom tools (the SDK's NamespaceToolParam): once they were left out of
+    what Gemini saw without a word."""
+    tools = [{"type": "namespace", "name": "edit", "description": "Editing tools",
+              "tools": [{**APPLY_PATCH}, {**EXEC}]}]
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    out = client.responses.create(model="gemini-3-flash-preview", tools=tools,
+                                  input="edit__apply_patch input=PATCH")
+    assert [d["name"] for d in stack.last_body()["tools"][0]["functionDeclarations"]] == [
+        "edit__apply_patch", "edit__exec_command"]
+    [call] = [o for o in out.output if o.type == "custom_tool_call"]
+    assert (call.namespace, call.name, call.input) == ("edit", "apply_patch", "PATCH")
+    follow = client.responses.create(model="gemini-3-flash-preview", tools=tools, previous_response_id=out.id,
+                                     input=[{"type": "custom_tool_call_output", "call_id": call.call_id,
+                                             "output": "Done!"}])
+    assert follow.status == "completed"
+    [response] = [p["functionResponse"] for c in stack.last_body()["contents"] for p in c["parts"]
+                  if "functionResponse" in p]
+    assert response["name"] == "edit__apply_patch"

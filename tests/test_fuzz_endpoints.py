@@ -250,6 +250,27 @@ def test_unknown_native_method_is_a_gemini_404(fuzz_client: Client) -> None:
     assert status == 405 and json.loads(answer)["error"]["code"] == 405
 
 
+NAMESPACE_OF = {"type": "namespace", "name": "ns", "description": "d"}
+
+
+@pytest.mark.parametrize(("endpoint", "tools", "param"), [
+    ("responses", [{**NAMESPACE_OF, "tools": 5}], "tools[0].tools"),
+    ("session_tools", [{**NAMESPACE_OF, "tools": 5}], "tools[0].tools"),
+    ("responses", [TOOL, {**NAMESPACE_OF, "tools": [TOOL, "x"]}], "tools[1].tools[1]"),
+    ("session_tools", [{**NAMESPACE_OF, "tools": [{"type": "web_search"}]}], "tools[0].tools[0]"),
+])
+def test_a_namespace_that_holds_no_tools_is_refused_by_name(fuzz_client: Client, endpoint: str, tools: list,
+                                                            param: str) -> None:
+    """Session PUT and Responses read a namespace the same way: its `tools` is an array of function
+    and custom tools; anything else is a 400 naming the field, never a 500 and never a member dropped."""
+    method, path, _, _ = ENDPOINTS[endpoint]
+    body = {"tools": tools} if endpoint == "session_tools" else {"model": "gemini-2.5-flash", "input": "hi",
+                                                                 "tools": tools}
+    status, _, answer = fuzz_client.send(method, path, json.dumps(body).encode())
+    err = json.loads(answer)["error"]
+    assert status == 400 and err["param"] == param and param in err["message"], err
+
+
 @pytest.mark.parametrize(("endpoint", "body", "param"), [
     ("responses", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "what is this?"},
                                                           {"type": "input_image", "image_url": "data:x"}]}]},

@@ -339,6 +339,8 @@ class ResponsesTranslator:
         text = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False)
         item = {"id": "ctc_" + ids.function_item_id()[3:], "type": "custom_tool_call", "call_id": call_id,
                 "name": ref.name, "input": ""}
+        if ref.namespace:
+            item["namespace"] = ref.namespace
         events = self._add_item(item)
         events.append(self._ev("response.custom_tool_call_input.delta", item_id=item["id"],
                                output_index=self._index, delta=text))

@@ -165,6 +165,27 @@ def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = F
     return kept.fresh(json_schema_mode, fill_missing)
 
 
+def _add_namespace(tool: dict[str, Any], prepared: PreparedTools, index: int) -> None:
+    """A namespace's functions and custom tools, each under its name; anything else in it is a 400
+    (a member left out would be a tool the model silently never sees)."""
+    members, where = tool.get("tools"), f"tools[{index}].tools"
+    if not isinstance(members, list):
+        raise ProxyError(f"Invalid type for '{where}': expected an array of function or custom tools.",
+                         param=where, code="invalid_type")
+    namespace = str(tool.get("name") or "")
+    for j, member in enumerate(members):
+        kind = member.get("type", "function") if isinstance(member, dict) else None
+        if kind == "custom":
+            _add_function(_custom_fields(member, index), prepared, index, namespace=namespace, kind="custom")
+        elif kind == "function":
+            fn = _function_fields(member, index)
+            assert fn is not None
+            _add_function(fn, prepared, index, namespace=namespace)
+        else:
+            raise ProxyError(f"Invalid value for '{where}[{j}]': a namespace holds function and custom tools.",
+                             param=f"{where}[{j}]", code="invalid_value")
+
+
 def _prepare(tools: list[dict[str, Any]] | None, json_schema_mode: bool, fill_missing: bool,
              web_search: bool) -> PreparedTools:
     prepared = PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
@@ -179,10 +200,7 @@ def _prepare(tools: list[dict[str, Any]] | None, json_schema_mode: bool, fill_mi
             _add_function(_custom_fields(tool, i), prepared, i, kind="custom")
             prepared.echo.append(tool)
         elif kind == "namespace":
-            for member in tool.get("tools") or []:
-                fn = _function_fields(member, i) if isinstance(member, dict) else None
-                if fn is not None:
-                    _add_function(fn, prepared, i, namespace=str(tool.get("name") or ""))
+            _add_namespace(tool, prepared, i)
             prepared.echo.append(tool)
         elif kind == "function":
             fn = _function_fields(tool, i)
