@@ -29,7 +29,8 @@ GEMINI_BODY = {"contents": [{"role": "user", "parts": [{"text": "call get_weathe
                "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
                "generationConfig": {"temperature": 0.5, "maxOutputTokens": 100,
                                     "thinkingConfig": {"thinkingBudget": 0}}}
-# (method, path, template, protocol): protocol "openai" or "gemini"; the stream kind is read from the answer.
+# (method, path, template, protocol): protocol "openai", "gemini" or "interactions"; the stream kind is read
+# from the answer.
 ENDPOINTS: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "responses": ("POST", "/v1/responses", {
         "model": "gemini-2.5-flash", "stream": False, "tools": [TOOL], "tool_choice": "auto",
@@ -71,6 +72,10 @@ ENDPOINTS: dict[str, tuple[str, str, dict[str, Any], str]] = {
                   {"type": "function_call_output", "call_id": "c1", "output": "cold"}], "instructions": "be brief"},
                         "openai"),
     "rest_gemma": ("POST", "/v1beta/models/gemma-3-27b-it:streamGenerateContent?alt=sse", GEMINI_BODY, "gemini"),
+    "interactions": ("POST", "/v1beta/interactions", {
+        "model": "gemini-2.5-flash", "input": [{"type": "user_input", "content": [{"type": "text", "text": "hi"}]}],
+        "tools": [{"type": "function", "name": "get_weather", "parameters": TOOL["parameters"]}],
+        "system_instruction": "be brief", "stream": False}, "interactions"),
     "session_tools": ("PUT", "/v1/sessions/fz/tools", {"tools": [TOOL], "tool_choice": "required"}, "openai"),
     "session_outputs": ("POST", "/v1/sessions/fz/tool_outputs", {"outputs": [{"call_id": None, "output": "x"}]},
                         "openai"),
@@ -154,6 +159,8 @@ def check_answer(protocol: str, status: int, kind: str, data: bytes) -> None:
         err = json.loads(data)["error"]
         if protocol == "gemini":
             assert set(err) >= {"code", "message", "status"} and err["code"] == status, err
+        elif protocol == "interactions":  # Interactions' own error: a status name as the code
+            assert set(err) >= {"code", "message"} and isinstance(err["code"], str) and err["message"], err
         else:
             assert set(err) == {"message", "type", "param", "code"} and err["message"], err
         return
@@ -166,7 +173,9 @@ def check_answer(protocol: str, status: int, kind: str, data: bytes) -> None:
         obj = json.loads(last)
         if "error" in obj:
             return
-        if "type" in obj:
+        if "event_type" in obj:  # Interactions
+            assert obj["event_type"] in ("interaction.completed", "error"), obj["event_type"]
+        elif "type" in obj:
             assert obj["type"] in ("response.completed", "response.incomplete", "response.failed"), obj["type"]
         else:
             cand = (obj.get("candidates") or [{}])[0]
@@ -199,6 +208,72 @@ def test_fuzzed_bodies_never_5xx(fuzz_client: Client, endpoint: str) -> None:
     run()
     assert sum(seen.values()) >= min(EXAMPLES, 50)
     assert any(s >= 400 for s in seen), seen
+
+
+def _last_string(node: Any, path: tuple = ()) -> tuple | None:
+    """The path of the body's last string (a text, not the model name that a check may read first)."""
+    if isinstance(node, str):
+        return path
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in reversed(list(items)):
+        found = _last_string(v, (*path, k))
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("endpoint", sorted(ENDPOINTS))
+def test_a_raw_lone_surrogate_is_a_400_naming_its_field(fuzz_client: Client, endpoint: str) -> None:
+    """A surrogate written as raw bytes (ED A0 80, not the escaped \\ud800) in any string of any POST/PUT
+    body: a 400 naming the field, in the caller's protocol (it was a 500 on six routes)."""
+    from proxy.wire.json_body import field_path
+
+    method, path, template, protocol = ENDPOINTS[endpoint]
+    where = _last_string(template)
+    assert where is not None
+    body: Any = json.loads(json.dumps(template))
+    parent = body
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = "SURROGATE-HERE"
+    raw = json.dumps(body).encode().replace(b"SURROGATE-HERE", b"a\xed\xa0\x80b")
+    status, kind, answer = fuzz_client.send(method, path, raw)
+    check_answer(protocol, status, kind, answer)
+    err = json.loads(answer)["error"]
+    assert status == 400 and field_path(where) in err["message"], err
+    if protocol == "openai":
+        assert err["param"] == field_path(where)
+
+
+RAW_BYTES = [b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xff", b"\xc3", b"\xf0\x9f\x98", b"\x00", b"\\", b"\\u", b'"',
+             b"\xef\xbb\xbf", b"\r\n", b"}", b"[", b"\xe2\x80\xa8"]
+
+
+@pytest.mark.parametrize("endpoint", sorted(ENDPOINTS))
+def test_raw_byte_mutations_never_5xx(fuzz_client: Client, endpoint: str) -> None:
+    """The body's bytes mutated below JSON (invalid UTF-8, raw surrogates, cut strings): never a 5xx."""
+    method, path, template, protocol = ENDPOINTS[endpoint]
+    raw = json.dumps(template, ensure_ascii=False).encode()
+
+    @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        body = raw
+        for _ in range(data.draw(st.integers(1, 3))):
+            at = data.draw(st.integers(0, len(body)))
+            op = data.draw(st.sampled_from(["insert", "insert", "replace", "cut"]))
+            piece = data.draw(st.sampled_from(RAW_BYTES))
+            if op == "insert":
+                body = body[:at] + piece + body[at:]
+            elif op == "replace":
+                body = body[:at] + piece + body[at + len(piece):]
+            else:
+                body = body[:at]
+        status, kind, answer = fuzz_client.send(method, path, body)
+        check_answer(protocol, status, kind, answer)
+
+    run()
 
 
 def nested(depth: int) -> bytes:

@@ -22,6 +22,9 @@ MAX_JSON_DEPTH = 100
 BAD_JSON = ("We could not parse the JSON body of your request. The proxy expects a JSON payload, but what was "
             "sent was not valid JSON.")
 _ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+# A surrogate written raw, as its (invalid) UTF-8 bytes ED A0..BF xx: json.loads on bytes decodes
+# with "surrogatepass" and lets it through, and it would fail only later, when written out.
+_RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -80,7 +83,7 @@ def _parse_standard(raw: bytes) -> Any:
     except RecursionError:
         raise ProxyError(f"The JSON body is nested deeper than {MAX_JSON_DEPTH} levels.", code="invalid_value"
                          ) from None
-    check_json(value, strings=bool(_ESCAPED_SURROGATE.search(raw)))
+    check_json(value, strings=bool(_ESCAPED_SURROGATE.search(raw) or _RAW_SURROGATE.search(raw)))
     return value
 
 
