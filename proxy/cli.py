@@ -10,14 +10,16 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NoReturn
 
 from aiohttp import web
 
 from proxy import log_limits, malloc_tuning
 from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
-from proxy.config_file import ConfigError, apply_config
+from proxy.config_file import ConfigError, apply_config, given_options
 from proxy.dialects import DIALECTS, parse_command
 from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
+from proxy.errors import ProxyError
 from proxy.logs import setup_logging
 from proxy.mock.local_server import start_local_mock
 from proxy.mock.server import start_mock
@@ -36,8 +38,9 @@ from proxy.server.site import (
 from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import load_carrier_keys, rotate
+from proxy.store.entry_store import EntryStore
 from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES, DEFAULT_TTL_SECONDS
-from proxy.store.open_store import open_store
+from proxy.store.open_store import open_store, redacted
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.base import Upstream
 from proxy.upstream.forced_choice import POLICIES
@@ -74,10 +77,24 @@ ADDON_SCRIPT = Path(__file__).with_name("addon_script.py")  # in the package: wo
 log = logging.getLogger("gemini-tool-proxy")
 
 
+def _fail(message: str) -> NoReturn:
+    """A configuration that cannot work: one line naming it, exit 2 (argparse's usage-error code),
+    before anything listens."""
+    print(f"gemini-tool-proxy: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
 def _seconds(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    if not (value > 0 and math.isfinite(value)):  # inf would switch a defence (the client timeout) off
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port from 1 to 65535 (0: any free one), not {text}")
     return value
 
 
@@ -115,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the OpenAI Responses / Gemini-native front-end")
     _config_argument(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     serve.add_argument("--upstream", default=DEFAULT_BASE_URL,
                        help="Gemini base URL, or 'mock' for the built-in mock Gemini (default: Google's API)")
     serve.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
@@ -197,9 +214,9 @@ def _parser() -> argparse.ArgumentParser:
                           epilog="Arguments after -- go to mitmdump, e.g. -- --set gtp_default_session=work")
     _config_argument(mitm)
     mitm.add_argument("--listen-host", default="127.0.0.1", help="proxy address (default 127.0.0.1)")
-    mitm.add_argument("--listen-port", type=int, default=DEFAULT_MITM_PORT,
+    mitm.add_argument("--listen-port", type=_port, default=DEFAULT_MITM_PORT,
                       help=f"proxy port clients use as HTTPS_PROXY (default {DEFAULT_MITM_PORT})")
-    mitm.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"front-end port (default {DEFAULT_PORT})")
+    mitm.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"front-end port (default {DEFAULT_PORT})")
     mitm.add_argument("--upstream", default=DEFAULT_BASE_URL,
                       help="front-end's Gemini base URL, 'mock', or 'relay' (with -- --set gtp_relay=...)")
     mitm.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
@@ -220,7 +237,7 @@ def _parser() -> argparse.ArgumentParser:
 
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
-    mock.add_argument("--port", type=int, default=DEFAULT_MOCK_PORT, help=f"port (default {DEFAULT_MOCK_PORT})")
+    mock.add_argument("--port", type=_port, default=DEFAULT_MOCK_PORT, help=f"port (default {DEFAULT_MOCK_PORT})")
     mock.add_argument("--openai", action="store_true",
                       help="run the mock local OpenAI-compatible server (/v1/chat/completions) instead")
     return p
@@ -260,7 +277,7 @@ def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser, arg
     try:
         apply_config(args, args.config, args.commands[args.command], parser, argv[at + 1:], argv[:at])
     except ConfigError as e:
-        raise SystemExit(f"error: {e}") from None
+        _fail(str(e))
 
 
 def _model_rule_arguments(p: argparse.ArgumentParser) -> None:
@@ -295,7 +312,7 @@ def _model_rules(args: argparse.Namespace) -> ModelRules:
         return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools, args.tool_mode,
                                 args.rescue_text_calls, args.single_call, args.think_open)
     except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
+        _fail(str(e))
 
 
 def _client_arguments(p: argparse.ArgumentParser) -> None:
@@ -327,11 +344,11 @@ def _keys(args: argparse.Namespace, *hosts: str) -> ClientKeys:
     try:
         keys = load_keys(args.api_key, args.api_keys_file)
     except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
+        _fail(str(e))
     for host in hosts:
         refusal = refuse_open_bind(host, keys, args.allow_unauthenticated, "--allow-unauthenticated")
         if refusal:
-            raise SystemExit(f"error: {refusal}")
+            _fail(str(refusal))
     return keys
 
 
@@ -344,12 +361,16 @@ async def _until_stopped() -> None:
     await stop.wait()
 
 
-async def _start_site(app: web.Application, host: str, port: int, limits: ServerLimits) -> web.AppRunner:
+async def _start_site(app: web.Application, host: str, port: int, limits: ServerLimits
+                      ) -> tuple[web.AppRunner, int]:
+    """The running site and the port it really listens on (`--port 0` picks a free one)."""
     try:
-        runner, _ = await start_site(app, host, port, limits)
+        runner, site = await start_site(app, host, port, limits)
     except OSError as e:
-        raise SystemExit(f"error: cannot listen on {host}:{port}: {e.strerror or e}") from None
-    return runner
+        _fail(f"cannot listen on {host}:{port}: {e.strerror or e}")
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or []
+    return runner, sockets[0].getsockname()[1] if sockets else port
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -357,7 +378,7 @@ async def _serve(args: argparse.Namespace) -> None:
     try:
         carrier = load_carrier_keys(args.carrier_key, Path(args.carrier_keys_file))
     except (ValueError, OSError) as e:
-        raise SystemExit(f"error: carrier keys: {e}") from None
+        _fail(f"carrier keys: {e}")
     raise_fd_limit()
     limits = ServerLimits.configured(args.client_timeout, args.shutdown_timeout, args.max_connections,
                                      args.background_lease)
@@ -370,34 +391,48 @@ async def _serve(args: argparse.Namespace) -> None:
     try:
         aliases, modes = parse_aliases(args.model_alias), parse_schema_modes(args.schema_mode)
     except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
+        _fail(str(e))
     try:
         upstream = _upstream(args, base)
     except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
+        _fail(str(e))
     try:
         store = open_store(args.store, max_bytes=args.store_max_bytes, session_bytes=args.session_max_bytes,
                            ttl=args.store_ttl)
     except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
-    runner = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
-                                        fill_missing=args.fill_missing_required, forced_choice=args.forced_choice,
-                                        keys=keys, carrier=carrier, limits=limits, rules=_model_rules(args)),
-                               args.host, args.port, limits)
+        _fail(f"--store: {e}")
+    await _check_store(store, args.store)
+    runner, port = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
+                                              fill_missing=args.fill_missing_required,
+                                              forced_choice=args.forced_choice, keys=keys, carrier=carrier,
+                                              limits=limits, rules=_model_rules(args)),
+                                     args.host, args.port, limits)
     runners.append(runner)
     gemini = getattr(upstream, "default", upstream)
     shown = (f"Vertex AI at {gemini.base_url}, {len(gemini.pool)} credential(s)"
              if isinstance(gemini, VertexUpstream) else base)
-    log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s; event loop %s)", args.host, args.port,
+    log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s; event loop %s)", args.host, port,
              shown, f"{len(keys)} client key(s)" if keys else "no client authentication",
              type(asyncio.get_running_loop()).__module__.split(".")[0])
-    print(f"gemini-tool-proxy ready on http://{args.host}:{args.port}", flush=True)
+    print(f"gemini-tool-proxy ready on http://{args.host}:{port}", flush=True)
     try:
         await _until_stopped()
     finally:
         for r in reversed(runners):
             await r.cleanup()
         await store.close()
+
+
+async def _check_store(store: EntryStore, url: str) -> None:
+    """Reach the store before listening: a store that answers it will never work is an error; one that
+    cannot be reached yet is a warning (requests answer 503 store_unavailable until it is back)."""
+    try:
+        await store.check()
+    except ValueError as e:
+        await store.close()
+        _fail(f"--store {redacted(url)}: {e}")
+    except ProxyError as e:
+        log.warning("the store is not reachable yet (%s); requests answer 503 until it is", e.message)
 
 
 def _upstream(args: argparse.Namespace, base: str) -> Upstream:
@@ -445,7 +480,9 @@ def _ca(args: argparse.Namespace) -> None:
     try:
         cert = generate_ca(Path(args.dir), key_type=args.key_type, overwrite=args.force)
     except FileExistsError as e:
-        raise SystemExit(f"error: {e}") from None
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"--dir {args.dir}: cannot write the CA there: {e.strerror or e}")
     print(f"CA written to {args.dir} (key file {CA_KEY_AND_CERT}, mode 0600).\nClients trust {cert}:\n"
           f"  SSL_CERT_FILE={cert}  REQUESTS_CA_BUNDLE={cert}  NODE_EXTRA_CA_CERTS={cert}")
 
@@ -456,25 +493,68 @@ def _carrier_key(args: argparse.Namespace) -> None:
     print(f"carrier keys in {path} (mode 0600): {keys.count} key(s), the first seals")
 
 
-def _mitm(args: argparse.Namespace) -> None:
+def _mitm_file_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The addon options the --config file sets, read as the addon will read them, before mitmdump
+    starts (there a bad file is a traceback)."""
+    if not args.config:
+        return {}
+    from proxy.intercept.options import check_config_file
+
+    try:
+        return check_config_file(args.config)
+    except ConfigError as e:
+        _fail(str(e))
+
+
+def _check_store_url(url: str) -> None:
+    try:
+        store = open_store(url)
+    except ValueError as e:
+        _fail(f"--store: {e}")
+
+    async def check() -> None:
+        try:
+            await _check_store(store, url)
+        finally:
+            await store.close()
+
+    asyncio.run(check())
+
+
+def _mitm(args: argparse.Namespace, given: set[str]) -> None:
+    """mitmdump with the addon. An option goes to it as `--set` unless the --config file sets it and the
+    command line did not (the file must not lose to a default the user never typed)."""
     from mitmproxy.tools.main import mitmdump
 
     _keys(args)  # the addon checks both addresses (its options are the same for plain mitmdump)
-    ensure_ca(Path(args.confdir))
-    auth = [*[a for key in args.api_key for a in ("--set", f"gtp_api_key={key}")],
-            *(["--set", f"gtp_api_keys_file={args.api_keys_file}"] if args.api_keys_file else []),
-            *(["--set", "gtp_allow_unauthenticated=true"] if args.allow_unauthenticated else []),
-            "--set", f"gtp_client_timeout={math.ceil(args.client_timeout)}",
-            "--set", f"gtp_shutdown_timeout={math.ceil(args.shutdown_timeout)}",
-            "--set", f"gtp_background_lease={math.ceil(args.background_lease)}",
-            *(["--set", f"gtp_max_connections={args.max_connections}"] if args.max_connections else [])]
-    mitmdump(["-s", str(ADDON_SCRIPT), "--listen-host", args.listen_host, "--listen-port", str(args.listen_port),
-              "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would print API keys
-              "--set", f"gtp_frontend_port={args.port}", "--set", f"gtp_upstream={args.upstream}",
-              "--set", f"gtp_store={args.store}",
-              *(["--set", f"gtp_config={args.config}"] if args.config else []),
-              *[a for alias in args.model_alias for a in ("--set", f"gtp_model_aliases={alias}")],
-              *auth, *args.mitmdump_args])
+    in_file = _mitm_file_settings(args)
+    sets: list[str] = []
+
+    def put(dest: str, option: str, *values: object) -> None:
+        if dest in given or option not in in_file:
+            sets.extend(a for v in values for a in ("--set", f"{option}={v}"))
+
+    put("port", "gtp_frontend_port", args.port)
+    put("upstream", "gtp_upstream", args.upstream)
+    put("store", "gtp_store", args.store)
+    put("model_alias", "gtp_model_aliases", *args.model_alias)
+    put("api_key", "gtp_api_key", *args.api_key)
+    put("api_keys_file", "gtp_api_keys_file", *([args.api_keys_file] if args.api_keys_file else []))
+    put("allow_unauthenticated", "gtp_allow_unauthenticated", *(["true"] if args.allow_unauthenticated else []))
+    put("client_timeout", "gtp_client_timeout", math.ceil(args.client_timeout))
+    put("shutdown_timeout", "gtp_shutdown_timeout", math.ceil(args.shutdown_timeout))
+    put("background_lease", "gtp_background_lease", math.ceil(args.background_lease))
+    put("max_connections", "gtp_max_connections", *([args.max_connections] if args.max_connections else []))
+    put("listen_host", "listen_host", args.listen_host)
+    put("listen_port", "listen_port", args.listen_port)
+    _check_store_url(args.store if "gtp_store" not in in_file or "store" in given else in_file["gtp_store"])
+    try:
+        ensure_ca(Path(args.confdir))
+    except OSError as e:
+        _fail(f"--confdir {args.confdir}: cannot write the CA there: {e.strerror or e}")
+    mitmdump(["-s", str(ADDON_SCRIPT), "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would
+              *sets, *(["--set", f"gtp_config={args.config}"] if args.config else []),  # print API keys
+              *args.mitmdump_args])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -488,7 +568,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "ca":
         return _ca(args)
     if args.command == "mitm":
-        return _mitm(args)
+        return _mitm(args, given_options(args.commands["mitm"], argv[argv.index("mitm") + 1:]))
     if args.command == "carrier-key":
         return _carrier_key(args)
     if args.command == "parse":
@@ -507,7 +587,7 @@ def _loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None
         import uvloop
     except ImportError:
         if choice == "uvloop":
-            raise SystemExit("--event-loop uvloop: uvloop is not installed (pip install uvloop)") from None
+            _fail("--event-loop uvloop: uvloop is not installed (pip install uvloop)")
         return None
     return uvloop.new_event_loop
 

@@ -27,6 +27,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not valid TOML: it is not UTF-8 text") from None
 
 
 def _name(key: str) -> str:
@@ -81,7 +83,7 @@ def _scalar(where: str, action: argparse.Action, value: Any) -> Any:
     return converted
 
 
-def _given(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
     """The option dests named on the command line (parsed again with every default None)."""
     saved = {a.dest: a.default for a in parser._actions}
     for action in parser._actions:
@@ -105,7 +107,7 @@ def apply_config(args: argparse.Namespace, path: str | Path, command: argparse.A
     """Fill `args` from the file for every option the command line did not give; returns what it set."""
     table = load_toml(path)
     options = {**_options([main]), **_options([command])}
-    given = _given(command, command_argv) | _named(main, main_argv)
+    given = given_options(command, command_argv) | _named(main, main_argv)
     applied: dict[str, Any] = {}
     for key, value in table.items():
         action = options.get(_name(key))

@@ -172,3 +172,142 @@ def test_serve_logs_json_when_asked_after_the_subcommand() -> None:
         _, err = proc.communicate(timeout=15)
     lines = [json.loads(line) for line in err.splitlines() if line.strip()]
     assert lines and all(isinstance(x, dict) and "message" in x for x in lines)
+
+
+def _refused(args: list[str], *, timeout: float = 30) -> str:
+    """Run the command; it must exit 2 before listening, with one line naming what is wrong."""
+    proc = subprocess.run([sys.executable, "-m", "proxy", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr and "ready on" not in proc.stdout, proc.stderr[-2000:]
+    return proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(("args", "names"), [
+    (["serve", "--port", "70000"], "--port"),
+    (["serve", "--port", "-1"], "--port"),
+    (["mitm", "--listen-port", "70000"], "--listen-port"),
+    (["mitm", "--port", "99999"], "--port"),
+    (["mock", "--port", "65536"], "--port"),
+    (["serve", "--client-timeout", "inf"], "--client-timeout"),
+    (["serve", "--read-timeout", "nan"], "--read-timeout"),
+    (["mitm", "--client-timeout", "infinity"], "--client-timeout"),
+])
+def test_option_values_that_can_never_work_are_one_line_and_exit_2(args: list[str], names: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked by the parser itself (in this process: the same code path as a real start)."""
+    from proxy.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert names in line and "error" in line
+
+
+@pytest.mark.parametrize("args", [["serve", "--store", "redis://127.0.0.1:6379/abc"],
+                                  ["mitm", "--store", "redis://127.0.0.1:6379/abc"],
+                                  ["serve", "--store", "redis://127.0.0.1:notaport/0"]])
+def test_a_store_url_that_can_never_work_is_one_line_and_exit_2(args: list[str]) -> None:
+    assert "--store" in _refused(args)
+
+
+def test_a_store_that_answers_it_will_never_work_stops_the_start(tmp_path: Path) -> None:
+    """A Redis database index out of range (`/99999`) and a wrong password start, then answer 503
+    forever: refused before listening. A Redis that is merely down is a warning, and /readyz says so."""
+    from tests.servers import RedisServer
+
+    redis = RedisServer(tmp_path)
+    try:
+        base = redis.url.rsplit("/", 1)[0]
+        line = _refused(["serve", "--store", f"{base}/99999"])
+        assert "--store" in line and "DB index is out of range" in line
+        assert "DB index" in _refused(["mitm", "--store", f"{base}/99999", "--listen-port", str(free_port())])
+        line = _refused(["serve", "--store", base.replace("redis://", "redis://user:s3cret@") + "/0"])
+        assert "--store" in line and "s3cret" not in line, "a password is never printed"
+    finally:
+        redis.stop()
+    port = free_port()
+    proc = start(["serve", "--port", str(port), "--upstream", "mock", "--store", f"{base}/0"])
+    try:
+        assert "ready on" in proc.stdout.readline()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
+            assert json.load(r) == {"status": "ok"}
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz")
+        assert e.value.code == 503 and json.load(e.value)["status"] == "unavailable"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+def test_readyz_is_ready_with_a_memory_store_and_needs_no_key() -> None:
+    port = free_port()
+    proc = start(["serve", "--port", str(port), "--upstream", "mock", "--api-key", "k" * 20])
+    try:
+        assert "ready on" in proc.stdout.readline()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz") as r:
+            assert json.load(r) == {"status": "ready", "store": "ok"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+def test_port_0_listens_on_a_free_port_and_says_which() -> None:
+    proc = start(["serve", "--port", "0", "--upstream", "mock"])
+    try:
+        line = proc.stdout.readline()
+        port = int(line.rsplit(":", 1)[1])
+        assert port > 0
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
+            assert json.load(r) == {"status": "ok"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("command", ["serve", "mitm"])
+def test_a_config_file_that_is_not_toml_or_names_an_unknown_option_is_one_line(tmp_path: Path,
+                                                                                command: str) -> None:
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert "not valid TOML" in _refused([command, "--config", str(binary)])
+    typo = tmp_path / "typo.toml"
+    typo.write_text('upstrem = "x"\n')
+    assert "unknown option 'upstrem'" in _refused([command, "--config", str(typo)])
+
+
+@pytest.mark.parametrize("args", [["ca", "--dir"], ["mitm", "--confdir"]])
+def test_a_certs_directory_that_cannot_be_written_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    """Where the CA cannot be written (here: under a file, which fails for root too; a read-only
+    directory fails the same way for other users)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = _refused([*args, str(blocker / "certs")])
+    assert args[1] in line and "cannot write the CA" in line
+
+
+def test_mitm_takes_what_its_config_file_sets_unless_the_command_line_says_otherwise(tmp_path: Path) -> None:
+    """`mitm --config` used to pass every option's default to the addon as if typed, so the file lost."""
+    from proxy.cli import _mitm
+
+    conf = tmp_path / "m.toml"
+    conf.write_text(f'port = {free_port()}\nupstream = "http://127.0.0.1:1"\n')
+    seen: list[list[str]] = []
+    import mitmproxy.tools.main as mitm_main
+
+    real, mitm_main.mitmdump = mitm_main.mitmdump, seen.append
+    try:
+        from proxy.cli import _parser
+        parser = _parser()
+        argv = ["mitm", "--config", str(conf), "--confdir", str(tmp_path / "c"), "--upstream", "http://127.0.0.1:2"]
+        args = parser.parse_args(argv)
+        from proxy.config_file import given_options
+        _mitm(args, given_options(args.commands["mitm"], argv[1:]))
+    finally:
+        mitm_main.mitmdump = real
+    [cmd] = seen
+    sets = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]
+    assert "gtp_upstream=http://127.0.0.1:2" in sets, "typed on the command line: it wins"
+    assert not any(s.startswith("gtp_frontend_port=") for s in sets), "set by the file, not typed: the file's"
+    assert f"gtp_config={conf}" in sets and "gtp_store=memory" in sets

@@ -4,6 +4,7 @@ seconds: mitmproxy's `--set` parses no floats."""
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from mitmproxy import ctx, exceptions
@@ -27,6 +28,38 @@ from proxy.upstream.vertex import vertex_credentials
 
 DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
                  "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
+
+
+def option_kinds(typespecs: dict[str, Any]) -> dict[str, Any]:
+    """Each option's kind as a config file may give it: "sequence", bool, int or str."""
+    return {name: "sequence" if spec == Sequence[str] else bool if spec is bool else int if spec is int else str
+            for name, spec in typespecs.items()}
+
+
+class _Collect:
+    """A stand-in for mitmproxy's addon loader that only records the options an addon declares."""
+
+    def __init__(self, options: Any) -> None:
+        self.typespecs: dict[str, Any] = {}
+        self.master = SimpleNamespace(options=options)
+
+    def add_option(self, name: str, typespec: Any, *_: Any, **__: Any) -> None:
+        self.typespecs[name] = typespec
+
+
+def check_config_file(path: str) -> dict[str, Any]:
+    """Read a gtp_config file as the addon will, before mitmdump starts: the options it sets, or
+    ConfigError naming what is wrong."""
+    from mitmproxy.options import Options as MitmOptions
+
+    from proxy.intercept.addon import GeminiTools
+
+    base = MitmOptions()
+    loader = _Collect(base)
+    for addon in GeminiTools().addons:
+        if hasattr(addon, "load"):
+            addon.load(loader)
+    return addon_settings(path, option_kinds({**{n: o.typespec for n, o in base.items()}, **loader.typespecs}))
 
 
 class Options:
@@ -153,13 +186,8 @@ class Options:
 
     def _load_config(self, path: str) -> None:
         """Set every option the file names that the command line did not set (even to its default)."""
-        kinds: dict[str, Any] = {}
-        for name, option in ctx.options.items():
-            spec = option.typespec
-            kinds[name] = ("sequence" if spec == Sequence[str] else bool if spec is bool else int if spec is int
-                           else str)
         try:
-            settings = addon_settings(path, kinds)
+            settings = addon_settings(path, option_kinds({n: o.typespec for n, o in ctx.options.items()}))
         except ConfigError as e:
             raise exceptions.OptionsError(str(e)) from None
         unset = {k: v for k, v in settings.items() if k not in self.given and not ctx.options.has_changed(k)}

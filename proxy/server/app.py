@@ -6,6 +6,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy import ids, metrics
+from proxy.errors import ProxyError
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, authenticate
@@ -85,7 +86,21 @@ async def identity_middleware(request: web.Request, handler: Any) -> web.StreamR
 
 
 async def healthz(request: web.Request) -> web.Response:
+    """The process serves (liveness). /readyz says whether it can also keep sessions."""
     return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Readiness for a load balancer: 200 while the session store answers, 503 while it does not (the
+    process keeps serving what needs no store, and /healthz stays 200)."""
+    check = getattr(request.app[CONTEXT].store, "check", None)
+    try:
+        if check is not None:
+            await check()
+    except (ProxyError, ValueError) as e:
+        return web.json_response({"status": "unavailable", "store": getattr(e, "message", str(e))}, status=503,
+                                 headers={"Retry-After": "1"})
+    return web.json_response({"status": "ready", "store": "ok"})
 
 
 def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_BYTES,
@@ -104,6 +119,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
                            limits=limits or ServerLimits(), rules=rules, rest=rest)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)
     app.router.add_get("/v1/models", list_models)
     app.router.add_post("/v1/responses", create_response)

@@ -101,7 +101,7 @@ def presented_key(request: web.BaseRequest) -> str | None:
 
 
 SCOPE = web.RequestKey("scope", str)  # the authenticated client's scope (absent when auth is off)
-OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 
 
 def authenticate(request: web.Request, keys: ClientKeys) -> None:

@@ -45,6 +45,14 @@ class EntryStore:
         """(bytes, entries) the backend keeps, for /metrics."""
         return await self.backend.usage()
 
+    async def check(self) -> None:
+        """Reach the backend: StoreUnavailable while it cannot be reached (it may come back), ValueError
+        when it answers that it never will work as configured (a database index out of range, a wrong
+        password)."""
+        check = getattr(self.backend, "check", None)
+        if check is not None:
+            await check()
+
     async def _put(self, key: Key, docs: list[bytes], what: str) -> None:
         try:
             await self.backend.put(key, docs)

@@ -9,15 +9,32 @@ from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES, DEFAULT
 SCHEMES = ("redis", "rediss", "unix")
 
 
+def redacted(url: str) -> str:
+    """The URL without its user and password, for messages and logs."""
+    parts = urlsplit(url)
+    if not parts.password and not parts.username:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"***@{host}").geturl()
+
+
 def check_store_url(url: str) -> str:
     """`url` when it names a store we can open; ValueError naming what is wrong otherwise."""
     if url == "memory":
         return url
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
-        raise ValueError(f"store must be 'memory' or a redis://, rediss:// or unix:// URL, not {url!r}")
+        raise ValueError(f"store must be 'memory' or a redis://, rediss:// or unix:// URL, not {redacted(url)!r}")
     if parts.scheme != "unix" and not parts.hostname:
-        raise ValueError(f"store URL {url!r} names no host")
+        raise ValueError(f"store URL {redacted(url)!r} names no host")
+    db = parts.path.strip("/") if parts.scheme != "unix" else ""
+    if db and not db.isdigit():
+        raise ValueError(f"store URL {redacted(url)!r}: the database after the host must be a number such as /0, "
+                         f"not {db!r}")
+    try:
+        parts.port  # noqa: B018 -- reading it validates it
+    except ValueError:
+        raise ValueError(f"store URL {redacted(url)!r} has an invalid port") from None
     return url
 
 

@@ -61,6 +61,18 @@ class RedisEntries:
                 raise unavailable(e) from e
             raise
 
+    async def check(self) -> None:
+        try:
+            await self.client.ping()
+        except (rexc.AuthenticationError, rexc.AuthorizationError) as e:
+            raise ValueError(f"the Redis store refuses this instance: {e}") from None
+        except (rexc.ConnectionError, rexc.TimeoutError, rexc.BusyLoadingError, OSError) as e:
+            raise unavailable(e) from e
+        except rexc.ResponseError as e:
+            if "OOM" in str(e) or "READONLY" in str(e) or "MASTERDOWN" in str(e) or "LOADING" in str(e):
+                raise unavailable(e) from e
+            raise ValueError(f"the Redis store answers: {e}") from None
+
     async def get(self, key: Key) -> list[bytes] | None:
         out = await self._call(key, "get")
         if out[0] == 2:
