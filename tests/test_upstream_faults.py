@@ -6,6 +6,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 import openai
 import pytest
@@ -142,13 +143,13 @@ async def _trickler(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-def _front_with(mode: str, **timeouts: float):
+def _front_with(mode: str, handler: Any = None, **timeouts: float):
     lt = LoopThread()
 
     async def start():
         up_app = web.Application()
         up_app[MODE] = mode
-        up_app.router.add_post("/v1beta/models/{target}", _trickler)
+        up_app.router.add_post("/v1beta/models/{target}", handler or _trickler)
         up_runner = web.AppRunner(up_app, shutdown_timeout=0.1)
         await up_runner.setup()
         site = web.TCPSite(up_runner, "127.0.0.1", 0)
@@ -189,13 +190,70 @@ def test_trickling_upstream_is_cut_by_the_deadline(mode: str, what: str) -> None
         close()
 
 
-def test_silent_upstream_for_a_whole_answer_hits_the_total_deadline() -> None:
-    url, close = _front_with("silent", read_timeout=1.0, total_timeout=2.0)
+async def _sync_misbehaving(request: web.Request) -> web.StreamResponse:
+    """A whole (non-streamed) answer gone wrong: `nothing` (no headers, ever), `one` (headers and the
+    start of the JSON, then silence), `slow` (one byte every 1.5 s), `fast` (one byte every 0.2 s)."""
+    mode = request.app[MODE]
+    if mode == "nothing":
+        await asyncio.sleep(60)
+    resp = web.StreamResponse(headers={"content-type": "application/json"})
+    await resp.prepare(request)
+    body = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": "x" * 100}]},
+                                       "finishReason": "STOP"}]}).encode()
+    if mode == "one":
+        await resp.write(body[:20])
+        await asyncio.sleep(60)
+    for i in range(len(body)):
+        await asyncio.sleep(1.5 if mode == "slow" else 0.2)
+        await resp.write(body[i:i + 1])
+    return resp
+
+
+@pytest.mark.parametrize(("mode", "what"), [("nothing", "did not answer within 1s"),
+                                            ("one", "sent nothing more of its answer for 1s"),
+                                            ("slow", "sent nothing more of its answer for 1s"),
+                                            ("fast", "total deadline of 2.5s")])
+def test_whole_answers_keep_every_deadline(mode: str, what: str) -> None:
+    """--read-timeout covers a whole answer too (before the first byte and between bytes), not only
+    streams; a trickle fast enough to keep it alive meets the total deadline. Each front-end answers
+    504 in its own protocol, within the deadlines (the upstream never finishes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url, close = _front_with(mode, handler=_sync_misbehaving, read_timeout=1.0, total_timeout=2.5)
+    c = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=30)
+
+    def openai_call(which: str) -> tuple[int, str, float]:
+        start = time.monotonic()
+        try:
+            if which == "responses":
+                c.responses.create(model="gemini-2.5-flash", input="hi")
+            else:
+                c.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": "hi"}])
+        except openai.APIStatusError as e:
+            return e.status_code, e.message, time.monotonic() - start
+        raise AssertionError("answered")
+
+    def native_call(method: str) -> tuple[int, str, float]:
+        start = time.monotonic()
+        req = urllib.request.Request(f"{url}/v1beta/models/gemini-2.5-flash:{method}",
+                                     data=b'{"contents": [{"parts": [{"text": "hi"}]}]}',
+                                     headers={"content-type": "application/json", "x-goog-api-key": "k"})
+        try:
+            urllib.request.urlopen(req, timeout=30)
+        except urllib.error.HTTPError as e:
+            err = json.load(e)["error"]
+            assert err["status"] == "DEADLINE_EXCEEDED", err
+            return e.code, err["message"], time.monotonic() - start
+        raise AssertionError("answered")
+
     try:
-        c = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=30)
-        with pytest.raises(openai.APIStatusError) as e:
-            c.responses.create(model="gemini-2.5-flash", input="hi")
-        assert e.value.status_code == 504 and "total deadline of 2s" in e.value.message
+        with ThreadPoolExecutor(4) as pool:
+            jobs = [pool.submit(openai_call, "responses"), pool.submit(openai_call, "chat"),
+                    pool.submit(native_call, "generateContent"), pool.submit(native_call, "countTokens")]
+            results = [j.result() for j in jobs]
+        for status, message, took in results:
+            assert status == 504 and took < 6, (status, message, took)
+        assert all(what in m for _, m, _ in results[:3]), results  # countTokens is passed through: any deadline
     finally:
         close()
 

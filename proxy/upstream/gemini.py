@@ -106,6 +106,12 @@ class GeminiUpstream(HttpSession):
                              gemini_error={"code": 504, "status": "DEADLINE_EXCEEDED",
                                            "message": f"The proxy's deadline passed: Gemini {what}."})
 
+    def _cut_answer(self, e: TimeoutError) -> UpstreamError:
+        """A whole answer whose reading stalled (the socket's read timeout) or ran past the deadline."""
+        return self._timed_out(f"sent nothing more of its answer for {self.read_timeout:g}s"
+                               if isinstance(e, aiohttp.ServerTimeoutError) else
+                               f"did not finish its answer within the total deadline of {self.total_timeout:g}s")
+
     async def _post(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
                     deadline: float) -> aiohttp.ClientResponse:
         return await self.send(self._url(model, stream), body, api_key, stream, deadline)
@@ -128,7 +134,8 @@ class GeminiUpstream(HttpSession):
             record = metrics.CURRENT.get()
             if record is not None:
                 record.key = key.label if key else "none"
-            # A stream's headers come at once; a whole answer's only when it is done.
+            # A stream's headers come at once: its first byte is timed here. A whole answer's read
+            # timeout (first byte and between bytes) is the socket's (_idle_limit).
             limit = min(loop.time() + self.read_timeout, deadline) if stream else deadline
             try:
                 async with asyncio.timeout_at(limit):
@@ -143,7 +150,9 @@ class GeminiUpstream(HttpSession):
                                         key.label)
                             continue
                         raise
-                    resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers)
+                    read_limit = {} if stream else {"timeout": self._idle_limit(self.read_timeout)}
+                    resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers,
+                                                   **read_limit)
                     if resp.status == 200:
                         self._note_key(key, "ok")
                         return resp
@@ -165,7 +174,8 @@ class GeminiUpstream(HttpSession):
                 if resp.status not in RETRYABLE_STATUS:
                     raise error
             except TimeoutError as e:
-                raise self._timed_out(f"did not answer within {self.read_timeout:g}s" if stream and limit < deadline
+                idle = isinstance(e, aiohttp.ServerTimeoutError) or (stream and limit < deadline)
+                raise self._timed_out(f"did not answer within {self.read_timeout:g}s" if idle
                                       else f"did not answer within the total deadline of {self.total_timeout:g}s"
                                       ) from e
             except aiohttp.ClientConnectionError as e:
@@ -255,12 +265,14 @@ class GeminiUpstream(HttpSession):
         try:
             async with asyncio.timeout(self.total_timeout):
                 async with self._http().request(method, url(key) if callable(url) else url, data=body or None,
-                                                headers=sent) as resp:
+                                                headers=sent, timeout=self._idle_limit(self.read_timeout)) as resp:
                     data = await resp.read()
                     kept = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
                     return Forwarded(resp.status, kept, data)
         except TimeoutError as e:
-            raise self._timed_out(f"did not answer within the total deadline of {self.total_timeout:g}s") from e
+            idle = isinstance(e, aiohttp.ServerTimeoutError)
+            raise self._timed_out(f"sent nothing for {self.read_timeout:g}s" if idle else
+                                  f"did not answer within the total deadline of {self.total_timeout:g}s") from e
         except aiohttp.ClientError as e:
             raise UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
                                 type="server_error") from e
@@ -276,8 +288,7 @@ class GeminiUpstream(HttpSession):
                 answer = fast_json.loads(await resp.read())
         except TimeoutError as e:
             resp.close()
-            raise self._timed_out(f"did not finish its answer within the total deadline of "
-                                  f"{self.total_timeout:g}s") from e
+            raise self._cut_answer(e) from e
         except (json.JSONDecodeError, UnicodeDecodeError, aiohttp.ClientError) as e:
             resp.close()
             raise UpstreamError(f"Gemini sent an unreadable answer: {e}", status=502, type="server_error") from e

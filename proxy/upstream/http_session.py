@@ -18,6 +18,12 @@ class HttpSession:
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
 
+    def _idle_limit(self, read_timeout: float) -> aiohttp.ClientTimeout:
+        """For a request answered whole (not a stream): nothing read from the socket for `read_timeout`
+        seconds, before the first byte or between two, ends it (aiohttp.ServerTimeoutError). A stream
+        keeps its own clock, which only whole events reset."""
+        return aiohttp.ClientTimeout(total=None, sock_connect=self._timeout.sock_connect, sock_read=read_timeout)
+
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)

@@ -9,6 +9,7 @@ client's full resend, costs Google only the new turn. When Google no longer has 
 (404), the whole history is sent instead: the answer never depends on the shortcut.
 """
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -72,7 +73,10 @@ class InteractionsUpstream(GeminiUpstream):
         deadline = self._deadline()
         resp = await self._send_planned(model, body, api_key, False, deadline)
         try:
-            interaction = json.loads(await resp.read())
+            async with asyncio.timeout_at(deadline):
+                interaction = json.loads(await resp.read())
+        except TimeoutError as e:
+            raise self._cut_answer(e) from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise UpstreamError(f"The Interactions upstream sent an unreadable answer: {e}", status=502,
                                 type="server_error") from e

@@ -101,7 +101,8 @@ class OpenAIUpstream(HttpSession):
             limit = min(loop.time() + self.read_timeout, deadline) if req.get("stream") else deadline
             try:
                 async with asyncio.timeout_at(limit):
-                    resp = await self._http().post(self.url, data=data, headers=self._headers())
+                    resp = await self._http().post(self.url, data=data, headers=self._headers(), **(
+                        {} if req.get("stream") else {"timeout": self._idle_limit(self.read_timeout)}))
                     if resp.status == 200:
                         return resp
                     text = await resp.text(errors="replace")
