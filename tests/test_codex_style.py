@@ -57,7 +57,7 @@ def test_five_stateless_rounds_on_gemini3(stack) -> None:
         assert custom.name == "apply_patch" and custom.input == "PATCH"
         ns_call = next(o for o in final.output if o.type == "function_call" and o.namespace)
         assert (ns_call.namespace, ns_call.name) == ("multi_agent_v1", "close_agent")
-        assert final.output[-1].type == "reasoning" and final.output[-1].encrypted_content.startswith("gtp.v2.")
+        assert final.output[-1].type == "reasoning" and final.output[-1].encrypted_content.startswith("gtp.v3.")
         # Codex replays every output item, then its outputs.
         items += [o.model_dump(exclude_none=True) for o in final.output]
         for o in final.output:

@@ -31,8 +31,7 @@ from proxy.from_gemini.server_tools import (
 )
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
-from proxy.signatures.carrier import encode_carrier
-from proxy.signatures.carrier_keys import CarrierKeys
+from proxy.signatures.carrier import CarrierSeal
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.tools.tool_names import ToolRef
 from proxy.wire.gemini import first_candidate_parts, grounding_of
@@ -59,7 +58,7 @@ class _Search:
 
 class ResponsesTranslator:
     def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
-                 keep_first_call_only: bool = False, carrier: CarrierKeys | None = None,
+                 keep_first_call_only: bool = False, carrier: CarrierSeal | None = None,
                  snapshots: bool = True) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
         self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
@@ -114,7 +113,7 @@ class ResponsesTranslator:
         events += self._close_open() + self._end_searches()
         if self._carrier and (self.calls or self.hosted):
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
-                    "encrypted_content": encode_carrier(self.calls + self.hosted, self._carrier)}
+                    "encrypted_content": self._carrier.encode(self.calls + self.hosted)}
             events += self._add_item(item) + self._done_item(item)
         self.response["usage"] = map_usage(self._usage)
         problem = self.check.problem()

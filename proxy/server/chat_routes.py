@@ -37,7 +37,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     items = parse_input(chat_messages_to_items(req.messages))
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
-    model, tools, calls = await ctx.prepare(session, req.model, sent.get("tools"), items,
+    model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items,
                                             web_search=req.web_search_options is not None)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model,

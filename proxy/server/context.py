@@ -12,7 +12,7 @@ from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
 from proxy.server.in_flight import InFlight
 from proxy.server.site import ServerLimits
 from proxy.signatures.call_record import CallRecord
-from proxy.signatures.carrier import decode_carriers
+from proxy.signatures.carrier import CarrierSeal
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.store.base import SessionStore
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
@@ -73,17 +73,22 @@ class Context:
     def json_schema_mode(self, gemini_model: str) -> bool:
         return schema_mode_for(gemini_model, self.schema_modes)
 
-    async def prepare(self, session: str, client_model: str, tools: list[dict[str, Any]] | None,
-                      items: list[InputItem], web_search: bool = False
+    def seal(self, request: web.Request, model: str) -> CarrierSeal:
+        """The carrier for this client (its scope) and this Gemini model."""
+        return CarrierSeal(self.carrier, request.get(SCOPE) or "", model)
+
+    async def prepare(self, request: web.Request, session: str, client_model: str,
+                      tools: list[dict[str, Any]] | None, items: list[InputItem], web_search: bool = False
                       ) -> tuple[str, PreparedTools, dict[str, CallRecord]]:
         """The Gemini model, the tools for it, and what is known of the calls `items` refer to:
-        this process's records win; carriers replayed by stateless clients fill the gaps."""
+        this process's records win; carriers replayed by stateless clients (this client's own, for
+        this model) fill the gaps."""
         model = self.gemini_model(client_model)
         prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing,
                                  web_search=web_search).serve_hosted(model, self.rules.hosted_tools)
         call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.call_id for i in items
                     if isinstance(i, _REFERRING)]
-        calls = {**decode_carriers(items, self.carrier), **await self.store.get_calls(session, call_ids)}
+        calls = {**self.seal(request, model).decode(items), **await self.store.get_calls(session, call_ids)}
         return model, prepared, calls
 
 

@@ -127,7 +127,8 @@ async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
             raise ProxyError(f"Previous interaction '{req.previous_interaction_id}' not found.", status=404,
                              param="previous_interaction_id", code="not_found")
         prior = await conversation_at(ctx.store, session, req.previous_interaction_id)
-    model, tools, calls = await ctx.prepare(session, req.model, tools_to_responses(req.tools), converted.items)
+    model, tools, calls = await ctx.prepare(request, session, req.model, tools_to_responses(req.tools),
+                                            converted.items)
     for cid, signature in converted.call_signatures.items():
         if cid not in calls:  # history this process never saw: the client's thought step signs its call
             name = converted.call_names[cid]

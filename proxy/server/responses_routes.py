@@ -42,14 +42,14 @@ async def create_response(request: web.Request) -> web.StreamResponse:
 
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
-    model, tools, calls = await ctx.prepare(session, req.model, sent.get("tools"), items)
+    model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items)
     conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model))
     body = build_gemini_request(req, conv, tools, model)
+    carry = "reasoning.encrypted_content" in (req.include or [])
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
-                                     carrier=ctx.carrier if "reasoning.encrypted_content" in (req.include or [])
-                                     else None, snapshots=False)
+                                     carrier=ctx.seal(request, model) if carry else None, snapshots=False)
     key = api_key_of(request)
     headers = warning_headers(tools.warnings)
 

@@ -6,47 +6,77 @@ item whose `encrypted_content` holds the turn's call records is the clean carrie
 (translators.md §2.2, CLIProxyAPI's approach); call ids stay short, unlike LiteLLM's `__thought__` ids.
 
 The records are sealed with AES-256-GCM under the server's carrier keys (carrier_keys.py): a client
-can neither read them nor forge or alter one. Anything that does not open — tampered, forged, under
-a retired key, or an unsealed `gtp.v1.` carrier from before — is ignored: the call then goes to
-Gemini with the sentinel signature, as any call the proxy has no record of.
+can neither read them nor forge or alter one. A carrier is bound to the client's scope (a hash of it
+is authenticated with the seal), so another tenant's carrier opens no more than a forged one. It
+also names the Gemini model that made the calls: signatures are bound to their model, so replayed to
+another model the calls go without them. Anything that does not open — tampered, forged, another
+tenant's, under a retired key, or from an older version (`gtp.v1.`, `gtp.v2.`) — is ignored: the call
+then goes to Gemini with the sentinel signature, as any call the proxy has no record of.
 """
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier_keys import CarrierKeys
 
 log = logging.getLogger(__name__)
-PREFIX = "gtp.v2."
-_LABEL = PREFIX.encode()
+PREFIX = "gtp.v3."
 
 
-def encode_carrier(calls: list[CallRecord], keys: CarrierKeys) -> str:
-    data = json.dumps([c.to_dict() for c in calls], separators=(",", ":")).encode()
-    return PREFIX + keys.seal(data, _LABEL)
+def _label(scope: str) -> bytes:
+    """What the seal authenticates besides the data: the version and the client's scope."""
+    return PREFIX.encode() + hashlib.sha256(b"scope:" + scope.encode()).digest()[:16]
 
 
-def decode_carriers(items: Iterable[Any], keys: CarrierKeys) -> dict[str, CallRecord]:
-    """Call records from every reasoning item that carries ours and opens; anything else is ignored."""
-    found: dict[str, CallRecord] = {}
-    for item in items:
-        if getattr(item, "type", None) != "reasoning":
-            continue  # first: asking other items for a field they lack costs pydantic an exception
-        content = getattr(item, "encrypted_content", None)
-        if not isinstance(content, str) or not content.startswith("gtp."):
-            continue
-        data = keys.open(content[len(PREFIX):], _LABEL) if content.startswith(PREFIX) else None
-        if data is None:
-            log.info("a replayed carrier did not open (tampered, forged, or sealed under a retired key): ignored")
-            continue
-        try:
-            for r in json.loads(data):
-                rec = CallRecord.from_dict(r)
-                if isinstance(rec.call_id, str) and isinstance(rec.gemini_name, str):
-                    found[rec.call_id] = rec
-        except (ValueError, TypeError, AttributeError):
-            continue  # sealed by us, so only a bug gets here; the sentinel stands in
-    return found
+@dataclass(frozen=True)
+class CarrierSeal:
+    """The carrier of one request: the server's keys, the client's scope ("" without client keys) and
+    the Gemini model the request goes to."""
+
+    keys: CarrierKeys
+    scope: str
+    model: str
+
+    def encode(self, calls: list[CallRecord]) -> str:
+        data = json.dumps({"model": self.model, "calls": [c.to_dict() for c in calls]}, separators=(",", ":"))
+        return PREFIX + self.keys.seal(data.encode(), _label(self.scope))
+
+    def decode(self, items: Iterable[Any]) -> dict[str, CallRecord]:
+        """Call records from every reasoning item that carries ours and opens for this scope; anything
+        else is ignored. Records made by another model lose their signatures."""
+        found: dict[str, CallRecord] = {}
+        for item in items:
+            if getattr(item, "type", None) != "reasoning":
+                continue  # first: asking other items for a field they lack costs pydantic an exception
+            content = getattr(item, "encrypted_content", None)
+            if not isinstance(content, str) or not content.startswith("gtp."):
+                continue
+            data = self.keys.open(content[len(PREFIX):], _label(self.scope)) if content.startswith(PREFIX) else None
+            if data is None:
+                log.info("a replayed carrier did not open (tampered, forged, another client's, from an older "
+                         "version, or sealed under a retired key): ignored")
+                continue
+            try:
+                sealed = json.loads(data)
+                same_model = sealed["model"] == self.model
+                if not same_model:
+                    log.info("a replayed carrier is from %s, this request goes to %s: its signatures stay out",
+                             sealed["model"], self.model)
+                for r in sealed["calls"]:
+                    rec = CallRecord.from_dict(r)
+                    if isinstance(rec.call_id, str) and isinstance(rec.gemini_name, str):
+                        found[rec.call_id] = rec if same_model else _unsigned(rec)
+            except (ValueError, TypeError, AttributeError, KeyError):
+                continue  # sealed by us, so only a bug gets here; the sentinel stands in
+        return found
+
+
+def _unsigned(rec: CallRecord) -> CallRecord:
+    """A record without Gemini's signatures (on the call and on server-side tool parts)."""
+    parts = [{k: v for k, v in p.items() if k != "thoughtSignature"} for p in rec.server_parts or []]
+    return replace(rec, signature=None, server_parts=parts if rec.server_parts is not None else None)
