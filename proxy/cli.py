@@ -401,7 +401,7 @@ async def _serve(args: argparse.Namespace) -> None:
                            ttl=args.store_ttl)
     except ValueError as e:
         _fail(f"--store: {e}")
-    await _check_store(store, args.store)
+    await _check_store(store, args.store, bool(keys))
     runner, port = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
                                               fill_missing=args.fill_missing_required,
                                               forced_choice=args.forced_choice, keys=keys, carrier=carrier,
@@ -423,11 +423,13 @@ async def _serve(args: argparse.Namespace) -> None:
         await store.close()
 
 
-async def _check_store(store: EntryStore, url: str) -> None:
-    """Reach the store before listening: a store that answers it will never work is an error; one that
-    cannot be reached yet is a warning (requests answer 503 store_unavailable until it is back)."""
+async def _check_store(store: EntryStore, url: str, keyed: bool) -> None:
+    """Reach the store before listening: a store that answers it will never work is an error (also a
+    shared store of keyed instances for a keyless one); one that cannot be reached yet is a warning
+    (requests answer 503 store_unavailable until it is back)."""
     try:
         await store.check()
+        await store.claim(keyed)
     except ValueError as e:
         await store.close()
         _fail(f"--store {redacted(url)}: {e}")
@@ -506,7 +508,7 @@ def _mitm_file_settings(args: argparse.Namespace) -> dict[str, Any]:
         _fail(str(e))
 
 
-def _check_store_url(url: str) -> None:
+def _check_store_url(url: str, keyed: bool) -> None:
     try:
         store = open_store(url)
     except ValueError as e:
@@ -514,7 +516,7 @@ def _check_store_url(url: str) -> None:
 
     async def check() -> None:
         try:
-            await _check_store(store, url)
+            await _check_store(store, url, keyed)
         finally:
             await store.close()
 
@@ -526,7 +528,7 @@ def _mitm(args: argparse.Namespace, given: set[str]) -> None:
     command line did not (the file must not lose to a default the user never typed)."""
     from mitmproxy.tools.main import mitmdump
 
-    _keys(args)  # the addon checks both addresses (its options are the same for plain mitmdump)
+    keyed = bool(_keys(args))  # the addon checks both addresses (its options are the same for plain mitmdump)
     in_file = _mitm_file_settings(args)
     sets: list[str] = []
 
@@ -547,7 +549,8 @@ def _mitm(args: argparse.Namespace, given: set[str]) -> None:
     put("max_connections", "gtp_max_connections", *([args.max_connections] if args.max_connections else []))
     put("listen_host", "listen_host", args.listen_host)
     put("listen_port", "listen_port", args.listen_port)
-    _check_store_url(args.store if "gtp_store" not in in_file or "store" in given else in_file["gtp_store"])
+    _check_store_url(args.store if "gtp_store" not in in_file or "store" in given else in_file["gtp_store"],
+                     keyed or bool(in_file.get("gtp_api_key") or in_file.get("gtp_api_keys_file")))
     try:
         ensure_ca(Path(args.confdir))
     except OSError as e:

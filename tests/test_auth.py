@@ -57,7 +57,7 @@ def _routes(stack: Stack) -> list[tuple[str, str]]:
     return out
 
 
-def test_every_route_but_healthz_needs_a_key(locked: Stack) -> None:
+def test_every_route_but_the_health_checks_needs_a_key(locked: Stack) -> None:
     routes = _routes(locked)
     assert len(routes) >= 10
     before = len(locked.seen)
@@ -65,7 +65,7 @@ def test_every_route_but_healthz_needs_a_key(locked: Stack) -> None:
         body = None if method in ("GET", "DELETE") else {}
         for headers in ({}, {"authorization": "Bearer wrong-key-0123456789abc"}, {"x-goog-api-key": "nope"}):
             status, answer, got = _call(locked.url, method, path, body, headers)
-            if path == "/healthz":
+            if path in ("/healthz", "/readyz"):
                 assert status == 200
                 continue
             assert status == 401, (method, path, headers, answer)
@@ -166,3 +166,57 @@ def test_plain_mitmdump_refuses_every_interface(tmp_path) -> None:
     proc = subprocess.run([*base[:-2], "--listen-host", "127.0.0.1", "--set", "gtp_frontend_host=0.0.0.0",
                            "--set", "gtp_frontend_port=0"], capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "refusing to listen on 0.0.0.0 without authentication" in proc.stdout + proc.stderr
+
+
+def test_a_keyless_client_cannot_name_a_keyed_clients_session() -> None:
+    """Sessions of clients with keys are stored as 'c-<12 hex>:NAME'; a keyless instance on the same
+    store must not reach them by naming that (issue 24)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from tests.harness import Stack
+
+    stack = Stack()
+    try:
+        for method, path, body, headers in (
+                ("POST", "/v1/responses", {"model": "gemini-2.5-flash", "input": "hi"},
+                 {"x-gtp-session": "c-0123456789ab:default"}),
+                ("PUT", "/v1/sessions/c-0123456789ab:default/tools", {"tools": []}, {}),
+                ("GET", "/v1/sessions/c-abcdef012345:x", None, {})):
+            req = urllib.request.Request(stack.url + path, method=method, headers={
+                "content-type": "application/json", **headers}, data=json.dumps(body).encode() if body else None)
+            try:
+                urllib.request.urlopen(req)
+            except urllib.error.HTTPError as e:
+                err = json.load(e)["error"]
+                assert e.code == 400 and "clients with keys" in err["message"], err
+            else:
+                raise AssertionError(path)
+        ok = urllib.request.Request(stack.url + "/v1/responses", headers={
+            "content-type": "application/json", "x-gtp-session": "c-plain:name"},
+            data=json.dumps({"model": "gemini-2.5-flash", "input": "hi"}).encode())
+        assert urllib.request.urlopen(ok).status == 200, "other names with 'c-' stay usable"
+    finally:
+        stack.close()
+
+
+def test_a_keyless_instance_refuses_a_store_that_keyed_instances_use(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from tests.servers import ROOT, RedisServer, proxy_instance
+
+    redis = RedisServer(tmp_path)
+    keyed = None
+    try:
+        keyed, _ = proxy_instance(tmp_path, "keyed", "mock", "--store", redis.url, "--api-key", "k" * 24)
+        done = subprocess.run([sys.executable, "-m", "proxy", "serve", "--port", "0", "--upstream", "mock",
+                               "--store", redis.url], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2 and "holds sessions of instances with client keys" in done.stderr, done.stderr
+        again, _ = proxy_instance(tmp_path, "keyed-2", "mock", "--store", redis.url, "--api-key", "k" * 24)
+        again.stop()
+    finally:
+        if keyed:
+            keyed.stop()
+        redis.stop()

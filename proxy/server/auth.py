@@ -23,6 +23,7 @@ from proxy.errors import ProxyError
 
 KEYS_ENV = "GTP_API_KEYS"
 SESSION_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")  # as session markers spell them
+SCOPED_NAME = re.compile(r"c-[0-9a-f]{12}:")  # scoped_session's names for keyed clients (scope_of)
 # A key shorter than this is refused: guessable keys on a network port spend the operator's quota.
 MIN_KEY_LENGTH = 16
 
@@ -123,4 +124,8 @@ def scoped_session(request: web.Request, name: str, param: str) -> str:
         raise ProxyError(f"Invalid session name {name[:80]!r}: 1 to 128 letters, digits or '_.:-'.",
                          param=param, code="invalid_value")
     scope = request.get(SCOPE)
+    if not scope and SCOPED_NAME.match(name):
+        raise ProxyError(f"Invalid session name {name[:80]!r}: names 'c-' + 12 hex digits + ':' are the sessions of "
+                         "clients with keys, which a client without one cannot name.", param=param,
+                         code="invalid_value")
     return f"{scope}:{name}" if scope else name

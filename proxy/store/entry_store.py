@@ -45,6 +45,14 @@ class EntryStore:
         """(bytes, entries) the backend keeps, for /metrics."""
         return await self.backend.usage()
 
+    async def claim(self, scoped: bool) -> None:
+        """A shared store holds scoped sessions (client keys) or keyless ones, never both kinds of
+        instance: a keyed instance marks the store, a keyless one refuses (ValueError) a marked store,
+        whose tenants' sessions it could otherwise name. A store in this process's memory is its own."""
+        claim = getattr(self.backend, "claim", None)
+        if claim is not None:
+            await claim(scoped)
+
     async def check(self) -> None:
         """Reach the backend: StoreUnavailable while it cannot be reached (it may come back), ValueError
         when it answers that it never will work as configured (a database index out of range, a wrong

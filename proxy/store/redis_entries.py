@@ -73,6 +73,18 @@ class RedisEntries:
                 raise unavailable(e) from e
             raise ValueError(f"the Redis store answers: {e}") from None
 
+    async def claim(self, scoped: bool) -> None:
+        marker = f"{self.prefix}scoped"
+        try:
+            if scoped:
+                await self.client.set(marker, b"1")
+            elif await self.client.exists(marker):
+                raise ValueError("this store holds sessions of instances with client keys; an instance without "
+                                 "keys would reach them by name. Give it the same client keys (--api-key, "
+                                 "--api-keys-file) or a store of its own (another database or prefix)")
+        except (rexc.ConnectionError, rexc.TimeoutError, rexc.BusyLoadingError, OSError) as e:
+            raise unavailable(e) from e
+
     async def get(self, key: Key) -> list[bytes] | None:
         out = await self._call(key, "get")
         if out[0] == 2:
