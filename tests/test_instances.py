@@ -280,3 +280,84 @@ def test_a_cancel_while_the_owner_is_frozen_ends_cancelled(fleet: Fleet, runner)
         proc.proc.send_signal(signal.SIGCONT)
     time.sleep(3.5)
     assert owner.interactions.get(started.id).status == "cancelled"
+
+
+# -- the store dies while an answer streams: the client is told it failed, and nothing has a gap ------
+
+def _kill_redis_after_first_event(fleet: Fleet, events: Iterator) -> list:
+    """Read a stream; SIGKILL Redis once its first event has arrived (the answer is under way); read
+    the rest."""
+    seen: list = []
+    for event in events:
+        seen.append(event)
+        if fleet.redis.proc is not None and fleet.redis.proc.poll() is None:
+            fleet.redis.proc.send_signal(signal.SIGKILL)
+            fleet.redis.proc.wait(10)
+    return seen
+
+
+SLOW = "[[mock:slow 0.3]] a long story please"
+WEATHER_FN = {k: v for k, v in WEATHER.items() if k != "type"}
+
+
+def test_redis_killed_mid_stream_is_a_failure_never_a_completed_response(fleet: Fleet) -> None:
+    """Issue 24 item 2: Redis SIGKILLed while a Responses stream (continuing a stored one) runs: the
+    stream ends `response.failed` (store_unavailable), not `response.completed` with an id that was
+    never stored; a Chat stream ends with an error chunk, not [DONE]."""
+    a = fleet.client(fleet.urls[0])
+    r1 = a.responses.create(model=MODEL, input="before")
+    try:
+        events = _kill_redis_after_first_event(fleet, a.responses.create(
+            model=MODEL, input=SLOW, previous_response_id=r1.id, stream=True))
+        assert events[-1].type == "response.failed", [e.type for e in events][-3:]
+        assert "unavailable" in events[-1].response.error.message
+        assert not any(e.type == "response.completed" for e in events)
+        failed_id = events[-1].response.id
+    finally:
+        fleet.redis.start()
+    with pytest.raises(openai.BadRequestError):  # it was never stored, and the client was told so
+        a.responses.create(model=MODEL, input="next", previous_response_id=failed_id)
+    r3 = a.responses.create(model=MODEL, input="after", previous_response_id=r1.id)
+    assert r3.status == "completed"
+
+    try:
+        # A Chat tool call's record must be kept for the next turn (its signature): not kept, not [DONE].
+        with pytest.raises(openai.APIError) as e:
+            _kill_redis_after_first_event(fleet, a.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "[[mock:slow 0.5]] get_weather get_time city=Oslo"}],
+                tools=[{"type": "function", "function": WEATHER_FN},
+                       {"type": "function", "function": {**WEATHER_FN, "name": "get_time"}}], stream=True))
+        assert "unavailable" in str(e.value)
+    finally:
+        fleet.redis.start()
+
+
+def test_redis_killed_mid_stream_leaves_no_gap_in_a_gemini_conversation(fleet: Fleet) -> None:
+    """/v1/gemini: the turn whose storing failed ends with Gemini's error object (google-genai raises
+    on it); the next turn, after Redis is back, is answered on the history the client was told about
+    — the failed turn is not silently missing from a 'successful' past."""
+    import httpx
+
+    url = f"{fleet.urls[1]}/v1/gemini"
+    status, _ = post(url, {"model": "gemini-2.5-flash", "input": "first turn", "conversation": "kill"})
+    assert status == 200
+    try:
+        with httpx.stream("POST", url, json={"model": "gemini-2.5-flash", "input": SLOW, "conversation": "kill",
+                                             "stream": True}, timeout=30) as r:
+            events: list = []
+            for line in r.iter_lines():
+                if line.startswith("data:"):
+                    event = json.loads(line[5:])
+                    events.append(event)
+                    if fleet.redis.proc is not None and fleet.redis.proc.poll() is None and "candidates" in event:
+                        fleet.redis.proc.send_signal(signal.SIGKILL)
+                        fleet.redis.proc.wait(10)
+        assert "error" in events[-1] and events[-1]["error"]["status"] == "UNAVAILABLE", events[-1]
+    finally:
+        fleet.redis.start()
+    status, answer = post(url, {"model": "gemini-2.5-flash", "input": "third turn", "conversation": "kill"})
+    assert status == 200
+    sent = fleet_last_body(fleet)["contents"]
+    texts = [p.get("text", "") for c in sent for p in c["parts"]]
+    assert texts[0] == "first turn" and not any(SLOW in t for t in texts), texts
+    assert texts[-1] == "third turn"

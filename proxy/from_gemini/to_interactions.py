@@ -201,6 +201,13 @@ class InteractionsTranslator:
         return events + [{"event_type": "error", "error": {"code": gemini_status(error.status),
                                                             "message": error.message}, "event_id": "error"}]
 
+    def revoke(self, error: ProxyError) -> list[Event]:
+        """A whole answer that could not be kept (the store failed): ended as failed after all."""
+        self.interaction["status"] = "failed"
+        self.done = True
+        return [{"event_type": "error", "error": {"code": gemini_status(error.status), "message": error.message},
+                 "event_id": "error"}]
+
     def model_content(self) -> dict[str, Any] | None:
         """The model turn for history: Gemini's parts exactly as received."""
         return {"role": "model", "parts": [dict(p) for p in self.model_turn.parts]} if self.model_turn else None

@@ -143,6 +143,14 @@ class ResponsesTranslator:
         self.done = True
         return events + [self._ev("response.failed", response=self._snapshot())]
 
+    def revoke(self, message: str, code: str = "server_error") -> list[Event]:
+        """A whole answer that could not be kept (the store failed): ended as failed after all, since
+        a response that was not stored must never be reported completed."""
+        self.response.update(status="failed", error={"code": code, "message": message})
+        self.response.pop("incomplete_details", None)
+        self.done = True
+        return [self._ev("response.failed", response=self._snapshot())]
+
     def model_content(self) -> dict[str, Any] | None:
         """The model turn for history: parts exactly as received (signatures on the same parts)."""
         return {"role": "model", "parts": fast_json.clone(self.model_turn.parts)} if self.model_turn else None

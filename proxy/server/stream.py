@@ -31,8 +31,12 @@ class StreamWriter(Protocol):
 
     def start(self) -> bytes: ...
     def feed(self, chunk: dict[str, Any]) -> bytes: ...
-    def finish(self) -> bytes: ...
-    def fail(self, error: ProxyError) -> bytes: ...
+    def finish(self) -> bytes:
+        """All of a clean end but its terminal event (or the failure, if the answer is unusable)."""
+    def end(self) -> bytes:
+        """The terminal event of a clean end, written once the route has stored the turn."""
+    def fail(self, error: ProxyError) -> bytes:
+        """The protocol's failure: mid-stream, or after `finish` when storing the turn failed."""
     @property
     def done(self) -> bool:
         """No more chunks are wanted (the answer ended, or failed)."""
@@ -79,8 +83,9 @@ class _Sender:
 async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],
                      writer: StreamWriter, headers: dict[str, str] | None = None,
                      on_end: Callable[[bool], Awaitable[None]] | None = None) -> web.StreamResponse:
-    """Stream `open_upstream`'s chunks through `writer`. `on_end(ok)` runs once the stream is over
-    (ok: the writer finished cleanly, nothing failed) — the route stores its turn only then."""
+    """Stream `open_upstream`'s chunks through `writer`. `on_end(True)` stores the turn once the answer
+    is whole and before the client is told it ended well: if storing fails (the store is down, the
+    turn too large), the client is told the answer failed. On any other end `on_end(False)` runs."""
     ctx = request.app[CONTEXT]
     resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
                                        "x-accel-buffering": "no", **(headers or {})})
@@ -96,6 +101,10 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
                 if writer.done:
                     break
             await send(writer.finish())
+            if not writer.failed and on_end is not None:
+                stored, on_end = on_end, None
+                await stored(True)
+            await send(writer.end())
             ok = True
         except ProxyError as e:
             log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
@@ -120,5 +129,5 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
         malloc_tuning.trim_soon()  # a long answer's buffers are free now: give the pages back
         if not ok or writer.failed:
             metrics.stream_failed()
-        if on_end is not None:
-            await on_end(ok and not writer.failed)
+        if on_end is not None:  # not stored: the answer failed, or the client went away
+            await on_end(False)

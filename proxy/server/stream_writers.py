@@ -1,5 +1,7 @@
 """Each protocol's side of the stream pipeline (stream.py): how its events are framed, how a clean
-end is told from a truncated or empty one, and how a failure is said.
+end is told from a truncated or empty one, and how a failure is said. `finish` writes all but the
+terminal event of a clean end, which `end` writes once the route has stored the turn: a failure to
+store it becomes the protocol's failure instead (`fail` after `finish`), never a success.
 
 - Responses: named SSE events; failure is `response.failed` with an error object.
 - Chat Completions: `data:` chunks ending in `[DONE]`; failure is a bare `{"error": ...}` chunk.
@@ -24,6 +26,7 @@ from proxy.wire.gemini import first_candidate_parts
 from proxy.wire.sse import sse_event
 
 SSE = "text/event-stream; charset=utf-8"
+DONE = b"data: [DONE]\n\n"
 
 
 def _events(events: list[dict[str, Any]]) -> bytes:
@@ -61,12 +64,25 @@ class ResponsesWriter(_TranslatorWriter):
     def failed(self) -> bool:
         return self.t.response["status"] == "failed"
 
+    _end: dict[str, Any] | None = None
+
     def finish(self) -> bytes:
-        return _events(self.t.finish())
+        events = self.t.finish()
+        if events and events[-1]["type"] in ("response.completed", "response.incomplete"):
+            self._end = events.pop()  # told only once the turn is stored (end)
+        return _events(events)
+
+    def end(self) -> bytes:
+        event, self._end = self._end, None
+        return _events([event]) if event else b""
 
     def fail(self, error: ProxyError) -> bytes:
         # ResponseError.code is an enum in the SDKs: the detail goes in the message.
-        return _events(self.t.fail(error.message, "rate_limit_exceeded" if error.status == 429 else "server_error"))
+        code = "rate_limit_exceeded" if error.status == 429 else "server_error"
+        if self._end is not None:  # the answer was whole, but storing it failed
+            self._end = None
+            return _events(self.t.revoke(error.message, code))
+        return _events(self.t.fail(error.message, code))
 
 
 class ChatWriter:
@@ -86,7 +102,10 @@ class ChatWriter:
         self.done = True
         chunks = self.t.finish(self.include_usage)
         self.failed = any("error" in c for c in chunks)
-        return b"".join(sse_event(c) for c in chunks) + (b"" if self.failed else b"data: [DONE]\n\n")
+        return b"".join(sse_event(c) for c in chunks)
+
+    def end(self) -> bytes:
+        return b"" if self.failed else DONE
 
     def fail(self, error: ProxyError) -> bytes:
         if self.done and self.failed:
@@ -103,7 +122,7 @@ class GeminiWriter:
         self.content_type = SSE if sse else "application/json; charset=utf-8"
         self.check = AnswerCheck()
         self.turn = ModelTurn()  # the model turn, for /v1/gemini's conversation
-        self.done = self.failed = False
+        self.done = self.failed = self._ended = False
         self._first = True
 
     def _out(self, obj: dict[str, Any]) -> bytes:
@@ -130,10 +149,16 @@ class GeminiWriter:
         if problem:
             return self.fail(ProxyError(problem, status=502, type="server_error"))
         self.done = True
+        return b""
+
+    def end(self) -> bytes:
+        if self.failed or self._ended:
+            return b""
+        self._ended = True
         return b"" if self.sse else (b"[]" if self._first else b"]")
 
     def fail(self, error: ProxyError) -> bytes:
-        if self.done:
+        if self.failed or self._ended:
             return b""
         self.done = self.failed = True
         return self._out(gemini_error_body(error)) + (b"" if self.sse else b"]")
@@ -143,8 +168,6 @@ def interaction_events(events: list[dict[str, Any]]) -> bytes:
     """Interactions' SSE framing: the event type and its resumable id on every event."""
     return b"".join(sse_event(e, e["event_type"], event_id=e["event_id"]) for e in events)
 
-
-DONE = b"data: [DONE]\n\n"
 
 
 class InteractionsWriter(_TranslatorWriter):
@@ -157,9 +180,22 @@ class InteractionsWriter(_TranslatorWriter):
     def failed(self) -> bool:
         return self.t.interaction["status"] == "failed"
 
+    _end: dict[str, Any] | None = None
+
     def finish(self) -> bytes:
-        return interaction_events(self.t.finish()) + DONE
+        events = self.t.finish()
+        if events and events[-1]["event_type"] == "interaction.completed":
+            self._end = events.pop()  # told only once the interaction is stored (end)
+            return interaction_events(events)
+        return interaction_events(events) + DONE
+
+    def end(self) -> bytes:
+        event, self._end = self._end, None
+        return interaction_events([event]) + DONE if event else b""
 
     def fail(self, error: ProxyError) -> bytes:
+        if self._end is not None:  # the answer was whole, but storing it failed
+            self._end = None
+            return interaction_events(self.t.revoke(error)) + DONE
         events = self.t.fail(error)
         return interaction_events(events) + DONE if events else b""

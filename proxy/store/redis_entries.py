@@ -14,6 +14,8 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from proxy.errors import ProxyError
 from proxy.store.byte_lru import Key, TooLarge
@@ -39,9 +41,14 @@ def unavailable(e: Exception) -> StoreUnavailable:
 class RedisEntries:
     def __init__(self, url: str, max_bytes: int, session_bytes: int, ttl: float, prefix: str = DEFAULT_PREFIX) -> None:
         # Requests beyond the pool wait for a connection (up to the timeout) instead of failing.
+        # A pooled connection Redis dropped (a restart) is retried once on a fresh one, so the first
+        # requests after Redis is back do not fail; only a refused connection (never a timeout, after
+        # which a script may have run) is retried.
         pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=MAX_CONNECTIONS, timeout=SOCKET_TIMEOUT,
                                                         socket_timeout=SOCKET_TIMEOUT,
-                                                        socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30)
+                                                        socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30,
+                                                        retry=Retry(NoBackoff(), 1),
+                                                        retry_on_error=[rexc.ConnectionError])
         self.client = aioredis.Redis(connection_pool=pool)
         self.script = self.client.register_script(SCRIPT)
         self.ttl_ms, self.session_bytes, self.max_bytes, self.prefix = int(ttl * 1000), session_bytes, max_bytes, prefix
