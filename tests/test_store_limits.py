@@ -4,6 +4,7 @@ used first out, and an evicted conversation is reported, never continued as if i
 import asyncio
 import json
 
+import openai
 import pytest
 
 from proxy.errors import ProxyError
@@ -72,3 +73,70 @@ def test_conversation_name_with_crlf_is_refused_before_upstream() -> None:
         assert len(stack.seen) == before
     finally:
         stack.close()
+
+
+# -- issue 24 item 2: a turn too large to keep is refused before Gemini is asked, or fails honestly ----
+
+@pytest.fixture(scope="module")
+def small_sessions(tmp_path_factory: pytest.TempPathFactory):
+    """A real `serve` whose sessions may keep 64 KiB, in front of a real mock process."""
+    from tests.servers import mock_gemini, proxy_instance
+
+    tmp = tmp_path_factory.mktemp("small-sessions")
+    mock, mock_url = mock_gemini(tmp)
+    proc, url = proxy_instance(tmp, "small", mock_url, "--session-max-bytes", "64K", "--store-max-bytes", "1M")
+    yield url, mock_url
+    proc.stop()
+    mock.stop()
+
+
+def _mock_last_text(mock_url: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{mock_url}/mock/last") as r:
+        body = json.load(r)["body"]
+    return json.dumps(body["contents"])[-200:]
+
+
+def test_an_input_too_large_to_keep_is_refused_before_the_upstream_call(small_sessions) -> None:
+    import urllib.error
+    import urllib.request
+
+    url, mock_url = small_sessions
+    c = openai.OpenAI(base_url=url + "/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    c.responses.create(model="gemini-2.5-flash", input="a small marker turn")
+    big = "x" * 100_000
+    with pytest.raises(openai.APIStatusError) as e:
+        c.responses.create(model="gemini-2.5-flash", input=big)
+    assert e.value.status_code == 413 and e.value.body["code"] == "session_too_large"
+    assert e.value.body["param"] == "input"
+    assert "a small marker turn" in _mock_last_text(mock_url), "Gemini was never asked (nothing billed)"
+    # Not asked to keep it: answered, not kept.
+    assert c.responses.create(model="gemini-2.5-flash", input=big, store=False).status == "completed"
+    # A /v1/gemini conversation whose history and this turn exceed the budget: refused first too.
+    c.responses.create(model="gemini-2.5-flash", input="another small marker")
+    req = urllib.request.Request(url + "/v1/gemini", headers={"content-type": "application/json"},
+                                 data=json.dumps({"model": "gemini-2.5-flash", "input": big,
+                                                  "conversation": "big"}).encode())
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req)
+    assert err.value.code == 413 and "too large to keep" in json.load(err.value)["error"]["message"]
+    assert "another small marker" in _mock_last_text(mock_url)
+
+
+def test_an_answer_too_large_to_keep_is_never_reported_kept(small_sessions) -> None:
+    """The answer itself pushes the turn past the budget: a stream ends response.failed (never
+    response.completed with an id that was not stored); a whole answer is a 413 in the caller's shape."""
+    url, _ = small_sessions
+    c = openai.OpenAI(base_url=url + "/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    events = list(c.responses.create(model="gemini-2.5-flash", input="[[mock:bulk 100000]] go", stream=True))
+    assert events[-1].type == "response.failed" and "too large to keep" in events[-1].response.error.message
+    assert not any(e.type == "response.completed" for e in events)
+    with pytest.raises(openai.NotFoundError):
+        c.responses.retrieve(events[-1].response.id)
+    with pytest.raises(openai.APIStatusError) as e:
+        c.responses.create(model="gemini-2.5-flash", input="[[mock:bulk 100000]] go")
+    assert e.value.status_code == 413
+    streamed = list(c.responses.create(model="gemini-2.5-flash", input="[[mock:bulk 100000]] go", stream=True,
+                                       store=False))
+    assert streamed[-1].type == "response.completed", "not asked to keep it: a success"

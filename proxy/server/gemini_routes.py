@@ -79,6 +79,9 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     body = prepared_body(ctx, _gemini_body(req, history + _new_contents(req)), model)
     sign_unsigned_turns(body["contents"], model)  # the whole kept history, not only the current turn
     added = body["contents"][len(history):]
+    if req.conversation:
+        ctx.store.refuse_unkeepable(body["contents"], f"Conversation '{req.conversation}' with this turn",
+                                    "input")
     key = api_key_of(request)
     headers = {CONVERSATION_HEADER: req.conversation} if req.conversation else {}
 

@@ -136,6 +136,9 @@ async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
     conv = input_to_contents(converted.items, prior=prior, calls=calls, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model))
     sign_texts(conv.contents[len(prior.contents) if prior else 0:], converted.text_signatures)
+    if req.store is not False:
+        ctx.store.refuse_unkeepable([conv.contents[len(prior.contents) if prior else 0:], steps],
+                                    "This interaction's input", "input")
     gc = req.generation_config
     summaries = "auto" if gc and gc.thinking_summaries == "auto" else None
     generation = {

@@ -45,6 +45,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items)
     conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model))
+    if req.store is not False:
+        start = len(prior.contents) if prior else 0
+        ctx.store.refuse_unkeepable([conv.contents[start:], conv.system], "This turn's input", "input")
     body = build_gemini_request(req, conv, tools, model)
     carry = "reasoning.encrypted_content" in (req.include or [])
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,

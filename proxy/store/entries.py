@@ -45,6 +45,11 @@ class MemoryEntries:
     def __init__(self, lru: ByteLRU) -> None:
         self.lru = lru
 
+    @property
+    def entry_limit(self) -> int:
+        """The most bytes one entry (one session's whole budget) may hold."""
+        return self.lru.session_bytes
+
     async def get(self, key: Key) -> list[bytes] | None:
         found = self.lru.get(key)
         if found is None and self.lru.evicted(key):

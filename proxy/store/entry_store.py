@@ -45,6 +45,19 @@ class EntryStore:
         """(bytes, entries) the backend keeps, for /metrics."""
         return await self.backend.usage()
 
+    def refuse_unkeepable(self, doc: Any, what: str, param: str) -> None:
+        """Before the upstream call: a 413 naming `param` when `doc` (what the turn will store, before
+        the answer is added) is already more than one session may keep, so no answer is billed and
+        then lost. Cheap (one serialization); the answer's own size is checked when it is stored."""
+        limit = getattr(self.backend, "entry_limit", None)
+        if limit is None:
+            return
+        size = len(fast_json.dumps(doc))
+        if size > limit:
+            raise ProxyError(f"{what} is too large to keep: {size} bytes is more than a session may keep ({limit} "
+                             "bytes). Send less, or ask for no storage (store: false / no conversation).",
+                             status=413, param=param, code="session_too_large")
+
     async def claim(self, scoped: bool) -> None:
         """A shared store holds scoped sessions (client keys) or keyless ones, never both kinds of
         instance: a keyed instance marks the store, a keyless one refuses (ValueError) a marked store,

@@ -80,6 +80,10 @@ class RedisEntries:
                 raise unavailable(e) from e
             raise ValueError(f"the Redis store answers: {e}") from None
 
+    @property
+    def entry_limit(self) -> int:
+        return self.session_bytes
+
     async def claim(self, scoped: bool) -> None:
         marker = f"{self.prefix}scoped"
         try:
