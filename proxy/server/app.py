@@ -19,6 +19,7 @@ from proxy.server.interactions_routes import add_routes as add_interactions_rout
 from proxy.server.responses_routes import create_response, get_response, list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
+from proxy.server.workers import shutdown_workers
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
@@ -133,6 +134,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
 
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()
+        shutdown_workers()
 
     async def end_requests(_: web.Application) -> None:
         """Requests get the shutdown time but its final phase to finish, then end in their protocol."""

@@ -28,6 +28,15 @@ _RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# Tools a request may declare. Gemini's own limit: "At most 512 function declarations can be
+# specified" (a 400, google-gemini/gemini-cli issue 19083). Counted at the edge, before any schema is
+# converted: 100,000 tools once held the event loop for two minutes.
+MAX_TOOLS = 512
+# The tools' JSON, all together: 512 tools of 16 KiB each (ours: Gemini documents no such limit, but
+# converting more schema than this costs more than a request should).
+MAX_TOOLS_BYTES = 8 * 1024 * 1024
+
+
 # orjson turns an integer beyond 64 bits into a float; a float this large in its result may have
 # been such an integer, so the body is parsed again by the standard library, which keeps it exact.
 _BIG = 2.0**63
@@ -47,6 +56,56 @@ def parse_json(raw: bytes) -> Any:
         if _plain(value):
             return value
     return _parse_standard(raw)
+
+
+def count_tools(body: Any) -> int:
+    """Function declarations in a request body: a namespace's members and a Gemini tool's
+    functionDeclarations each count, any other tool counts one."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    count = 0
+    for tool in tools if isinstance(tools, list) else ():
+        members = None
+        if isinstance(tool, dict):
+            members = tool.get("functionDeclarations", tool.get("function_declarations"))
+            if members is None and tool.get("type") == "namespace":
+                members = tool.get("tools")
+        count += len(members) if isinstance(members, list) else 1
+    return count
+
+
+def count_tools_in(raw: bytes) -> int:
+    """count_tools of a raw body (for a worker process: the parse never touches the server's GIL);
+    0 when it is not JSON (the server's own parse then says why)."""
+    try:
+        return count_tools(orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        return 0
+
+
+def refuse_too_many_tools(count: int) -> None:
+    if count > MAX_TOOLS:
+        raise ProxyError(f"Invalid 'tools': {count} function declarations; at most {MAX_TOOLS} can be given "
+                         "(Gemini's own limit).", param="tools", code="invalid_value")
+
+
+def may_hold_too_many_tools(raw: bytes) -> bool:
+    """False when the body cannot declare more than MAX_TOOLS (every declaration has a "name" key);
+    one pass of bytes.count, so a body is only parsed elsewhere when it might."""
+    return raw.count(b'"name"') > MAX_TOOLS
+
+
+def check_tools(body: Any, size: int) -> None:
+    """The request's tools within MAX_TOOLS declarations and MAX_TOOLS_BYTES; `size` is the whole
+    body's length, so the bytes are only measured when they could be too many."""
+    refuse_too_many_tools(count_tools(body))
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if isinstance(tools, list) and size > MAX_TOOLS_BYTES:
+        from proxy import fast_json
+
+        tools_size = len(fast_json.dumps(tools))
+        if tools_size > MAX_TOOLS_BYTES:
+            raise ProxyError(f"Invalid 'tools': {tools_size} bytes of declarations; at most {MAX_TOOLS_BYTES} "
+                             "bytes can be given.", param="tools", code="invalid_value")
 
 
 def _not_a_number(token: str) -> float:
