@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock import interactions, oauth
+from proxy.mock import interactions, oauth, objects
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, fragment_calls, latest_user_text, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
@@ -286,21 +286,6 @@ async def get_model(request: web.Request) -> web.Response:
     return web.json_response(_model_entry(model))
 
 
-async def files(request: web.Request) -> web.Response:
-    """`GET files` and `GET files/{id}`: a stand-in for the APIs the proxy passes through untouched."""
-    problem = _key_problem(request)
-    if problem:
-        return _error(problem)
-    _remember(request, None, "files", None)
-    name = request.match_info.get("name")
-    if name is None:
-        return web.json_response({"files": list(FILES.values())})
-    if f"files/{name}" not in FILES:
-        return _error(GeminiRejection(403, f"You do not have permission to access the File {name} or it may not "
-                                           "exist.", "PERMISSION_DENIED"))
-    return web.json_response(FILES[f"files/{name}"])
-
-
 @web.middleware
 async def _record(request: web.Request, handler: Any) -> web.StreamResponse:
     request.app[SEEN].append(f"{request.method} {request.raw_path}")
@@ -325,8 +310,7 @@ def make_mock_app() -> web.Application:
                                                            error=_interactions_error))
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models/{model}", get_model)
-    app.router.add_get("/{version:v1|v1beta|v1alpha}/files", files)
-    app.router.add_get("/{version:v1|v1beta|v1alpha}/files/{name}", files)
+    objects.install(app, _key_problem, _error, _remember, FILES)
     app.router.add_post("/v1internal:{method}", cloudcode)
     app.router.add_get("/oauth2/v2/userinfo", userinfo)
     app[oauth.ISSUED] = set()

@@ -9,7 +9,8 @@ from proxy import ids, metrics
 from proxy.errors import ProxyError
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
-from proxy.server.auth import ClientKeys, authenticate
+from proxy.server import object_owners
+from proxy.server.auth import SCOPE, ClientKeys, authenticate, presented_key
 from proxy.server.chat_routes import chat_completions
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware, is_gemini_path
@@ -37,8 +38,15 @@ REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a caller's x-request-
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Inside the error middleware, so a 401 is rendered in the caller's protocol."""
-    authenticate(request, request.app[CONTEXT].keys)
+    """Inside the error middleware, so a 401 is rendered in the caller's protocol. The bytes of a
+    resumable upload come without a key (object_owners.py): the session a client started admits them."""
+    keys = request.app[CONTEXT].keys
+    if keys and presented_key(request) is None and "upload_id" in request.query:
+        scope = await object_owners.upload_scope(request)
+        if scope is not None:
+            request[SCOPE] = scope
+            return await handler(request)
+    authenticate(request, keys)
     return await handler(request)
 
 

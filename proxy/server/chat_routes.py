@@ -5,6 +5,7 @@ from aiohttp import web
 from proxy import metrics
 from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.to_chat import ChatTranslator
+from proxy.server import object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
@@ -51,6 +52,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         "maxOutputTokens": req.max_completion_tokens or req.max_tokens,
         "thinkingConfig": thinking_config(model, req.reasoning_effort, None),
         **structured_output(req.response_format.wire() if req.response_format else None)})
+    await object_owners.refuse_foreign(request, body)
     translator = ChatTranslator(req.model, tools, keep_first_call_only=req.parallel_tool_calls is False)
     key = api_key_of(request)
     headers = warning_headers(tools.warnings)

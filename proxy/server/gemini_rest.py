@@ -10,10 +10,14 @@ import json
 from typing import Any
 
 from aiohttp import web
+from yarl import URL
 
 from proxy.errors import ProxyError
+from proxy.server import object_owners
+from proxy.server.auth import SCOPE
 from proxy.server.context import CONTEXT, Context, api_key_of
 from proxy.server.errors import read_json
+from proxy.server.object_owners import OWNED, owned_name
 from proxy.upstream.gemini import Forwarded, GeminiUpstream
 from proxy.wire.model_name import model_resource
 
@@ -54,6 +58,9 @@ async def model_method(request: web.Request, model: str, method: str) -> web.Res
     body = await read_json(request)
     if not isinstance(body, dict):
         raise ProxyError("Invalid JSON payload received. Expected an object.")
+    await object_owners.refuse_foreign(request, body)
+    if isinstance(body.get("generateContentRequest"), dict):
+        await object_owners.refuse_foreign(request, body["generateContentRequest"])
     gemini_model = ctx.gemini_model(model)
     collection, model_id = model_resource(gemini_model)
     requests = body.get("requests") if method == "batchEmbedContents" else None
@@ -96,20 +103,51 @@ async def get_model(request: web.Request) -> web.Response:
 
 
 async def passthrough(request: web.Request) -> web.Response:
-    """Any other Gemini API path, untouched: files, cachedContents, operations, batches..."""
+    """Any other Gemini API path, untouched: files, cachedContents, operations, batches... With client
+    keys, each client reaches only the objects it created (object_owners.py)."""
     tail = request.match_info["tail"]
     segments = tail.split("/")
     if request.match_info["version"] == "v1" and segments[0] not in V1_COLLECTIONS:
         raise web.HTTPNotFound()
-    body = await request.read()
-    return _answer(await _forward(request, segments, body))
+    return await _owned(request, segments, await request.read())
 
 
 async def upload(request: web.Request) -> web.Response:
-    """`/upload/{version}/files` (google-genai's resumable uploads)."""
-    body = await request.read()
+    """`/upload/{version}/files` (google-genai's resumable uploads). Google answers the start with the
+    session's URL on its own host; the client is pointed back at the proxy instead, so the bytes come
+    through it too (with the proxy's credentials and its checks), never straight to Google."""
     prefix = ("upload", request.match_info["version"])
-    return _answer(await _forward(request, request.match_info["tail"].split("/"), body, prefix))
+    await object_owners.require_upload(request)
+    answer = await _owned(request, request.match_info["tail"].split("/"), await request.read(), prefix)
+    url = answer.headers.get("x-goog-upload-url")
+    upstream = URL(_gemini(request.app[CONTEXT]).base_url)
+    if url and URL(url).origin() == upstream.origin():
+        session = URL(url)
+        answer.headers["x-goog-upload-url"] = str(session.with_scheme(request.url.scheme).with_host(
+            request.url.host or "127.0.0.1").with_port(request.url.port))
+        if session.query.get("upload_id"):
+            await object_owners.start_upload(request, session.query["upload_id"])
+    return answer
+
+
+async def _owned(request: web.Request, segments: list[str], body: bytes, prefix: tuple[str, ...] = ()
+                 ) -> web.Response:
+    """Forward, keeping each client to its own objects: one it names must be its own; what a create
+    answers with becomes its own; a list shows only its own."""
+    if request.get(SCOPE) is None or segments[0].split(":")[0] not in OWNED:
+        return _answer(await _forward(request, segments, body, prefix))
+    name = owned_name(segments)
+    if name is not None:
+        await object_owners.require(request, name)
+    fwd = await _forward(request, segments, body, prefix)
+    data = _json(fwd)
+    if data is None:
+        return _answer(fwd)
+    if name is None and request.method == "GET":
+        return _answer(fwd, json.dumps(await object_owners.own_items(request, segments[0], data)).encode())
+    if request.method in ("POST", "PATCH") and name is None:
+        await object_owners.record(request, data)
+    return _answer(fwd)
 
 
 def wants_gemini_list(request: web.Request) -> bool:

@@ -15,6 +15,7 @@ from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck
 from proxy.from_gemini.model_turn import ModelTurn
 from proxy.intercept.tool_context import apply_tool_context
+from proxy.server import object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.gemini_rest import MODEL_METHODS, model_method
@@ -77,6 +78,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     model = ctx.gemini_model(req.model)
     history = await ctx.store.get_conversation(session, req.conversation) if req.conversation else []
     body = prepared_body(ctx, _gemini_body(req, history + _new_contents(req)), model)
+    await object_owners.refuse_foreign(request, body)
     sign_unsigned_turns(body["contents"], model)  # the whole kept history, not only the current turn
     added = body["contents"][len(history):]
     if req.conversation:
@@ -118,6 +120,7 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
     if not isinstance(raw, dict):
         raise ProxyError("Invalid JSON payload received. Expected an object.")
     body = prepared_body(ctx, raw, model)
+    await object_owners.refuse_foreign(request, body)
     key = api_key_of(request)
     if method == "generateContent":
         data = checked(await ctx.upstream.generate(model, body, key))

@@ -19,7 +19,7 @@ from aiohttp import web
 from proxy import ids, metrics
 from proxy.errors import ProxyError
 from proxy.from_gemini.to_interactions import InteractionsTranslator, replay
-from proxy.server import background
+from proxy.server import background, object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
@@ -150,6 +150,7 @@ async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
     declared = [t["name"] for t in tools.echo if t.get("name")]
     body = assemble_request(conv, tools, tool_choice(gc.tool_choice if gc else None, declared),
                             instructions=req.system_instruction, generation=generation)
+    await object_owners.refuse_foreign(request, body)
     now = _now()
     interaction = {"id": ids.interaction_id(), "object": OBJECT, "model": req.model, "created": now,
                    "updated": now, "role": "model"}

@@ -9,7 +9,7 @@ from proxy import metrics
 from proxy.errors import ProxyError
 from proxy.from_gemini.response_object import response_skeleton
 from proxy.from_gemini.to_responses import ResponsesTranslator
-from proxy.server import gemini_rest
+from proxy.server import gemini_rest, object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
@@ -49,6 +49,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         start = len(prior.contents) if prior else 0
         ctx.store.refuse_unkeepable([conv.contents[start:], conv.system], "This turn's input", "input")
     body = build_gemini_request(req, conv, tools, model)
+    await object_owners.refuse_foreign(request, body)
     carry = "reasoning.encrypted_content" in (req.include or [])
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
