@@ -190,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"seconds an unused stored entry is kept (default {DEFAULT_TTL_SECONDS:g})")
     serve.add_argument("--store-max-bytes", type=_bytes, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
                        help="bytes (as JSON) the session store keeps in all; least recently used go first "
-                            "(default 512M)")
+                            "(default 256M)")
     serve.add_argument("--session-max-bytes", type=_bytes, default=DEFAULT_SESSION_BYTES, metavar="N[K|M|G]",
                        help="bytes one session keeps (default 128M)")
     serve.add_argument("--carrier-key", action="append", default=[], metavar="KEY",

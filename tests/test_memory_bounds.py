@@ -118,3 +118,41 @@ def test_completed_streams_and_big_requests_stay_within_the_store_limit(served) 
     asyncio.run(big_requests())
     grew_more = rss(pid) - base
     assert grew < 100 * MB and grew_more < 160 * MB, (grew // MB, grew_more // MB)
+
+
+def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None:
+    """Issue 24 item 10: the budget counts what the process holds. Small turns used to cost 5x their
+    JSON (orjson's 8 KiB buffers kept whole, uncounted per-entry objects): with a 4 MiB budget, 6,000
+    turns (the store full several times over) grow RSS by at most 1.3x the budget (plus 2 MiB for
+    what the first requests warm up)."""
+    budget = 4 * MB
+    mock_port, port = free_port(), free_port()
+    env = {**os.environ, "GTP_API_KEYS": ""}
+    with open(tmp_path / "serve.log", "w") as log:
+        mock = subprocess.Popen([sys.executable, "-m", "proxy", "mock", "--port", str(mock_port)], cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT, env=env)
+        serve = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream",
+                                  f"http://127.0.0.1:{mock_port}", "--store-max-bytes", str(budget),
+                                  "--session-max-bytes", str(budget)], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=log, env=env, text=True)
+        try:
+            assert "ready on" in serve.stdout.readline()
+            base = rss(serve.pid)
+
+            async def turns() -> None:
+                async with aiohttp.ClientSession() as s:
+                    gate = asyncio.Semaphore(16)
+
+                    async def one(i: int) -> None:
+                        async with gate, s.post(f"http://127.0.0.1:{port}/v1/responses", json={
+                                "model": "gemini-2.5-flash", "input": f"turn {i} " + "x" * 200}, headers={
+                                "authorization": "Bearer k", "x-gtp-session": f"s{i % 50}"}) as r:
+                            assert r.status == 200, await r.text()
+                    await asyncio.gather(*(one(i) for i in range(6000)))
+            asyncio.run(turns())
+            grew = rss(serve.pid) - base
+            assert grew <= 1.3 * budget + 2 * MB, f"RSS grew {grew / MB:.1f} MiB for a {budget // MB} MiB budget"
+        finally:
+            for p in (serve, mock):
+                p.terminate()
+                p.wait(20)

@@ -9,24 +9,41 @@ import pytest
 
 from proxy.errors import ProxyError
 from proxy.store import MemoryStore, StoredResponse
-from proxy.store.byte_lru import ByteLRU, TooLarge
+from proxy.store.byte_lru import DOC_OVERHEAD, ENTRY_OVERHEAD, ByteLRU, TooLarge
 from tests.harness import Stack
 
 
 def test_byte_budgets_evict_least_recently_used() -> None:
+    e = ENTRY_OVERHEAD + 3 + 30 + DOC_OVERHEAD  # what an entry of one 30-byte document holds
     now = [0.0]
-    lru = ByteLRU(max_bytes=100, session_bytes=60, ttl=50, clock=lambda: now[0])
+    lru = ByteLRU(max_bytes=3 * e + 10, session_bytes=2 * e, ttl=50, clock=lambda: now[0])
     lru.put(("a", "k", "1"), [b"x" * 30])
     lru.put(("a", "k", "2"), [b"x" * 30])
+    assert lru.total == 2 * e, "each entry counts what holding it costs"
     assert lru.get(("a", "k", "1"))  # 1 is now more recent than 2
-    lru.put(("a", "k", "3"), [b"x" * 30])  # session a over 60: its least recently used (2) goes
+    lru.put(("a", "k", "3"), [b"x" * 30])  # session a over its budget: its least recently used (2) goes
     assert lru.get(("a", "k", "2")) is None and lru.evicted(("a", "k", "2"))
-    lru.put(("b", "k", "1"), [b"x" * 50])  # total over 100: the oldest of anyone's goes
-    assert lru.total <= 100 and lru.session_size("a") + lru.session_size("b") == lru.total
+    lru.put(("b", "k", "1"), [b"x" * 50])  # total over budget: the oldest of anyone's goes
+    assert lru.total <= 3 * e + 10 and lru.session_size("a") + lru.session_size("b") == lru.total
     with pytest.raises(TooLarge):
-        lru.put(("c", "k", "1"), [b"x" * 61])
+        lru.put(("c", "k", "1"), [b"x" * 2 * e])
     now[0] = 100  # expired entries go without a tombstone
     assert lru.get(("b", "k", "1")) is None and not lru.evicted(("b", "k", "1"))
+
+
+def test_entries_are_held_in_objects_of_their_own_size() -> None:
+    """orjson's output keeps its 8 KiB working buffer: held as it came, a 1.7 KB document cost 8 KB."""
+    import orjson
+
+    def rss() -> int:
+        return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024
+
+    lru = ByteLRU(max_bytes=1 << 30, session_bytes=1 << 30, ttl=3600)
+    before = rss()
+    for i in range(20_000):  # as the store gets them: each fresh from orjson
+        lru.put(("s", "response", f"r{i}"), [orjson.dumps({"i": i, "text": "x" * 1700})])
+    grew = rss() - before
+    assert grew <= lru.total * 1.3, (grew, lru.total)
 
 
 def test_memory_store_keeps_within_its_bytes() -> None:

@@ -1,7 +1,9 @@
 """A least-recently-used map bounded by bytes, per session and in total, with expiry.
 
-Entries are serialized JSON (bytes): their size is exact, a reader always gets its own copy, and
-nothing is kept twice as Python objects (which take 2-3x their JSON size). Over a budget, the
+Entries are serialized JSON (bytes), each held in an object of its own size and counted with what
+holding it costs (ENTRY_OVERHEAD, DOC_OVERHEAD): the process holds about what the budget says. A
+reader always gets its own copy, and nothing is kept twice as Python objects (which take 2-3x their
+JSON size). Over a budget, the
 least recently used entries go — first the session's own, then anyone's. Every eviction leaves a
 tombstone (bounded in count), so the store can say "was evicted" instead of "never existed".
 """
@@ -12,7 +14,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 Key = tuple[str, str, str]  # (session, kind, key)
+# Tombstones of evicted entries ("was evicted" instead of "never existed"), about 300 bytes each:
+# at most one per 4 KiB of budget (so they stay a small part of what the process holds), and never
+# more than this many.
 MAX_TOMBSTONES = 100_000
+# What an entry holds besides its documents' bytes, counted against the budgets so that the process
+# holds about what the budget says: the entry, its key tuple and strings, its slots in the LRU maps
+# and its list (measured: about 400 bytes), and each document's bytes-object header.
+ENTRY_OVERHEAD = 400
+DOC_OVERHEAD = 40
+
+
+def _held(doc: bytes) -> bytes:
+    """The document in an object of its own size: orjson's output keeps its whole 8 KiB working
+    buffer (a 1.7 KB answer held 8 KB), which made the process hold several times the budget."""
+    return memoryview(doc).tobytes()
+
+
+def _size(key: Key, value: list[bytes]) -> int:
+    return ENTRY_OVERHEAD + sum(map(len, key)) + sum(len(v) + DOC_OVERHEAD for v in value)
 
 
 class TooLarge(Exception):
@@ -30,6 +50,7 @@ class ByteLRU:
     def __init__(self, max_bytes: int, session_bytes: int, ttl: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.max_bytes, self.session_bytes, self.ttl, self.clock = max_bytes, session_bytes, ttl, clock
+        self.max_tombstones = min(MAX_TOMBSTONES, max(1024, max_bytes // 4096))
         self._all: OrderedDict[Key, _Entry] = OrderedDict()
         self._sessions: dict[str, OrderedDict[Key, None]] = {}
         self._session_size: dict[str, int] = {}
@@ -50,7 +71,8 @@ class ByteLRU:
         return entry.value
 
     def put(self, key: Key, value: list[bytes]) -> None:
-        size = sum(len(v) for v in value)
+        value = [_held(v) for v in value]
+        size = _size(key, value)
         if size > self.session_bytes:
             self._drop(key, tombstone=True)
             raise TooLarge(f"{size} bytes is more than a session may keep ({self.session_bytes} bytes)")
@@ -72,8 +94,9 @@ class ByteLRU:
             self.put(key, [doc])
             return
         value = entry.value
-        value.append(doc)
-        grown = len(doc) - (sum(len(d) for d in value[:-keep]) if 0 < keep < len(value) else 0)
+        value.append(_held(doc))
+        grown = len(doc) + DOC_OVERHEAD - (sum(len(d) + DOC_OVERHEAD for d in value[:-keep])
+                                           if 0 < keep < len(value) else 0)
         if 0 < keep < len(value):
             del value[:-keep]
         if entry.size + grown > self.session_bytes:
@@ -130,5 +153,5 @@ class ByteLRU:
             del self._sessions[session], self._session_size[session]
         if tombstone:
             self._tombstones[key] = None
-            while len(self._tombstones) > MAX_TOMBSTONES:
+            while len(self._tombstones) > self.max_tombstones:
                 self._tombstones.popitem(last=False)

@@ -9,8 +9,9 @@ from proxy.store.byte_lru import ByteLRU
 from proxy.store.entries import MemoryEntries
 from proxy.store.entry_store import DEFAULT_MAX_ROUNDS, EntryStore
 
-# Defaults sized for a developer machine; JSON bytes (Python's own objects would take 2-3x more).
-DEFAULT_MAX_BYTES = 512 * 1024 * 1024      # the whole store
+# Defaults sized for a machine of 2 GB: the budget counts what the process holds for the store
+# (byte_lru.py), so its RSS stays within about 1.3x of it.
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024      # the whole store
 DEFAULT_SESSION_BYTES = 128 * 1024 * 1024  # one session: a long agent conversation with some images
 DEFAULT_TTL_SECONDS = 6 * 3600  # long enough for a working day's agent session to pause and resume
 
