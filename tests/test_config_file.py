@@ -28,7 +28,7 @@ def _sample(action: argparse.Action) -> tuple[object, list[str]]:
         return True, [flag]
     if action.choices:
         value = list(action.choices)[-1]
-    elif action.type in (int, cli._count):
+    elif action.type in (int, cli._count, cli._port):
         value = 7
     elif action.type is cli._seconds:
         value = 2.5
@@ -85,15 +85,17 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
     ('port = "eighty"', "'port'"),
     ("fill_missing_required = 1", "'fill_missing_required' must be true or false"),
     ('forced_choice = "sometimes"', "'forced_choice' must be one of retry, error, allow"),
-    ("read_timeout = -1", "'read_timeout': must be a positive number"),
+    ("read_timeout = -1", "'read_timeout': must be a positive, finite number"),
     ("port = [", "not valid TOML"),
 ])
-def test_a_bad_file_is_a_start_up_error_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+def test_a_bad_file_is_a_start_up_error_naming_the_key(tmp_path: Path, text: str, message: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "bad.toml"
     cfg.write_text(text + "\n")
     with pytest.raises(SystemExit) as e:
         _parse(["serve", "--config", str(cfg)])
-    assert message in str(e.value) and str(cfg) in str(e.value)
+    said = capsys.readouterr().err
+    assert e.value.code == 2 and message in said and str(cfg) in said, said
 
 
 def test_serve_runs_from_a_config_file(tmp_path: Path) -> None:
