@@ -53,14 +53,12 @@ def install(app: web.Application, key_problem: Problem, error: Error, remember: 
         return run
 
     app.router.add_post(f"/upload/{versions}/files", guarded(upload))
-    app.router.add_get(f"/{versions}/files", guarded(list_files))
-    app.router.add_get(f"/{versions}/files/{{name}}", guarded(get_file))
-    app.router.add_delete(f"/{versions}/files/{{name}}", guarded(delete_file))
     app.router.add_post(f"/{versions}/cachedContents", guarded(create_cache))
-    app.router.add_get(f"/{versions}/cachedContents", guarded(list_caches))
-    app.router.add_get(f"/{versions}/cachedContents/{{name}}", guarded(get_cache))
     app.router.add_patch(f"/{versions}/cachedContents/{{name}}", guarded(patch_cache))
-    app.router.add_delete(f"/{versions}/cachedContents/{{name}}", guarded(delete_cache))
+    for routes in (FILE_ROUTES, CACHE_ROUTES):
+        app.router.add_get(f"/{versions}/{routes.collection}", guarded(routes.list))
+        app.router.add_get(f"/{versions}/{routes.collection}/{{name}}", guarded(routes.get))
+        app.router.add_delete(f"/{versions}/{routes.collection}/{{name}}", guarded(routes.delete))
 
 
 async def upload(request: web.Request) -> web.Response:
@@ -101,26 +99,42 @@ async def upload(request: web.Request) -> web.Response:
     return web.json_response({"file": file}, headers={"x-goog-upload-status": "final"})
 
 
-async def list_files(request: web.Request) -> web.Response:
-    files = list(request.app[FILES].values())
-    return web.json_response({"files": files} if files else {})
+def _missing_file(name: str) -> GeminiRejection:
+    return GeminiRejection(403, f"You do not have permission to access the File {name.removeprefix('files/')} "
+                                "or it may not exist.", "PERMISSION_DENIED")
 
 
-def _file(request: web.Request) -> str:
-    name = f"files/{request.match_info['name']}"
-    if name not in request.app[FILES]:
-        raise GeminiRejection(403, f"You do not have permission to access the File {request.match_info['name']} "
-                                   "or it may not exist.", "PERMISSION_DENIED")
-    return name
+def _missing_cache(name: str) -> GeminiRejection:
+    return GeminiRejection(404, f"CachedContent not found (or permission denied): {name}", "NOT_FOUND")
 
 
-async def get_file(request: web.Request) -> web.Response:
-    return web.json_response(request.app[FILES][_file(request)])
+class _Collection:
+    """List, get and delete for one collection, with Google's answer for a name it does not hold."""
+
+    def __init__(self, key: web.AppKey[dict[str, Any]], collection: str,
+                 missing: Callable[[str], GeminiRejection]) -> None:
+        self.key, self.collection, self.missing = key, collection, missing
+
+    def found(self, request: web.Request) -> dict[str, Any]:
+        name = f"{self.collection}/{request.match_info['name']}"
+        if name not in request.app[self.key]:
+            raise self.missing(name)
+        return request.app[self.key][name]
+
+    async def list(self, request: web.Request) -> web.Response:
+        items = list(request.app[self.key].values())
+        return web.json_response({self.collection: items} if items else {})
+
+    async def get(self, request: web.Request) -> web.Response:
+        return web.json_response(self.found(request))
+
+    async def delete(self, request: web.Request) -> web.Response:
+        del request.app[self.key][self.found(request)["name"]]
+        return web.json_response({})
 
 
-async def delete_file(request: web.Request) -> web.Response:
-    del request.app[FILES][_file(request)]
-    return web.json_response({})
+FILE_ROUTES = _Collection(FILES, "files", _missing_file)
+CACHE_ROUTES = _Collection(CACHES, "cachedContents", _missing_cache)
 
 
 async def create_cache(request: web.Request) -> web.Response:
@@ -135,28 +149,7 @@ async def create_cache(request: web.Request) -> web.Response:
     return web.json_response(cache)
 
 
-async def list_caches(request: web.Request) -> web.Response:
-    caches = list(request.app[CACHES].values())
-    return web.json_response({"cachedContents": caches} if caches else {})
-
-
-def _cache(request: web.Request) -> str:
-    name = f"cachedContents/{request.match_info['name']}"
-    if name not in request.app[CACHES]:
-        raise GeminiRejection(404, f"CachedContent not found (or permission denied): {name}", "NOT_FOUND")
-    return name
-
-
-async def get_cache(request: web.Request) -> web.Response:
-    return web.json_response(request.app[CACHES][_cache(request)])
-
-
 async def patch_cache(request: web.Request) -> web.Response:
-    cache = request.app[CACHES][_cache(request)]
+    cache = CACHE_ROUTES.found(request)
     cache["updateTime"] = _now()
     return web.json_response(cache)
-
-
-async def delete_cache(request: web.Request) -> web.Response:
-    del request.app[CACHES][_cache(request)]
-    return web.json_response({})
