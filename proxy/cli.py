@@ -15,14 +15,11 @@ from typing import Any, NoReturn
 from aiohttp import web
 
 from proxy import log_limits, malloc_tuning
-from proxy.ca import CA_KEY_AND_CERT, ensure_ca, generate_ca
 from proxy.config_file import ConfigError, apply_config, given_options
 from proxy.dialects import DIALECTS, parse_command
 from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
 from proxy.errors import ProxyError
 from proxy.logs import setup_logging
-from proxy.mock.local_server import start_local_mock
-from proxy.mock.server import start_mock
 from proxy.model_rules import ModelRules
 from proxy.server import make_app
 from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
@@ -385,6 +382,8 @@ async def _serve(args: argparse.Namespace) -> None:
     runners = []
     base = args.upstream
     if base == "mock":
+        from proxy.mock.server import start_mock  # the mock and the CA are imported only where used
+
         mock_runner, base, _ = await start_mock()
         runners.append(mock_runner)
         log.info("built-in mock Gemini at %s", base)
@@ -466,6 +465,9 @@ def _upstream(args: argparse.Namespace, base: str) -> Upstream:
 
 
 async def _mock(args: argparse.Namespace) -> None:
+    from proxy.mock.local_server import start_local_mock
+    from proxy.mock.server import start_mock
+
     if args.openai:
         runner, base, _ = await start_local_mock(args.host, args.port)
         print(f"mock OpenAI-compatible server ready on {base}", flush=True)
@@ -479,6 +481,8 @@ async def _mock(args: argparse.Namespace) -> None:
 
 
 def _ca(args: argparse.Namespace) -> None:
+    from proxy.ca import CA_KEY_AND_CERT, generate_ca
+
     try:
         cert = generate_ca(Path(args.dir), key_type=args.key_type, overwrite=args.force)
     except FileExistsError as e:
@@ -551,6 +555,8 @@ def _mitm(args: argparse.Namespace, given: set[str]) -> None:
     put("listen_port", "listen_port", args.listen_port)
     _check_store_url(args.store if "gtp_store" not in in_file or "store" in given else in_file["gtp_store"],
                      keyed or bool(in_file.get("gtp_api_key") or in_file.get("gtp_api_keys_file")))
+    from proxy.ca import ensure_ca
+
     try:
         ensure_ca(Path(args.confdir))
     except OSError as e:
