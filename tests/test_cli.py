@@ -13,6 +13,8 @@ from pathlib import Path
 import openai
 import pytest
 
+from proxy.model_rules import ModelRules
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -94,13 +96,18 @@ def test_env_script_explains_a_missing_python(tmp_path: Path) -> None:
 def test_model_rule_options_are_checked_at_start() -> None:
     """`--tool-result-media`, `--stream-arguments` and `--hosted-tools` (issue 9's option names) refuse bad
     values by name."""
-    for args, expect in ((["--tool-result-media", "gemini*=inline"], "'parts' or 'siblings'"),
-                         (["--stream-arguments", " "], "--stream-arguments pattern"),
+    proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0",
+                           "--tool-result-media", "gemini*=inline"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 2 and "'parts' or 'siblings'" in proc.stderr
+    for args, expect in ((["--stream-arguments", " "], "--stream-arguments pattern"),  # the same parser
                          (["--hosted-tools", "gemini-2.5*=ignore"], "'drop' or 'error'")):
-        proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
-                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert proc.returncode != 0 and expect in proc.stderr
-    from proxy.model_rules import ModelRules
+        from proxy.cli import _parser
+
+        parsed = _parser().parse_args(["serve", *args])
+        with pytest.raises(ValueError) as e:
+            ModelRules.parse(parsed.tool_result_media, parsed.stream_arguments, parsed.hosted_tools)
+        assert expect in str(e.value)
     rules = ModelRules.parse(["gemini-2.5-pro=parts"], ["gemini-3*"])
     assert rules.result_parts("gemini-2.5-pro") and not rules.result_parts("gemini-2.5-flash")
     assert rules.streams_arguments("gemini-3-pro-preview") and not rules.streams_arguments("gemini-2.5-pro")
@@ -133,15 +140,24 @@ def test_serve_routes_a_model_to_a_local_server_in_a_dialect() -> None:
 
 
 def test_text_dialect_options_are_checked_at_start() -> None:
-    for args, expect in ((["--tool-mode", "gemma*=klingon"], "--tool-mode must be"),
-                         (["--rescue-text-calls", "x=nope"], "--rescue-text-calls must be"),
+    """One real start shows a bad value stops it; the others go through the same parsers, called by
+    `serve` before it listens (read here directly: a process per value cost 2 s each)."""
+    from proxy.cli import _parser, _upstream
+
+    proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0",
+                           "--tool-mode", "gemma*=klingon"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "--tool-mode must be" in proc.stderr, proc.stderr
+    for args, expect in ((["--rescue-text-calls", "x=nope"], "--rescue-text-calls must be"),
+                         (["--single-call", " "], "--single-call pattern"),
                          (["--openai-upstream", "qwen*=ftp://x"], "--openai-upstream must be"),
                          (["--two-pass", "qwen*=many"], "--two-pass must be"),
-                         (["--upstream-api", "gemini-3*=responses"], "--upstream-api must be"),
-                         (["--single-call", " "], "--single-call pattern")):
-        proc = subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
-                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert proc.returncode != 0 and expect in proc.stderr, proc.stderr
+                         (["--upstream-api", "gemini-3*=responses"], "--upstream-api must be")):
+        parsed = _parser().parse_args(["serve", *args])
+        with pytest.raises(ValueError) as e:
+            ModelRules.parse(parsed.tool_result_media, parsed.stream_arguments, parsed.hosted_tools,
+                             parsed.tool_mode, parsed.rescue_text_calls, parsed.single_call, parsed.think_open)
+            _upstream(parsed, "http://127.0.0.1:9")
+        assert expect in str(e.value), (args, e.value)
 
 
 @pytest.mark.parametrize("command", ["serve", "mitm", "mock", "parse", "ca", "carrier-key"])

@@ -44,14 +44,13 @@ def _post(url: str, path: str, raw: bytes) -> tuple[int, dict]:
         return e.code, json.load(e)
 
 
-@pytest.mark.parametrize(("path", "body"), [
-    ("/v1/responses", lambda tools: {"model": "gemini-2.5-flash", "input": "hi", "tools": tools}),
-    ("/v1/chat/completions", lambda tools: {
-        "model": "gemini-2.5-flash", "messages": [{"role": "user", "content": "hi"}],
-        "tools": [{"type": "function", "function": {k: v for k, v in t.items() if k != "type"}} for t in tools]}),
-])
-def test_a_100000_tool_request_beside_a_health_probe(serve: str, path: str, body) -> None:
-    raw = json.dumps(body([_tool(i) for i in range(100_000)])).encode()
+def test_a_100000_tool_request_beside_a_health_probe(serve: str) -> None:
+    """On Chat, as the issue found it (Responses, Interactions and the native routes read the same edge)."""
+    tools = [{"type": "function", "function": {k: v for k, v in _tool(i).items() if k != "type"}}
+             for i in range(100_000)]
+    raw = json.dumps({"model": "gemini-2.5-flash", "messages": [{"role": "user", "content": "hi"}],
+                      "tools": tools}).encode()
+    path = "/v1/chat/completions"
     waits: list[float] = []
     stop = threading.Event()
 
