@@ -21,9 +21,7 @@ from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
 from proxy.errors import ProxyError
 from proxy.logs import setup_logging
 from proxy.model_rules import ModelRules
-from proxy.server import make_app
 from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
-from proxy.server.context import parse_aliases
 from proxy.server.site import (
     DEFAULT_BACKGROUND_LEASE,
     DEFAULT_CLIENT_TIMEOUT,
@@ -371,6 +369,9 @@ async def _start_site(app: web.Application, host: str, port: int, limits: Server
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    from proxy.server import make_app  # the routes and wire models: only what serves needs them
+    from proxy.server.context import parse_aliases
+
     keys = _keys(args, args.host)
     try:
         carrier = load_carrier_keys(args.carrier_key, Path(args.carrier_keys_file))
