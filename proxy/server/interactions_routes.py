@@ -135,10 +135,10 @@ async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
             calls[cid] = CallRecord(cid, name, tools.names.to_gemini(name), cid, signature)
     conv = input_to_contents(converted.items, prior=prior, calls=calls, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model))
-    sign_texts(conv.contents[len(prior.contents) if prior else 0:], converted.text_signatures)
+    added = conv.contents[len(prior.contents) if prior else 0:]
+    sign_texts(added, converted.text_signatures)
     if req.store is not False:
-        ctx.store.refuse_unkeepable([conv.contents[len(prior.contents) if prior else 0:], steps],
-                                    "This interaction's input", "input")
+        ctx.store.refuse_unkeepable([added, steps], "This interaction's input", "input")
     gc = req.generation_config
     summaries = "auto" if gc and gc.thinking_summaries == "auto" else None
     generation = {

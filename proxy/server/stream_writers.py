@@ -53,6 +53,20 @@ class _TranslatorWriter:
     def feed(self, chunk: dict[str, Any]) -> bytes:
         return self._frame(self.t.feed(chunk))
 
+    # A clean end's terminal event, held from `finish` until the route has stored the turn (`end`).
+    SUCCESS: tuple[str, frozenset[str]] = ("type", frozenset())  # the event's kind field, and its kinds
+    _end: dict[str, Any] | None = None
+
+    def _hold(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        field, kinds = self.SUCCESS
+        if events and events[-1][field] in kinds:
+            self._end = events.pop()
+        return events
+
+    def _take_end(self) -> dict[str, Any] | None:
+        event, self._end = self._end, None
+        return event
+
 
 class ResponsesWriter(_TranslatorWriter):
     t: ResponsesTranslator
@@ -64,23 +78,19 @@ class ResponsesWriter(_TranslatorWriter):
     def failed(self) -> bool:
         return self.t.response["status"] == "failed"
 
-    _end: dict[str, Any] | None = None
+    SUCCESS = ("type", frozenset({"response.completed", "response.incomplete"}))
 
     def finish(self) -> bytes:
-        events = self.t.finish()
-        if events and events[-1]["type"] in ("response.completed", "response.incomplete"):
-            self._end = events.pop()  # told only once the turn is stored (end)
-        return _events(events)
+        return _events(self._hold(self.t.finish()))
 
     def end(self) -> bytes:
-        event, self._end = self._end, None
+        event = self._take_end()
         return _events([event]) if event else b""
 
     def fail(self, error: ProxyError) -> bytes:
         # ResponseError.code is an enum in the SDKs: the detail goes in the message.
         code = "rate_limit_exceeded" if error.status == 429 else "server_error"
-        if self._end is not None:  # the answer was whole, but storing it failed
-            self._end = None
+        if self._take_end() is not None:  # the answer was whole, but storing it failed
             return _events(self.t.revoke(error.message, code))
         return _events(self.t.fail(error.message, code))
 
@@ -169,7 +179,6 @@ def interaction_events(events: list[dict[str, Any]]) -> bytes:
     return b"".join(sse_event(e, e["event_type"], event_id=e["event_id"]) for e in events)
 
 
-
 class InteractionsWriter(_TranslatorWriter):
     t: InteractionsTranslator
 
@@ -180,22 +189,18 @@ class InteractionsWriter(_TranslatorWriter):
     def failed(self) -> bool:
         return self.t.interaction["status"] == "failed"
 
-    _end: dict[str, Any] | None = None
+    SUCCESS = ("event_type", frozenset({"interaction.completed"}))
 
     def finish(self) -> bytes:
-        events = self.t.finish()
-        if events and events[-1]["event_type"] == "interaction.completed":
-            self._end = events.pop()  # told only once the interaction is stored (end)
-            return interaction_events(events)
-        return interaction_events(events) + DONE
+        events = interaction_events(self._hold(self.t.finish()))
+        return events if self._end else events + DONE
 
     def end(self) -> bytes:
-        event, self._end = self._end, None
+        event = self._take_end()
         return interaction_events([event]) + DONE if event else b""
 
     def fail(self, error: ProxyError) -> bytes:
-        if self._end is not None:  # the answer was whole, but storing it failed
-            self._end = None
+        if self._take_end() is not None:  # the answer was whole, but storing it failed
             return interaction_events(self.t.revoke(error)) + DONE
         events = self.t.fail(error)
         return interaction_events(events) + DONE if events else b""
