@@ -1,6 +1,7 @@
 """Errors raised by the translation core; the shell renders them in the caller's protocol."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 # Google's canonical status names for HTTP codes, as Gemini's error objects carry them.
 GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
@@ -64,3 +65,8 @@ class PairingError(ProxyError):
 
     call_id: str = ""
     missing_output: bool = False
+
+
+def openai_error_body(e: ProxyError) -> dict[str, Any]:
+    """OpenAI's error object, the shape of both OpenAI protocols (Responses, Chat Completions)."""
+    return {"error": {"message": e.message, "type": e.type, "param": e.param, "code": e.code}}

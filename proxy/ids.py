@@ -41,3 +41,7 @@ def web_search_id() -> str:
 def interaction_id() -> str:
     """Google's interaction ids start with the API generation ("v1_...")."""
     return f"v1_{_token(40)}"
+
+
+def compaction_id() -> str:
+    return f"cmp_{_token(32)}"

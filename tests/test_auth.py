@@ -13,8 +13,9 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from proxy.gemini.errors import is_gemini_path
+from proxy.interactions.errors import INTERACTIONS_PATH
 from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind, scope_of
-from proxy.server.errors import INTERACTIONS_PATH, is_gemini_path
 from tests.harness import Stack
 from tests.mitm_harness import MITMDUMP, ROOT
 

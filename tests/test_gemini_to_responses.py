@@ -3,7 +3,7 @@
 import pydantic
 from openai.types.responses import Response, ResponseStreamEvent
 
-from proxy.from_gemini.to_responses import ResponsesTranslator
+from proxy.responses.translator import ResponsesTranslator
 from proxy.tools.prepare_tools import prepare_tools
 
 EVENT = pydantic.TypeAdapter(ResponseStreamEvent)

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.errors import ProxyError
-from proxy.intercept.tool_context import apply_tool_context
 from proxy.mock.validate import validate_request
+from proxy.session.tool_context import apply_tool_context
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.tools.prepare_tools import prepare_tools
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from proxy.errors import ProxyError
-from proxy.intercept.session_tools import ToolRound
+from proxy.session.session_tools import ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse
 from proxy.store.entry_store import EntryStore

@@ -3,12 +3,12 @@
 import pytest
 
 from proxy.errors import ProxyError
-from proxy.intercept.output_pairing import pair_outputs
-from proxy.intercept.placeholders import NO_HISTORY, rewrite_history
 from proxy.intercept.session_marker import take_marker
-from proxy.intercept.session_tools import ToolContext, ToolRound
 from proxy.intercept.targets import Target, classify
-from proxy.intercept.tool_context import apply_tool_context
+from proxy.session.output_pairing import pair_outputs
+from proxy.session.placeholders import NO_HISTORY, rewrite_history
+from proxy.session.session_tools import ToolContext, ToolRound
+from proxy.session.tool_context import apply_tool_context
 from proxy.signatures.call_record import CallRecord
 from proxy.wire.gemini_keys import to_camel_request
 

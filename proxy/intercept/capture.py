@@ -13,7 +13,7 @@ from proxy.errors import ProxyError
 from proxy.intercept.capture_calls import SSETap
 from proxy.intercept.flow_selection import META, FlowState
 from proxy.intercept.refusal import gemini_error_response
-from proxy.intercept.session_tools import ToolRound
+from proxy.session.session_tools import ToolRound
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from proxy.interactions_upstream.request import generation_of, openapi_to_json_s
 from proxy.intercept.capture import record_round
 from proxy.intercept.flow_selection import destination
 from proxy.intercept.refusal import gemini_error_response
-from proxy.intercept.session_tools import ToolContext, ToolRound
+from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import SessionStore
 from proxy.wire.interactions import StepAssembler, UnreadableArguments

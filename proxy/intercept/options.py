@@ -10,12 +10,12 @@ from typing import Any
 from mitmproxy import ctx, exceptions
 
 from proxy.config_file import ConfigError, addon_settings
-from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER
 from proxy.intercept.relay import DEFAULT_TIMEOUT
 from proxy.model_rules import ModelRules
 from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
 from proxy.server.site import DEFAULT_BACKGROUND_LEASE, DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, ServerLimits
+from proxy.session.placeholders import DEFAULT_PLACEHOLDER
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes

@@ -9,9 +9,9 @@ from mitmproxy import ctx, http
 from proxy.errors import ProxyError
 from proxy.intercept.flow_selection import META, FlowState, select
 from proxy.intercept.options import Options
-from proxy.intercept.placeholders import placeholder_count
 from proxy.intercept.refusal import gemini_error_response
-from proxy.intercept.tool_context import apply_tool_context
+from proxy.session.placeholders import placeholder_count
+from proxy.session.tool_context import apply_tool_context
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)

@@ -6,18 +6,18 @@ from typing import Any
 from aiohttp import web
 
 from proxy import ids, metrics
+from proxy.chat import routes as chat_routes
 from proxy.errors import ProxyError
+from proxy.gemini import routes as gemini_routes
+from proxy.interactions import routes as interactions_routes
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
+from proxy.responses import routes as responses_routes
 from proxy.server import object_owners
 from proxy.server.auth import SCOPE, ClientKeys, authenticate, presented_key
-from proxy.server.chat_routes import chat_completions
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import error_middleware, is_gemini_path
-from proxy.server.gemini_rest import add_routes as add_gemini_rest_routes
-from proxy.server.gemini_routes import native_generate, rest_generate
-from proxy.server.interactions_routes import add_routes as add_interactions_routes
-from proxy.server.responses_routes import create_response, get_response, list_models
+from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
 from proxy.server.workers import shutdown_workers
@@ -131,14 +131,10 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)
     app.router.add_get("/v1/models", list_models)
-    app.router.add_post("/v1/responses", create_response)
-    app.router.add_post("/v1/chat/completions", chat_completions)
-    app.router.add_get("/v1/responses/{response_id}", get_response)
-    app.router.add_post("/v1/gemini", native_generate)
-    app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", rest_generate)
     add_session_routes(app)
-    add_interactions_routes(app)
-    add_gemini_rest_routes(app)  # last: its catch-all must not shadow the routes above
+    # One line per client protocol; Gemini's last, as its catch-all must shadow none of the others.
+    for protocol in (responses_routes, chat_routes, interactions_routes, gemini_routes):
+        protocol.add_routes(app)
 
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()

@@ -1,4 +1,4 @@
-"""Render errors in the caller's own protocol: OpenAI's error object or Gemini's.
+"""Render errors in the caller's own protocol (each protocol's folder holds its shape).
 
 Every answer the front-end gives — its own refusals, Gemini's errors, aiohttp's limit errors,
 unknown paths and methods, and the unexpected — goes through here, so none is ever plain text.
@@ -6,13 +6,14 @@ unknown paths and methods, and the unexpected — goes through here, so none is 
 
 import asyncio
 import logging
-import re
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from proxy.errors import ProxyError, UpstreamError, gemini_status
+from proxy.errors import ProxyError, openai_error_body
+from proxy.gemini.errors import gemini_error_body, is_gemini_path
+from proxy.interactions.errors import INTERACTIONS_PATH, interactions_error_body
 from proxy.server.context import CONTEXT
 from proxy.server.workers import worker_processes
 from proxy.wire.json_body import (
@@ -25,40 +26,6 @@ from proxy.wire.json_body import (
 )
 
 log = logging.getLogger(__name__)
-
-_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/v1/interactions", "/upload/", "/v1/files",
-                    "/v1/cachedContents", "/v1/operations", "/v1/tunedModels", "/v1/batches")
-
-
-def is_gemini_path(path: str) -> bool:
-    """Gemini-native routes answer in Gemini's error shape (`/v1/models` alone is OpenAI's list)."""
-    return path.startswith(_GEMINI_PREFIXES) or path in ("/v1beta", "/v1alpha")
-
-
-def gemini_error_body(e: ProxyError) -> dict[str, Any]:
-    """Gemini's error object; Gemini's own (from upstream) is kept as sent, with a usable code."""
-    if isinstance(e, UpstreamError) and e.gemini_error:
-        err = dict(e.gemini_error)
-        if not (isinstance(err.get("code"), int) and 400 <= err["code"] < 600):
-            err["code"] = e.status
-        return {"error": err}
-    return {"error": {"code": e.status, "message": e.message, "status": gemini_status(e.status)}}
-
-
-INTERACTIONS_PATH = re.compile(r"^/(v1|v1beta|v1alpha)/interactions(/|$)")
-
-
-def interactions_error_body(e: ProxyError) -> dict[str, Any]:
-    """The Interactions API's error object: google-genai reads `code` as a string (the status name)."""
-    status = e.status
-    if isinstance(e, UpstreamError) and e.gemini_error and isinstance(e.gemini_error.get("status"), str):
-        return {"error": {"code": e.gemini_error["status"], "message": e.message}}
-    return {"error": {"code": gemini_status(status), "message": e.message}}
-
-
-def openai_error_body(e: ProxyError) -> dict[str, Any]:
-    return {"error": {"message": e.message, "type": e.type, "param": e.param, "code": e.code}}
-
 
 def render(request: web.Request, e: ProxyError) -> web.Response:
     if INTERACTIONS_PATH.match(request.path):
@@ -121,6 +88,12 @@ async def read_json(request: web.Request) -> Any:
     except TimeoutError:
         raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
                          code="request_timeout", headers={"Connection": "close"}) from None
+    return await parse_body(raw)
+
+
+async def parse_body(raw: bytes) -> Any:
+    """A JSON body (an HTTP request's, a WebSocket message's) parsed and checked within the edge's
+    limits, big ones off the event loop."""
     if len(raw) <= ON_LOOP_BYTES:
         return _parsed(raw)
     if len(raw) > ELSEWHERE_BYTES and may_hold_too_many_tools(raw):

@@ -13,10 +13,10 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxy.errors import ProxyError
-from proxy.intercept.output_pairing import pair_outputs
 from proxy.server.auth import SCOPE, scoped_session
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import read_json, validate
+from proxy.session.output_pairing import pair_outputs
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import prepare_tools
 from proxy.tools.tool_choice import tool_choice_to_config

@@ -4,7 +4,7 @@
 It opens the upstream before the response starts (an error then is an ordinary error answer in the
 caller's protocol), writes each protocol's events as Gemini's chunks arrive (never buffered whole),
 and on *any* failure after the response started writes the protocol's terminal failure — never a
-bare cut. The writer (stream_writers.py) decides what a clean end means; a client that goes away
+bare cut. The writer (each protocol's stream_writer.py) decides what a clean end means; a client that goes away
 closes the upstream.
 """
 
@@ -83,17 +83,35 @@ class _Sender:
 async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],
                      writer: StreamWriter, headers: dict[str, str] | None = None,
                      on_end: Callable[[bool], Awaitable[None]] | None = None) -> web.StreamResponse:
-    """Stream `open_upstream`'s chunks through `writer`. `on_end(True)` stores the turn once the answer
-    is whole and before the client is told it ended well: if storing fails (the store is down, the
-    turn too large), the client is told the answer failed. On any other end `on_end(False)` runs."""
+    """Stream `open_upstream`'s chunks through `writer` as an HTTP response (SSE or a JSON array)."""
     ctx = request.app[CONTEXT]
     resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
                                        "x-accel-buffering": "no", **(headers or {})})
     send = _Sender(request, resp, ctx.limits.client_timeout)
     chunks = await open_upstream
-    ok = False
     try:
         await resp.prepare(request)
+    except BaseException:
+        await _close(chunks, writer, on_end)
+        raise
+    try:
+        if await relay(chunks, writer, send, on_end, ctx.in_flight, f"{request.method} {request.path}"):
+            await send(b"", eof=True)
+        return resp
+    except ConnectionError:
+        return resp  # the client went away during the last write: nothing more can reach it
+    finally:
+        send.close()
+
+
+async def relay(chunks: AsyncIterator[dict[str, Any]], writer: StreamWriter, send: Callable[[Any], Awaitable[None]],
+                on_end: Callable[[bool], Awaitable[None]] | None, in_flight: Any, what: str) -> bool:
+    """The pipeline itself, for any transport (`send` writes what the writer gives: SSE bytes, or a
+    WebSocket's events). `on_end(True)` stores the turn once the answer is whole and before the client
+    is told it ended well: if storing fails (the store is down, the turn too large), the client is told
+    the answer failed. On any other end `on_end(False)` runs. False when the client went away."""
+    ok = False
+    try:
         try:
             await send(writer.start())
             async for chunk in chunks:
@@ -107,27 +125,31 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
             await send(writer.end())
             ok = True
         except ProxyError as e:
-            log.info("%s %s: stream failed: %s", request.method, request.path, e.message)
+            log.info("%s: stream failed: %s", what, e.message)
             await send(writer.fail(e))
         except asyncio.CancelledError as e:  # a shutdown: the stream ends with its failure event
-            await send(writer.fail(ctx.in_flight.absorb(e)))
+            await send(writer.fail(in_flight.absorb(e)))
         except ConnectionError as e:
             # The client went away: nothing can reach it. Not re-raised: the exception's traceback
             # and its context (asyncio's timeout frames) would keep this whole answer in a
             # reference cycle until the next full garbage collection.
-            log.info("%s %s: the client went away (%s)", request.method, request.path, type(e).__name__)
+            log.info("%s: the client went away (%s)", what, type(e).__name__)
             e.__traceback__ = e.__context__ = e.__cause__ = None
-            return resp
+            return False
         except Exception:
-            log.exception("stream failed on %s %s", request.method, request.path)
+            log.exception("stream failed on %s", what)
             await send(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
-        await send(b"", eof=True)
-        return resp
+        return True
     finally:
-        send.close()
-        await chunks.aclose()  # type: ignore[attr-defined]
-        malloc_tuning.trim_soon()  # a long answer's buffers are free now: give the pages back
-        if not ok or writer.failed:
-            metrics.stream_failed()
-        if on_end is not None:  # not stored: the answer failed, or the client went away
-            await on_end(False)
+        ok = ok and not writer.failed
+        await _close(chunks, writer, on_end, ok)
+
+
+async def _close(chunks: AsyncIterator[dict[str, Any]], writer: StreamWriter,
+                 on_end: Callable[[bool], Awaitable[None]] | None, ok: bool = False) -> None:
+    await chunks.aclose()  # type: ignore[attr-defined]
+    malloc_tuning.trim_soon()  # a long answer's buffers are free now: give the pages back
+    if not ok:
+        metrics.stream_failed()
+    if on_end is not None:  # not stored: the answer failed, or the client went away
+        await on_end(False)

@@ -26,11 +26,12 @@ from proxy.signatures.carrier_keys import CarrierKeys
 
 log = logging.getLogger(__name__)
 PREFIX = "gtp.v3."
+COMPACTION = "gtp.c1."  # a compaction item's encrypted_content (responses/compact.py)
 
 
-def _label(scope: str) -> bytes:
+def _label(scope: str, prefix: str = PREFIX) -> bytes:
     """What the seal authenticates besides the data: the version and the client's scope."""
-    return PREFIX.encode() + hashlib.sha256(b"scope:" + scope.encode()).digest()[:16]
+    return prefix.encode() + hashlib.sha256(b"scope:" + scope.encode()).digest()[:16]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,30 @@ class CarrierSeal:
     def encode(self, calls: list[CallRecord]) -> str:
         data = json.dumps({"model": self.model, "calls": [c.to_dict() for c in calls]}, separators=(",", ":"))
         return PREFIX + self.keys.seal(data.encode(), _label(self.scope))
+
+    def seal_compaction(self, summary: str, calls: list[CallRecord]) -> str:
+        """A compaction item's content: the summary of the turns it stands for, and the records of the
+        calls the kept items still refer to (so a stateless client's next turn has their signatures)."""
+        data = json.dumps({"model": self.model, "summary": summary, "calls": [c.to_dict() for c in calls]},
+                          separators=(",", ":"))
+        return COMPACTION + self.keys.seal(data.encode(), _label(self.scope, COMPACTION))
+
+    def open_compaction(self, token: str) -> tuple[str, dict[str, CallRecord]] | None:
+        """The summary and call records of a compaction item, or None when it does not open for this
+        client (forged, altered, another tenant's, under a retired key). Records made by another
+        model lose their signatures; the summary is plain text and serves any model."""
+        if not token.startswith(COMPACTION):
+            return None
+        data = self.keys.open(token[len(COMPACTION):], _label(self.scope, COMPACTION))
+        if data is None:
+            return None
+        sealed = json.loads(data)
+        same_model = sealed["model"] == self.model
+        calls = {}
+        for r in sealed["calls"]:
+            rec = CallRecord.from_dict(r)
+            calls[rec.call_id] = rec if same_model else _unsigned(rec)
+        return sealed["summary"], calls
 
     def decode(self, items: Iterable[Any]) -> dict[str, CallRecord]:
         """Call records from every reasoning item that carries ours and opens for this scope; anything

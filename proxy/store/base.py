@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from proxy.errors import ProxyError
-from proxy.intercept.session_tools import ToolContext, ToolRound
+from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.to_gemini.conversation import Conversation
 
@@ -26,6 +26,7 @@ class StoredResponse:
     system: list[dict[str, Any]] = field(default_factory=list)  # system/developer parts this turn added
     pending: list[str] = field(default_factory=list)  # call ids of the final model turn
     parent: str | None = None                # previous_response_id of this turn
+    input: list[dict[str, Any]] | None = None  # a response's input items, with ids (GET .../input_items)
 
 
 # A chain longer than this is refused rather than walked (a loop in stored data, or a client that

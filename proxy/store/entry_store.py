@@ -11,7 +11,7 @@ from typing import Any
 
 from proxy import fast_json
 from proxy.errors import ProxyError
-from proxy.intercept.session_tools import ToolContext, ToolRound
+from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse
 from proxy.store.entries import Entries, Evicted, Key, TooLarge

@@ -25,6 +25,7 @@ from proxy.wire.json_body import parse_arguments
 from proxy.wire.responses import (
     INPUT_ITEMS,
     ITEM_MODELS,
+    CompactionItem,
     CustomToolCallItem,
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -209,6 +210,10 @@ class _Builder:
         return Conversation(self.contents, self.system, [])
 
 
+# How a compaction's summary reads to the model that continues the conversation.
+SUMMARY_INTRO = "[Summary of the earlier part of this conversation, compacted]\n"
+
+
 def input_to_contents(
     items: list[InputItem],
     *,
@@ -217,13 +222,15 @@ def input_to_contents(
     names: ToolNames | None = None,
     model: str = "",
     result_parts: bool | None = None,
+    summaries: Mapping[str, str] | None = None,
 ) -> Conversation:
     """Append `items` to `prior` (a stored conversation, for previous_response_id).
 
     `calls` holds what the proxy remembers of earlier calls (Gemini names, ids, signatures) by
     call_id; history the proxy never saw is accepted too, with the call_id standing in as the id.
     `result_parts` says whether the model takes media in functionResponse.parts (None: the default
-    for the model, tool_result_media.py).
+    for the model, tool_result_media.py). `summaries` holds the opened compaction items' summaries by
+    their encrypted_content: each becomes a user turn where the item stands.
     """
     b = _Builder(prior or Conversation(), calls or {}, names or ToolNames())
     for i, item in enumerate(items):
@@ -235,6 +242,14 @@ def input_to_contents(
             b.function_output(item, i)
         elif isinstance(item, WebSearchCallItem):
             b.web_search(item, i)
+        elif isinstance(item, CompactionItem):
+            summary = (summaries or {}).get(item.encrypted_content)
+            if summary is None:
+                raise ProxyError(f"The compaction item input[{i}] does not open here: it was made by another "
+                                 "client or deployment, altered, or sealed under a retired key.",
+                                 param=f"input[{i}].encrypted_content", code="invalid_encrypted_content")
+            if summary:
+                b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
         elif item.type == "item_reference":
             raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
                              "item itself or use previous_response_id.", param=f"input[{i}]")

@@ -17,6 +17,8 @@ def build_gemini_request(req: ResponsesRequest, conv: Conversation, tools: Prepa
     fmt = req.text.format if req.text else None
     return assemble_request(conv, tools, wire_choice(req.tool_choice), instructions=req.instructions,
                             generation={"temperature": req.temperature, "topP": req.top_p,
+                                        "presencePenalty": req.presence_penalty,
+                                        "frequencyPenalty": req.frequency_penalty,
                                         "maxOutputTokens": req.max_output_tokens,
                                         "thinkingConfig": thinking_config(model or req.model,
                                                                           reasoning.effort if reasoning else None,

@@ -73,8 +73,16 @@ class WebSearchCallItem(_Lenient):
     action: dict[str, Any] | None = None
 
 
+class CompactionItem(_Lenient):
+    """What `POST /v1/responses/compact` made of the turns it dropped: their summary, sealed."""
+
+    type: Literal["compaction"]
+    encrypted_content: str
+    id: str | None = None
+
+
 InputItem = (MessageItem | FunctionCallItem | CustomToolCallItem | FunctionCallOutputItem | ReasoningItem
-             | ItemReference | WebSearchCallItem)
+             | ItemReference | WebSearchCallItem | CompactionItem)
 
 ITEM_MODELS: dict[str, type[BaseModel]] = {
     "message": MessageItem,
@@ -85,6 +93,7 @@ ITEM_MODELS: dict[str, type[BaseModel]] = {
     "reasoning": ReasoningItem,
     "item_reference": ItemReference,
     "web_search_call": WebSearchCallItem,
+    "compaction": CompactionItem,
 }
 
 
@@ -99,7 +108,8 @@ INPUT_ITEMS: TypeAdapter[list[InputItem]] = TypeAdapter(list[Annotated[
     Annotated[MessageItem, Tag("message")] | Annotated[FunctionCallItem, Tag("function_call")]
     | Annotated[CustomToolCallItem, Tag("custom_tool_call")]
     | Annotated[FunctionCallOutputItem, Tag("function_call_output")] | Annotated[ReasoningItem, Tag("reasoning")]
-    | Annotated[ItemReference, Tag("item_reference")] | Annotated[WebSearchCallItem, Tag("web_search_call")],
+    | Annotated[ItemReference, Tag("item_reference")] | Annotated[WebSearchCallItem, Tag("web_search_call")]
+    | Annotated[CompactionItem, Tag("compaction")],
     Discriminator(_item_tag)]])
 
 
@@ -195,7 +205,34 @@ class ResponsesRequest(_Lenient):
     text: TextConfig | None = None
     include: list[str] | None = None
     user: str | None = None
+    # Echoed in the Response object (Open Responses' ResponseResource requires each of them).
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    top_logprobs: int | None = None
+    max_tool_calls: int | None = None
+    background: bool | None = None
+    service_tier: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+
+
+# `include` values of the Responses API. The proxy fills what it can; the rest name outputs of tools
+# Gemini does not have here (nothing to include) -- but logprobs it cannot give, so they are a 400.
+INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "computer_call_output.output.image_url",
+                            "file_search_call.results", "message.input_image.image_url",
+                            "reasoning.encrypted_content", "web_search_call.action.sources",
+                            "web_search_call.results", "message.output_text.logprobs"})
 
 
 def wire_choice(choice: str | _Lenient | None) -> str | dict[str, Any] | None:
     return choice.wire() if isinstance(choice, _Lenient) else choice
+
+
+class CompactRequest(_Lenient):
+    """`POST /v1/responses/compact`: the conversation to compact (input and/or the stored chain)."""
+
+    model: str
+    input: str | list[dict[str, Any]] | None = None
+    previous_response_id: str | None = None
+    instructions: str | None = None

@@ -3,8 +3,8 @@ the front-end's native paths share (ARCHITECTURE.md "Rules of thumb").
 
 - tools: the session's functionDeclarations replace the app's own (or are merged with them); its
   toolConfig goes along;
-- history: placeholder turns become the captured rounds (intercept/placeholders.py);
-- repairs, with or without a session: the app's schemas sanitized (intercept/app_tools.py), the
+- history: placeholder turns become the captured rounds (session/placeholders.py);
+- repairs, with or without a session: the app's schemas sanitized (session/app_tools.py), the
   shared history repairs (to_gemini/repair_history.py), and the sentinel on the current turn's
   first unsigned functionCall on gemini-3.
 
@@ -15,9 +15,9 @@ import copy
 from typing import Any
 
 from proxy import fast_json
-from proxy.intercept.app_tools import declared_names, repair_app_tools
-from proxy.intercept.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
-from proxy.intercept.session_tools import ToolContext
+from proxy.session.app_tools import declared_names, repair_app_tools
+from proxy.session.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
+from proxy.session.session_tools import ToolContext
 from proxy.signatures.sentinel import sign_current_turn
 from proxy.to_gemini.repair_history import repair_history
 

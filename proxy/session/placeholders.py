@@ -6,7 +6,7 @@ no captured round is refused, never forwarded malformed."""
 from typing import Any
 
 from proxy.errors import ProxyError
-from proxy.intercept.session_tools import ToolRound
+from proxy.session.session_tools import ToolRound
 
 DEFAULT_PLACEHOLDER = "Tool call completed"
 DUMMY_TEXTS = frozenset({"", "."})  # AGCC and zerogravity send "." as the relay app's prompt

@@ -18,18 +18,7 @@ from aiohttp import web
 
 from proxy import ids, metrics
 from proxy.errors import ProxyError
-from proxy.from_gemini.to_interactions import InteractionsTranslator, replay
-from proxy.server import background, object_owners
-from proxy.server.context import CONTEXT, Context, api_key_of, session_of
-from proxy.server.errors import read_json, validate
-from proxy.server.json_answer import json_answer
-from proxy.server.stream import run_stream
-from proxy.server.stream_writers import DONE, InteractionsWriter, interaction_events
-from proxy.signatures.call_record import CallRecord
-from proxy.store.base import StoredResponse, conversation_at
-from proxy.to_gemini.conversation import Conversation
-from proxy.to_gemini.input_to_contents import input_to_contents
-from proxy.to_gemini.interaction_input import (
+from proxy.interactions.input import (
     input_steps,
     response_format,
     sign_texts,
@@ -37,6 +26,18 @@ from proxy.to_gemini.interaction_input import (
     tool_choice,
     tools_to_responses,
 )
+from proxy.interactions.stream_writer import InteractionsWriter, interaction_events
+from proxy.interactions.translator import InteractionsTranslator, replay
+from proxy.server import background, object_owners
+from proxy.server.context import CONTEXT, Context, api_key_of, session_of
+from proxy.server.errors import read_json, validate
+from proxy.server.json_answer import json_answer
+from proxy.server.stream import run_stream
+from proxy.server.translator_writer import DONE
+from proxy.signatures.call_record import CallRecord
+from proxy.store.base import StoredResponse, conversation_at
+from proxy.to_gemini.conversation import Conversation
+from proxy.to_gemini.input_to_contents import input_to_contents
 from proxy.to_gemini.reasoning import thinking_config
 from proxy.to_gemini.request_body import assemble_request
 from proxy.tools.hosted_tools import warning_headers

@@ -11,6 +11,7 @@ part). A web_search_call item stays open from Gemini's toolCall to its toolRespo
 import copy
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +62,8 @@ class ResponsesTranslator:
                  keep_first_call_only: bool = False, carrier: CarrierSeal | None = None,
                  snapshots: bool = True) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
-        self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None)
+        self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None,
+                             completed_at=None)
         self._tools = tools or PreparedTools()
         # parallel_tool_calls=false: Gemini has no such switch, so later calls of a turn are dropped
         # from the output and from the history kept for the next turn (translators.md §3).
@@ -126,11 +128,20 @@ class ResponsesTranslator:
                 msg = f"{msg}: {self.check.finish_message}"
             return events + self.fail(msg, failure_code(self.check.finish))
         self.response["status"] = status
+        if status == "completed":
+            self.response["completed_at"] = int(time.time())
         if status == "incomplete":
             self.response["incomplete_details"] = {"reason": detail}
         self.done = True
         kind = "response.completed" if status == "completed" else "response.incomplete"
         return events + [self._ev(kind, response=self._snapshot())]
+
+    def complete_empty(self) -> list[Event]:
+        """A response made without asking Gemini (`generate: false`): created and completed, no output."""
+        events = self.start()
+        self.response.update(status="completed", completed_at=int(time.time()))
+        self.done = True
+        return events + [self._ev("response.completed", response=self._snapshot())]
 
     def fail(self, message: str, code: str = "server_error") -> list[Event]:
         """End the response as failed (upstream error mid-stream, or an unusable finish)."""
@@ -147,7 +158,7 @@ class ResponsesTranslator:
         """A whole answer that could not be kept (the store failed): ended as failed after all, since
         a response that was not stored must never be reported completed."""
         self.response.update(status="failed", error={"code": code, "message": message})
-        self.response.pop("incomplete_details", None)
+        self.response.update(incomplete_details=None, completed_at=None)
         self.done = True
         return [self._ev("response.failed", response=self._snapshot())]
 

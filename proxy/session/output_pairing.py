@@ -3,7 +3,7 @@
 from typing import Any
 
 from proxy.errors import ProxyError
-from proxy.intercept.session_tools import ToolContext
+from proxy.session.session_tools import ToolContext
 
 
 def pair_outputs(ctx: ToolContext | None, outputs: list[tuple[str | None, dict[str, Any]]]

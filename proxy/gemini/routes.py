@@ -14,14 +14,15 @@ from aiohttp import web
 from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck
 from proxy.from_gemini.model_turn import ModelTurn
-from proxy.intercept.tool_context import apply_tool_context
+from proxy.gemini import rest
+from proxy.gemini.rest import MODEL_METHODS, model_method
+from proxy.gemini.stream_writer import GeminiWriter
 from proxy.server import object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.gemini_rest import MODEL_METHODS, model_method
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
-from proxy.server.stream_writers import GeminiWriter
+from proxy.session.tool_context import apply_tool_context
 from proxy.signatures.sentinel import sign_unsigned_turns
 from proxy.wire.gemini import NativeRequest, check_generate_request, checked, first_candidate_parts
 from proxy.wire.gemini_keys import to_camel_request
@@ -128,3 +129,9 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
         return json_answer(data)
     writer = GeminiWriter(sse=request.query.get("alt") == "sse")
     return await run_stream(request, ctx.upstream.stream(model, body, key), writer)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/gemini", native_generate)
+    app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", rest_generate)
+    rest.add_routes(app)  # after every other route: its catch-all must shadow none

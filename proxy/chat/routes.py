@@ -3,15 +3,15 @@
 from aiohttp import web
 
 from proxy import metrics
+from proxy.chat.stream_writer import ChatWriter
+from proxy.chat.to_items import chat_messages_to_items
+from proxy.chat.translator import ChatTranslator
 from proxy.errors import PairingError, ProxyError
-from proxy.from_gemini.to_chat import ChatTranslator
 from proxy.server import object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
-from proxy.server.stream_writers import ChatWriter
-from proxy.to_gemini.chat_to_items import chat_messages_to_items
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.reasoning import structured_output, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
@@ -75,3 +75,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         raise ProxyError(failure, status=502, type="server_error", code="upstream_error")
     await remember(True)
     return json_answer(translator.completion(), headers=headers)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/chat/completions", chat_completions)

@@ -1,0 +1,23 @@
+"""Gemini's error shape, for every Gemini-native route (REST, `/v1/gemini`, the object routes)."""
+
+from typing import Any
+
+from proxy.errors import ProxyError, UpstreamError, gemini_status
+
+_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/v1/interactions", "/upload/", "/v1/files",
+                    "/v1/cachedContents", "/v1/operations", "/v1/tunedModels", "/v1/batches")
+
+
+def is_gemini_path(path: str) -> bool:
+    """Gemini-native routes answer in Gemini's error shape (`/v1/models` alone is OpenAI's list)."""
+    return path.startswith(_GEMINI_PREFIXES) or path in ("/v1beta", "/v1alpha")
+
+
+def gemini_error_body(e: ProxyError) -> dict[str, Any]:
+    """Gemini's error object; Gemini's own (from upstream) is kept as sent, with a usable code."""
+    if isinstance(e, UpstreamError) and e.gemini_error:
+        err = dict(e.gemini_error)
+        if not (isinstance(err.get("code"), int) and 400 <= err["code"] < 600):
+            err["code"] = e.status
+        return {"error": err}
+    return {"error": {"code": e.status, "message": e.message, "status": gemini_status(e.status)}}

@@ -1,0 +1,1 @@
+"""Gemini's Interactions API, served over generateContent or passed to Google's own."""

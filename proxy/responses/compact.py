@@ -1,0 +1,150 @@
+"""`POST /v1/responses/compact`: a long conversation made short enough to continue.
+
+The conversation (the stored chain behind `previous_response_id`, then `input`) is cut before its
+last user message. What comes after the cut is kept as it is -- so every call still waiting for its
+output, and every call/output pair of the current exchange, stays whole. What comes before is told to
+Gemini as a transcript and replaced by its summary, sealed in a `compaction` item (the same AES-GCM
+keys and client scope as the signature carrier: only this deployment, for this client, reads it).
+The item also carries the kept calls' records, so their thought signatures reach Gemini on the next
+turn even from a stateless client. Feeding the output back as `input` continues the conversation:
+the summary becomes a user turn where the item stands (first), then the kept items.
+"""
+
+import time
+from typing import Any
+
+from aiohttp import web
+
+from proxy import ids
+from proxy.errors import ProxyError
+from proxy.from_gemini.usage import map_usage
+from proxy.responses.turn import open_compactions
+from proxy.server.context import CONTEXT, Context, api_key_of, session_of
+from proxy.server.errors import read_json, validate
+from proxy.server.json_answer import json_answer
+from proxy.store.base import MAX_CHAIN, SessionStore
+from proxy.to_gemini.input_to_contents import parse_input
+from proxy.wire.gemini import checked, first_candidate_parts
+from proxy.wire.responses import CompactRequest, FunctionCallItem, FunctionCallOutputItem, MessageItem
+
+PROMPT = ("Summarize the conversation transcript below for the assistant who will continue it without seeing "
+          "it. Keep every fact, name, number, decision, tool result and open task that may matter later; "
+          "leave out small talk. Write only the summary.\n\n")
+
+
+async def items_at(store: SessionStore, session: str, response_id: str) -> list[dict[str, Any]] | None:
+    """The items of a stored chain, oldest first (each turn's input, then its output); None when unknown."""
+    chain = []
+    rid: str | None = response_id
+    while rid is not None and len(chain) <= MAX_CHAIN:
+        stored = await store.get_response(session, rid)
+        if stored is None or "interaction" in stored.response:
+            if chain:
+                raise ProxyError(f"Previous response '{response_id}' cannot be compacted: an earlier turn of its "
+                                 f"conversation ('{rid}') is no longer stored.", param="previous_response_id",
+                                 code="previous_response_not_found")
+            return None
+        if stored.input is None:
+            raise ProxyError(f"Response '{rid}' was stored before its input items were kept; compact with the "
+                             "conversation as input instead.", param="previous_response_id")
+        chain.append(stored)
+        rid = stored.parent
+    return [item for s in reversed(chain) for item in (*s.input, *s.response.get("output", []))]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    out = []
+    for part in content or []:
+        kind = part.get("type")
+        if isinstance(part.get("text"), str):
+            out.append(part["text"])
+        elif kind in ("input_image", "image_url"):
+            out.append("[an image]")
+        elif kind == "input_file":
+            out.append(f"[a file: {part.get('filename') or part.get('file_id') or 'attached'}]")
+        elif kind == "refusal":
+            out.append(f"[refused: {part.get('refusal', '')}]")
+    return " ".join(out)
+
+
+def transcript(items: list[Any], summaries: dict[str, str]) -> str:
+    """The dropped items as plain text for the summarizing model (no calls for it to pair up)."""
+    lines = []
+    for item in items:
+        kind = item.type
+        if isinstance(item, MessageItem):
+            lines.append(f"{item.role}: {_text(item.content)}")
+        elif isinstance(item, FunctionCallItem):
+            lines.append(f"assistant called {item.name}({item.arguments}) [call {item.call_id}]")
+        elif kind == "custom_tool_call":
+            lines.append(f"assistant called {item.name} with: {item.input} [call {item.call_id}]")
+        elif isinstance(item, FunctionCallOutputItem):
+            lines.append(f"result of call {item.call_id}: {_text(item.output)}")
+        elif kind == "web_search_call":
+            lines.append(f"assistant searched the web: {(item.action or {}).get('query', '')}")
+        elif kind == "compaction":
+            lines.append(f"(summary of what came before) {summaries.get(item.encrypted_content, '')}")
+    return "\n".join(line for line in lines if line.strip())
+
+
+def _cut(items: list[Any]) -> int:
+    """Where the kept part starts: at the last user message (0: nothing can be dropped)."""
+    for i in range(len(items) - 1, -1, -1):
+        if isinstance(items[i], MessageItem) and items[i].role == "user":
+            return i
+    return 0
+
+
+async def _summarize(ctx: Context, model: str, text: str, instructions: str | None, key: str | None
+                     ) -> tuple[str, dict[str, Any] | None]:
+    body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": PROMPT + text}]}]}
+    if instructions:
+        body["systemInstruction"] = {"parts": [{"text": instructions}]}
+    answer = checked(await ctx.upstream.generate(model, body, key))
+    summary = "".join(p["text"] for p in first_candidate_parts(answer)
+                      if isinstance(p.get("text"), str) and not p.get("thought")).strip()
+    if not summary:
+        raise ProxyError("Gemini gave no summary for the turns to compact; nothing was compacted. Try again.",
+                         status=502, type="server_error", code="empty_summary")
+    return summary, answer.get("usageMetadata")
+
+
+async def compact_route(request: web.Request) -> web.Response:
+    ctx: Context = request.app[CONTEXT]
+    req = validate(CompactRequest, await read_json(request))
+    session = session_of(request)
+    history: list[Any] = []
+    if req.previous_response_id:
+        found = await items_at(ctx.store, session, req.previous_response_id)
+        if found is None:
+            raise ProxyError(f"Previous response with id '{req.previous_response_id}' not found.",
+                             param="previous_response_id", code="previous_response_not_found")
+        history = found
+    if isinstance(req.input, str):
+        history.append({"type": "message", "role": "user", "content": req.input})
+    elif req.input:
+        history.extend(req.input)
+    if not history:
+        raise ProxyError("Nothing to compact: give 'input', 'previous_response_id', or both.", param="input",
+                         code="missing_required_parameter")
+    items = parse_input(history)
+    model, _tools, calls = await ctx.prepare(request, session, req.model, None, items)
+    seal = ctx.seal(request, model)
+    summaries, carried = open_compactions(seal, items)
+    calls = {**carried, **calls}
+    cut = _cut(items)
+    summary, usage = "", None
+    if cut and all(i.type == "compaction" for i in items[:cut]):  # only earlier summaries: no need to ask
+        summary = "\n\n".join(summaries.get(i.encrypted_content, "") for i in items[:cut])
+    elif cut:
+        summary, usage = await _summarize(ctx, model, transcript(items[:cut], summaries), req.instructions,
+                                          api_key_of(request))
+    kept = history[cut:]
+    kept_calls = [calls[i.call_id] for i in items[cut:] if getattr(i, "call_id", None) in calls
+                  and i.type in ("function_call", "custom_tool_call")]
+    compaction = {"type": "compaction", "id": ids.compaction_id(),
+                  "encrypted_content": seal.seal_compaction(summary, kept_calls)}
+    return json_answer({"id": ids.response_id(), "object": "response.compaction", "output": [compaction, *kept],
+                        "created_at": int(time.time()), "usage": map_usage(usage)})

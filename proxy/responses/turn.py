@@ -1,0 +1,191 @@
+"""One response in the making, whatever carries it (HTTP+SSE in routes.py, a WebSocket in
+websocket.py): the request checked, the history found (the store, or a WebSocket's own cache of
+its last response), the Gemini body built, and the turn stored once the answer is whole."""
+
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from proxy import ids, metrics
+from proxy.errors import ProxyError
+from proxy.responses.response_object import response_skeleton
+from proxy.responses.translator import ResponsesTranslator
+from proxy.server import object_owners
+from proxy.server.context import CONTEXT, Context, api_key_of, session_of
+from proxy.server.errors import validate
+from proxy.signatures.call_record import CallRecord
+from proxy.signatures.carrier import CarrierSeal
+from proxy.store.base import StoredResponse, conversation_at
+from proxy.to_gemini.conversation import Conversation
+from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.to_gemini.request_body import build_gemini_request, stream_arguments
+from proxy.tools.hosted_tools import warning_headers
+from proxy.tools.prepare_tools import PreparedTools
+from proxy.wire.gemini import checked
+from proxy.wire.responses import INCLUDE_VALUES, CompactionItem, InputItem, ResponsesRequest
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+@dataclass
+class Recent:
+    """A WebSocket connection's cache: its most recent response's whole history, so that the next
+    `response.create` continues it by `previous_response_id` even with `store: false`."""
+
+    id: str | None = None
+    history: Conversation | None = None
+
+    def get(self, response_id: str) -> Conversation | None:
+        return self.history if response_id == self.id else None
+
+    def keep(self, response_id: str, history: Conversation) -> None:
+        self.id, self.history = response_id, history
+
+    def evict(self, response_id: str | None) -> None:
+        if response_id is not None and response_id == self.id:
+            self.id = self.history = None
+
+
+@dataclass
+class Turn:
+    ctx: Context
+    session: str
+    req: ResponsesRequest
+    input: list[dict[str, Any]]     # the input items as sent, for GET .../input_items
+    prior: Conversation | None
+    conv: Conversation
+    model: str
+    tools: PreparedTools
+    body: dict[str, Any]
+    translator: ResponsesTranslator
+    key: str | None
+    headers: dict[str, str] = field(default_factory=dict)
+    recent: Recent | None = None
+
+    @property
+    def response(self) -> dict[str, Any]:
+        return self.translator.response
+
+    def open_stream(self) -> Awaitable[AsyncIterator[dict[str, Any]]]:
+        if self.ctx.rules.streams_arguments(self.model):
+            stream_arguments(self.body)
+        return self.ctx.upstream.stream(self.model, self.body, self.key)
+
+    async def run_whole(self) -> dict[str, Any]:
+        """The whole answer (no stream), stored before it is returned."""
+        answer = checked(await self.ctx.upstream.generate(self.model, self.body, self.key))
+        self.translator.start()
+        self.translator.feed(answer)
+        self.translator.finish()
+        await self.remember(self.response["status"] != "failed")
+        return self.response
+
+    def without_generation(self) -> list[dict[str, Any]]:
+        """`generate: false` (Codex warms a WebSocket up with it): the response is created and
+        completed with no output and Gemini is not asked; its input becomes history to continue."""
+        return self.translator.complete_empty()
+
+    async def remember(self, ok: bool) -> None:
+        """Keep call records always (stateless clients resend history) and the turn when store allows.
+        Only what this turn added is stored, with a pointer to the turn before (linear memory)."""
+        if not ok:
+            if self.recent is not None:
+                self.recent.evict(self.req.previous_response_id)  # a failed continuation is not retried from it
+            return
+        t = self.translator
+        await self.ctx.store.put_calls(self.session, t.calls + t.hosted)
+        metrics.child(metrics.TOOL_CALLS, "responses").inc(len(t.calls))
+        turn = t.model_content()
+        start = len(self.prior.contents) if self.prior else 0
+        added = self.conv.contents[start:] + ([turn] if turn else [])
+        if self.recent is not None:
+            self.recent.keep(t.response["id"], Conversation(self.conv.contents + ([turn] if turn else []),
+                                                           self.conv.system, [c.call_id for c in t.calls]))
+        if self.req.store is False:
+            return
+        system = self.conv.system[len(self.prior.system) if self.prior else 0:]
+        await self.ctx.store.put_response(self.session, StoredResponse(
+            id=t.response["id"], response=t.response, contents=added, system=system,
+            pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input))
+
+
+def _check_options(req: ResponsesRequest) -> None:
+    for i, value in enumerate(req.include or []):
+        if value not in INCLUDE_VALUES:
+            raise ProxyError(f"Invalid value for 'include[{i}]': '{value}'. Supported values are: "
+                             f"{', '.join(sorted(INCLUDE_VALUES))}.", param=f"include[{i}]", code="invalid_value")
+        if value == "message.output_text.logprobs":
+            raise ProxyError("Gemini's answers through this proxy carry no log probabilities: "
+                             "'message.output_text.logprobs' cannot be included.", param=f"include[{i}]",
+                             code="unsupported_value")
+    if req.top_logprobs:
+        raise ProxyError("Gemini's answers through this proxy carry no log probabilities: 'top_logprobs' must be "
+                         "0 or absent.", param="top_logprobs", code="unsupported_value")
+    if req.background and (req.stream or req.store is False):
+        raise ProxyError("A background response is stored and polled: it cannot be streamed or have store false.",
+                         param="background", code="invalid_value")
+
+
+def open_compactions(seal: CarrierSeal, items: list[InputItem]) -> tuple[dict[str, str], dict[str, CallRecord]]:
+    """The summaries of the compaction items among `items` (by their content) and the call records
+    they carry; one that does not open is left out, and input_to_contents refuses it by name."""
+    summaries: dict[str, str] = {}
+    calls: dict[str, CallRecord] = {}
+    for item in items:
+        if isinstance(item, CompactionItem) and item.encrypted_content not in summaries:
+            opened = seal.open_compaction(item.encrypted_content)
+            if opened is not None:
+                summaries[item.encrypted_content], found = opened
+                calls.update(found)
+    return summaries, calls
+
+
+def _with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Input items as GET .../input_items lists them: each with an id (messages get one if sent without)."""
+    out = []
+    for item in items:
+        if isinstance(item, dict) and not item.get("id"):
+            made = ids.message_id() if item.get("type", "message") == "message" else ids.function_item_id()
+            item = {"id": made, **item}
+        out.append(item)
+    return out
+
+
+async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = None) -> Turn:
+    """Everything before Gemini is asked; any refusal here is an ordinary error answer."""
+    ctx: Context = request.app[CONTEXT]
+    req = validate(ResponsesRequest, sent)
+    _check_options(req)
+    session = session_of(request)
+    items = parse_input(req.input)
+
+    prior = None
+    if req.previous_response_id:
+        prior = recent.get(req.previous_response_id) if recent else None
+        if prior is None:
+            prior = await conversation_at(ctx.store, session, req.previous_response_id)
+        if prior is None:
+            raise ProxyError(f"Previous response with id '{req.previous_response_id}' not found.",
+                             param="previous_response_id", code="previous_response_not_found", status=400)
+
+    # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
+    # there is no need to dump 20 schemas back out of the models.
+    model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items)
+    summaries, compacted = open_compactions(ctx.seal(request, model), items)
+    conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
+                             result_parts=ctx.rules.result_parts(model), summaries=summaries)
+    if req.store is not False:
+        start = len(prior.contents) if prior else 0
+        ctx.store.refuse_unkeepable([conv.contents[start:], conv.system], "This turn's input", "input")
+    body = build_gemini_request(req, conv, tools, model)
+    await object_owners.refuse_foreign(request, body)
+    carry = ENCRYPTED_REASONING in (req.include or [])
+    translator = ResponsesTranslator(response_skeleton(req, tools), tools,
+                                     keep_first_call_only=req.parallel_tool_calls is False,
+                                     carrier=ctx.seal(request, model) if carry else None, snapshots=False)
+    sent_input = [{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str) \
+        else req.input
+    return Turn(ctx, session, req, _with_ids(sent_input), prior, conv, model, tools, body, translator,
+                api_key_of(request), warning_headers(tools.warnings), recent)

@@ -1,0 +1,139 @@
+"""The Responses API's WebSocket mode (`GET /v1/responses` with `Upgrade: websocket`; Codex CLI's
+default transport, header `OpenAI-Beta: responses_websockets=2026-02-06`).
+
+The client sends `response.create` messages (the create body plus `"type"`), one at a time; each
+gets the same events the SSE stream has, one JSON text frame per event, through the same pipeline
+(turn.py, server/stream.relay). A connection remembers its most recent response, so the next one
+continues it by `previous_response_id` even with `store: false`; a continuation that fails evicts
+it. A refusal is an `error` event with its HTTP status (`{"type": "error", "status", "error":
+{type, code, message, param}}`, the shape Codex and the openai SDK read) and the socket stays
+usable; a stream that fails after it started ends with `response.failed`, never a silent close.
+
+Keys are checked on the upgrade request (the auth middleware), so a refused client never gets a
+socket. Limits: a frame is at most the front-end's body limit (larger closes the socket with 1009,
+"message too big"); a ping every PING_SECONDS, and a peer that does not answer within half of it
+is closed; a connection with no request for IDLE_SECONDS is closed (1000, "idle").
+"""
+
+import logging
+import weakref
+from typing import Any
+
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from proxy import fast_json
+from proxy.errors import ProxyError
+from proxy.responses.stream_writer import ResponsesWriter
+from proxy.responses.turn import Recent, prepare_turn
+from proxy.server.context import CONTEXT
+from proxy.server.errors import parse_body
+from proxy.server.stream import relay
+
+log = logging.getLogger(__name__)
+
+PING_SECONDS = 30.0   # Codex answers pings from its pump task; a dead peer is found within 45 s
+IDLE_SECONDS = 3600.0  # OpenAI ends a Responses WebSocket after 60 minutes; so does the proxy when idle
+SOCKETS = web.AppKey("responses_sockets", weakref.WeakSet)
+IGNORED = frozenset({"response.processed"})  # Codex's acknowledgement of a response it has handled
+
+
+def error_event(e: ProxyError, stream_id: Any = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": "error", "status": e.status,
+                             "error": {"type": e.type, "code": e.code, "message": e.message, "param": e.param}}
+    if stream_id is not None:
+        event["stream_id"] = stream_id
+    return event
+
+
+async def serve(request: web.Request) -> web.WebSocketResponse:
+    ctx = request.app[CONTEXT]
+    ws = web.WebSocketResponse(heartbeat=PING_SECONDS, max_msg_size=ctx.max_body, autoping=True)
+    await ws.prepare(request)
+    request.app[SOCKETS].add(ws)
+    recent = Recent()
+    try:
+        while not ws.closed:
+            try:
+                msg = await ws.receive(timeout=IDLE_SECONDS)
+            except TimeoutError:
+                await ws.close(code=WSCloseCode.OK, message=b"idle")
+                break
+            if msg.type == WSMsgType.TEXT:
+                await _message(request, ws, msg.data, recent)
+            elif msg.type == WSMsgType.BINARY:
+                await _send(ws, [error_event(ProxyError("Send response.create as a JSON text frame, not binary.",
+                                                        code="invalid_frame"))])
+            elif msg.type == WSMsgType.ERROR:
+                log.info("responses websocket: %s", ws.exception())
+                break
+            else:  # CLOSE, CLOSING, CLOSED
+                break
+    except ConnectionError as e:
+        log.info("responses websocket: the client went away (%s)", type(e).__name__)
+        e.__traceback__ = e.__context__ = e.__cause__ = None
+    return ws
+
+
+async def _send(ws: web.WebSocketResponse, events: list[dict[str, Any]]) -> None:
+    for event in events:
+        await ws.send_str(fast_json.dumps(event).decode())
+
+
+async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, recent: Recent) -> None:
+    stream_id = None
+    previous = None
+    try:
+        msg = await parse_body(text.encode("utf-8", "surrogatepass"))
+        if not isinstance(msg, dict):
+            raise ProxyError("A WebSocket message must be a JSON object with a 'type'.", param="type",
+                             code="invalid_type")
+        stream_id = msg.get("stream_id")
+        kind = msg.get("type")
+        if kind in IGNORED:
+            return
+        if kind != "response.create":
+            raise ProxyError(f"Unknown message type {kind!r}: this socket takes 'response.create'.", param="type",
+                             code="invalid_value")
+        sent = {k: v for k, v in msg.items() if k not in ("type", "stream_id")}
+        previous = sent.get("previous_response_id")
+        generate = sent.pop("generate", None)
+        if sent.get("background"):
+            raise ProxyError("background is not available over the WebSocket: POST /v1/responses instead.",
+                             param="background", code="invalid_value")
+        turn = await prepare_turn(request, sent, recent)
+    except ProxyError as e:
+        recent.evict(previous if isinstance(previous, str) else None)
+        await _send(ws, [error_event(e, stream_id)])
+        return
+
+    async def send(events: list[dict[str, Any]]) -> None:
+        if stream_id is not None:
+            for event in events:
+                event["stream_id"] = stream_id
+        await _send(ws, events)
+
+    if generate is False:
+        events = turn.without_generation()
+        await turn.remember(True)
+        await send(events)
+        return
+    try:
+        chunks = await turn.open_stream()
+    except ProxyError as e:  # Gemini refused before anything started: the error, as over HTTP
+        await turn.remember(False)
+        await send([error_event(e)])
+        return
+    ctx = request.app[CONTEXT]
+    await relay(chunks, ResponsesWriter(turn.translator, frame=list), send, turn.remember, ctx.in_flight,
+                "WS /v1/responses")
+
+
+def add_shutdown(app: web.Application) -> None:
+    """Open sockets are closed (1001, going away) when the front-end stops: a client reconnects elsewhere."""
+    app[SOCKETS] = weakref.WeakSet()
+
+    async def close_sockets(_: web.Application) -> None:
+        for ws in list(app[SOCKETS]):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
+
+    app.on_shutdown.append(close_sockets)

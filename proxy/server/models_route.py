@@ -1,0 +1,18 @@
+"""`GET /v1/models`: one path, two protocols' lists: OpenAI's, or Gemini's for a Gemini client."""
+
+from typing import Any
+
+from aiohttp import web
+
+from proxy.gemini import rest
+from proxy.server.context import CONTEXT, Context
+
+
+async def list_models(request: web.Request) -> web.Response:
+    """OpenAI's model list, or Gemini's for a Gemini client asking `GET /v1/models`."""
+    if rest.wants_gemini_list(request):
+        return await rest.list_models(request)
+    ctx: Context = request.app[CONTEXT]
+    data: list[dict[str, Any]] = [{"id": m, "object": "model", "created": 0, "owned_by": "google"}
+                                  for m in (*ctx.models, *ctx.aliases)]
+    return web.json_response({"object": "list", "data": data})
