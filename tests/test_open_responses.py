@@ -6,10 +6,14 @@ every streamed event by the SDK's event union, then the suite's semantic checks 
 
 One change to the suite's requests: the mock is scripted and calls a tool only when the prompt names
 it, so the tool-calling prompts end with "(get_weather)". A real model decides by itself.
-The full ResponseResource schema of the specification (fields such as `completed_at`) is issue 25's.
+Every body and every event's `response` is also checked against the specification's ResponseResource
+(tests/open_responses_spec.py). The specification's other endpoints (DELETE, cancel, input_items,
+compact) are here too; its WebSocket cases are in tests/test_responses_websocket.py.
 """
 
 import json
+import time
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -19,6 +23,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from tests.harness import Stack
+from tests.open_responses_spec import CompactResource, check_events, check_response
 
 MODELS = ["gemini-2.5-flash", "gemini-3-flash-preview"]
 EVENT = TypeAdapter(ResponseStreamEvent)
@@ -50,7 +55,9 @@ def _client(stack: Stack) -> openai.OpenAI:
 
 def _create(stack: Stack, body: dict[str, Any]) -> Response:
     """A whole response through the SDK, strictly validated, and the suite's hasOutput / completed."""
-    r = _client(stack).responses.create(**body)
+    raw = _client(stack).responses.with_raw_response.create(**body)
+    check_response(json.loads(raw.text))
+    r = raw.parse()
     assert r.output, "Response has no output items"
     assert r.status == "completed", r.status
     return r
@@ -79,6 +86,7 @@ def _stream(stack: Stack, body: dict[str, Any]) -> list[dict[str, Any]]:
     assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
     assert len({e["response"]["id"] for e in events if "response" in e}) == 1
     Response.model_validate(events[-1]["response"])
+    check_events(events)
     return events
 
 
@@ -162,3 +170,158 @@ def test_previous_response_id(stack: Stack, model: str) -> None:
     assert "Alice" in json.dumps(contents[0])
     with pytest.raises(openai.BadRequestError):  # an unknown id is the client's 4xx, never a fresh start
         _client(stack).responses.create(model=model, previous_response_id="resp_unknown", input="hi")
+
+
+def _http(stack: Stack, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    req = urllib.request.Request(f"{stack.url}{path}", method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"content-type": "application/json", "authorization": "Bearer k"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_stored_response_is_read_listed_and_deleted(stack: Stack, model: str) -> None:
+    client = _client(stack)
+    first = _create(stack, {"model": model, "input": "My name is Alice.", "temperature": 0.3,
+                            "safety_identifier": "user-1", "prompt_cache_key": "k1", "service_tier": "flex"})
+    assert (first.temperature, first.top_p, first.safety_identifier, first.prompt_cache_key) == (0.3, 0.95, "user-1",
+                                                                                                 "k1")
+    assert stack.last_body()["generationConfig"]["temperature"] == 0.3
+    status, got = _http(stack, "GET", f"/v1/responses/{first.id}")
+    assert status == 200 and check_response(got).id == first.id and got["completed_at"] == first.completed_at
+    page = client.responses.input_items.list(first.id)
+    assert [i.type for i in page.data] == ["message"] and page.data[0].id and page.data[0].role == "user"
+    second = _create(stack, {"model": model, "previous_response_id": first.id, "input": [
+        {"type": "message", "role": "user", "content": "One."},
+        {"type": "message", "role": "user", "content": "Two."}]})
+    listed = client.responses.input_items.list(second.id, order="asc", limit=1)
+    assert [i.content[0].text for i in listed.data] == ["One."] and listed.has_more
+    rest = client.responses.input_items.list(second.id, after=listed.data[0].id, order="asc")
+    assert rest.data[0].content[0].text == "Two."
+    assert _http(stack, "GET", f"/v1/responses/{second.id}/input_items?limit=0")[0] == 400
+    client.responses.delete(second.id)
+    status, body = _http(stack, "DELETE", f"/v1/responses/{first.id}")
+    assert (status, body) == (200, {"id": first.id, "object": "response", "deleted": True})
+    for rid in (first.id, second.id):
+        status, body = _http(stack, "GET", f"/v1/responses/{rid}")
+        assert status == 404 and body["error"]["param"] == "response_id"
+
+
+def test_include_is_checked_and_logprobs_refused(stack: Stack) -> None:
+    client = _client(stack)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model="gemini-2.5-flash", input="hi", include=["nonsense.field"])  # type: ignore[list-item]
+    assert e.value.body["param"] == "include[0]"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model="gemini-2.5-flash", input="hi", include=["message.output_text.logprobs"])
+    assert e.value.body["param"] == "include[0]"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model="gemini-2.5-flash", input="hi", top_logprobs=3)
+    assert e.value.body["param"] == "top_logprobs"
+
+
+def test_a_background_response_is_polled_and_cancelled(stack: Stack) -> None:
+    client = _client(stack)
+    started = client.responses.create(model="gemini-2.5-flash", input="hello [[mock:slow 3]]", background=True)
+    assert started.status in ("queued", "in_progress") and started.background
+    check_response(_http(stack, "GET", f"/v1/responses/{started.id}")[1])
+    cancelled = client.responses.cancel(started.id)
+    assert cancelled.status == "cancelled" and cancelled.completed_at is None
+    check_response(_http(stack, "GET", f"/v1/responses/{started.id}")[1])
+    done = client.responses.create(model="gemini-2.5-flash", input="hello", background=True)
+    for _ in range(100):
+        polled = client.responses.retrieve(done.id)
+        if polled.status not in ("queued", "in_progress"):
+            break
+        time.sleep(0.05)
+    assert polled.status == "completed" and polled.output and polled.completed_at
+    with pytest.raises(openai.BadRequestError) as e:  # only a background response can be cancelled
+        client.responses.cancel(_create(stack, {"model": "gemini-2.5-flash", "input": "hi"}).id)
+    assert e.value.body["param"] == "response_id"
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(model="gemini-2.5-flash", input="hi", background=True, stream=True)
+
+
+def test_compact_needs_a_model_and_something_to_compact(stack: Stack) -> None:
+    assert _http(stack, "POST", "/v1/responses/compact", {"input": "hi"})[0] == 400
+    status, body = _http(stack, "POST", "/v1/responses/compact", {"model": "gemini-2.5-flash"})
+    assert status == 400 and body["error"]["param"] == "input"
+    status, body = _http(stack, "POST", "/v1/responses/compact", {"model": "gemini-2.5-flash",
+                                                                 "previous_response_id": "resp_nope"})
+    assert status == 400 and body["error"]["code"] == "previous_response_not_found"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_compaction_round_trips_a_tool_using_conversation(stack: Stack, model: str) -> None:
+    """Two exchanges with a tool call each, compacted: the first becomes a sealed summary, the second
+    (a call still waiting for its output) is kept whole; continuing from the compacted output pairs the
+    output with its call, with the call's signature intact, and the summary reaches Gemini."""
+    client = _client(stack)
+    first = client.responses.create(model=model, tools=[WEATHER], store=False,
+                                    include=["reasoning.encrypted_content"], input=TOOL_PROMPT)
+    call = next(o for o in first.output if o.type == "function_call")
+    history: list[Any] = [{"type": "message", "role": "user", "content": TOOL_PROMPT},
+                          *[o.model_dump(exclude_none=True) for o in first.output],
+                          {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 21 C"}]
+    answer = client.responses.create(model=model, tools=[WEATHER], store=False, input=history,
+                                     include=["reasoning.encrypted_content"])
+    history += [o.model_dump(exclude_none=True) for o in answer.output]
+    history.append({"type": "message", "role": "user", "content": "And in Paris? (get_weather)"})
+    again = client.responses.create(model=model, tools=[WEATHER], store=False, input=history,
+                                    include=["reasoning.encrypted_content"])
+    call2 = next(o for o in again.output if o.type == "function_call")
+    history += [o.model_dump(exclude_none=True) for o in again.output]
+
+    before = stack.accepted
+    status, compacted = _http(stack, "POST", "/v1/responses/compact", {"model": model, "input": history})
+    assert status == 200, compacted
+    CompactResource.model_validate(compacted)
+    summary_request = stack.received[before - stack.accepted:]
+    assert len(summary_request) == 1 and "Sunny, 21 C" in json.dumps(summary_request[0]["body"]), \
+        "Gemini was shown the dropped turns to summarize"
+    out = compacted["output"]
+    assert out[0]["type"] == "compaction" and out[0]["encrypted_content"].startswith("gtp.c1.")
+    assert "Sunny" not in out[0]["encrypted_content"], "the summary is sealed, not readable"
+    kept = out[1:]
+    assert kept[0] == history[-len(kept)] and kept[0]["content"] == "And in Paris? (get_weather)"
+    assert [i["type"] for i in kept if i["type"] == "function_call"] == ["function_call"]
+
+    # Continue from the compacted output: the kept call gets its output.
+    nxt = client.responses.create(model=model, tools=[WEATHER], store=False, input=[
+        *out, {"type": "function_call_output", "call_id": call2.call_id, "output": "Rainy, 12 C"}])
+    assert nxt.status == "completed"
+    contents = stack.last_body()["contents"]
+    assert "Summary of the earlier part" in json.dumps(contents[0]) and "Sunny, 21 C" not in json.dumps(contents[1:])
+    calls = [p for c in contents for p in c["parts"] if "functionCall" in p]
+    assert len(calls) == 1 and calls[0]["functionCall"]["name"] == "get_weather"
+    if model.startswith("gemini-3"):  # the signature Gemini gave the kept call came back with it
+        assert calls[0].get("thoughtSignature") and calls[0]["thoughtSignature"] != "skip_thought_signature_validator"
+    responses = [p for c in contents for p in c["parts"] if "functionResponse" in p]
+    assert len(responses) == 1 and "Rainy, 12 C" in json.dumps(responses)
+
+    tampered = {**out[0], "encrypted_content": out[0]["encrypted_content"][:-4] + "AAAA"}
+    with pytest.raises(openai.BadRequestError) as e:  # a compaction that does not open is refused by name
+        client.responses.create(model=model, input=[tampered, {"type": "message", "role": "user", "content": "hi"}])
+    assert e.value.body["param"] == "input[0].encrypted_content"
+
+
+def test_compaction_of_a_stored_chain(stack: Stack) -> None:
+    first = _create(stack, {"model": "gemini-2.5-flash", "input": "My name is Alice."})
+    second = _create(stack, {"model": "gemini-2.5-flash", "previous_response_id": first.id, "input": "I like tea."})
+    status, compacted = _http(stack, "POST", "/v1/responses/compact",
+                              {"model": "gemini-2.5-flash", "previous_response_id": second.id,
+                               "instructions": "Be brief."})
+    assert status == 200, compacted
+    CompactResource.model_validate(compacted)
+    assert stack.last_body()["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+    assert "Alice" in json.dumps(stack.last_body()["contents"])
+    kept = compacted["output"][1:]
+    assert kept[0]["content"][0]["text"] == "I like tea."
+    assert kept[-1]["type"] == "message" and kept[-1]["role"] == "assistant"
+    nxt = _create(stack, {"model": "gemini-2.5-flash", "input": [*compacted["output"],
+                                                               {"role": "user", "content": "What do I like?"}]})
+    assert nxt.status == "completed"

@@ -142,13 +142,22 @@ def open_compactions(seal: CarrierSeal, items: list[InputItem]) -> tuple[dict[st
     return summaries, calls
 
 
-def _with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Input items as GET .../input_items lists them: each with an id (messages get one if sent without)."""
+def _listed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Input items as GET .../input_items lists them: each with an id and a status, a message's text as
+    content parts (the shapes the Responses API gives its items; the client's own fields stay)."""
     out = []
     for item in items:
-        if isinstance(item, dict) and not item.get("id"):
-            made = ids.message_id() if item.get("type", "message") == "message" else ids.function_item_id()
-            item = {"id": made, **item}
+        if not isinstance(item, dict):
+            out.append(item)
+            continue
+        kind = item.get("type", "message")
+        made = ids.message_id() if kind == "message" else ids.function_item_id()
+        item = {"id": made, "type": kind, "status": "completed", **{k: v for k, v in item.items() if v is not None}}
+        if kind == "message" and isinstance(item.get("content"), str):
+            assistant = item.get("role") == "assistant"
+            part = ({"type": "output_text", "text": item["content"], "annotations": []} if assistant
+                    else {"type": "input_text", "text": item["content"]})
+            item["content"] = [part]
         out.append(item)
     return out
 
@@ -187,5 +196,5 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                      carrier=ctx.seal(request, model) if carry else None, snapshots=False)
     sent_input = [{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str) \
         else req.input
-    return Turn(ctx, session, req, _with_ids(sent_input), prior, conv, model, tools, body, translator,
+    return Turn(ctx, session, req, _listed(sent_input), prior, conv, model, tools, body, translator,
                 api_key_of(request), warning_headers(tools.warnings), recent)
