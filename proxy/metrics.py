@@ -33,6 +33,8 @@ RETRIES = Counter("gtp_upstream_retries", "Upstream requests sent again (429/500
                   registry=REGISTRY)
 TOOL_CALLS = Counter("gtp_tool_calls", "Tool calls handed to clients, and captured from intercepted traffic",
                      ["route"], registry=REGISTRY)
+WEBSOCKET_MESSAGES = Counter("gtp_websocket_messages", "Messages on the Responses WebSocket by type (invalid: refused "
+                             "before a response started)", ["type"], registry=REGISTRY)
 TOKENS = Counter("gtp_tokens", "Tokens Gemini reported, by upstream key, model and kind", ["key", "model", "kind"],
                  registry=REGISTRY)
 STORE_ENTRIES = Gauge("gtp_store_entries", "Entries in the session store", registry=REGISTRY)

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from proxy import fast_json
+from proxy import fast_json, metrics
 from proxy.errors import ProxyError
 from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Recent, prepare_turn
@@ -90,6 +90,7 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
         stream_id = msg.get("stream_id")
         kind = msg.get("type")
         if kind in IGNORED:
+            metrics.child(metrics.WEBSOCKET_MESSAGES, kind).inc()
             return
         if kind != "response.create":
             raise ProxyError(f"Unknown message type {kind!r}: this socket takes 'response.create'.", param="type",
@@ -101,7 +102,9 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
             raise ProxyError("background is not available over the WebSocket: POST /v1/responses instead.",
                              param="background", code="invalid_value")
         turn = await prepare_turn(request, sent, recent)
+        metrics.child(metrics.WEBSOCKET_MESSAGES, kind).inc()
     except ProxyError as e:
+        metrics.child(metrics.WEBSOCKET_MESSAGES, "invalid").inc()
         recent.evict(previous if isinstance(previous, str) else None)
         await _send(ws, [error_event(e, stream_id)])
         return
