@@ -43,6 +43,12 @@ ENDPOINTS: dict[str, tuple[str, str, dict[str, Any], str]] = {
                                                                              "tools": [TOOL]}],
         "input": "call get_weather city=Oslo", "tool_choice": {"type": "function", "name": "get_weather"},
         "include": ["reasoning.encrypted_content"], "store": False}, "openai"),
+    "compact": ("POST", "/v1/responses/compact", {
+        "model": "gemini-2.5-flash", "instructions": "be brief",
+        "input": [{"role": "user", "content": "call get_weather city=Oslo"},
+                  {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\":\"O\"}"},
+                  {"type": "function_call_output", "call_id": "c1", "output": "cold"},
+                  {"role": "user", "content": [{"type": "input_text", "text": "and now?"}]}]}, "openai"),
     "chat": ("POST", "/v1/chat/completions", {
         "model": "gemini-2.5-flash", "stream": False, "tools": [{"type": "function", "function": TOOL}],
         "messages": [{"role": "system", "content": "be brief"},
@@ -367,3 +373,35 @@ def test_parts_that_cannot_be_sent_are_refused_by_name(fuzz_client: Client, endp
     status, _, answer = fuzz_client.send(method, path, json.dumps({"model": "gemini-2.5-flash", **body}).encode())
     err = json.loads(answer)["error"]
     assert status == 400 and err["param"] == param and param in err["message"], err
+
+
+def test_fuzzed_websocket_messages_never_break_the_socket(stack: Stack) -> None:
+    """The Responses WebSocket: mutated `response.create` messages on one socket each end with an error
+    event under 500 or a terminal response event, and the socket keeps serving."""
+    import websockets.sync.client as ws_client
+
+    template = {"type": "response.create", **{k: v for k, v in ENDPOINTS["responses_stream"][2].items()
+                                              if k != "stream"}}
+    seen: dict[str, int] = {}
+    with ws_client.connect(f"{stack.url.replace('http', 'ws')}/v1/responses",
+                           additional_headers={"authorization": "Bearer k"}) as ws:
+
+        @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None, database=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+        @given(data=st.data())
+        def run(data: st.DataObject) -> None:
+            ws.send(json.dumps(mutate(template, data)))
+            while True:
+                event = json.loads(ws.recv(timeout=60))
+                if event["type"] == "error":
+                    assert event["status"] < 500 and event["error"]["message"], event
+                    break
+                if event["type"] in ("response.completed", "response.incomplete", "response.failed"):
+                    break
+            seen[event["type"]] = seen.get(event["type"], 0) + 1
+
+        run()
+        ws.send(json.dumps(template))
+        while json.loads(ws.recv(timeout=60))["type"] not in ("response.completed", "response.incomplete"):
+            pass
+    assert "error" in seen and sum(seen.values()) >= 20, seen

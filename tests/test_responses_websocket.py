@@ -159,6 +159,7 @@ def test_stream_ids_are_echoed_and_acknowledgements_ignored(stack: Stack) -> Non
     ("{not json", None), ('["a list"]', "type"), ('{"type": "response.steer"}', "type"),
     ('{"type": "response.create"}', "model"), ('{"type": "response.create", "model": "m", "input": 5}', "input"),
     ('{"type": "response.create", "model": "gemini-2.5-flash", "input": "x", "background": true}', "background"),
+    ('{"type": {"a": 1}}', "type"),
     (b"\x00\x01binary", None), ('{"type": "response.create", "model": "m", "input": "\\ud800"}', None),
 ])
 def test_bad_messages_get_an_error_event_and_the_socket_stays_usable(stack: Stack, frame: Any, param: Any) -> None:

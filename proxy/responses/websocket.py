@@ -27,7 +27,7 @@ from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Recent, prepare_turn
 from proxy.server.context import CONTEXT
 from proxy.server.errors import parse_body
-from proxy.server.stream import relay
+from proxy.server.stream import INTERNAL, relay
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,14 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
                 await ws.close(code=WSCloseCode.OK, message=b"idle")
                 break
             if msg.type == WSMsgType.TEXT:
-                await _message(request, ws, msg.data, recent)
+                try:
+                    await _message(request, ws, msg.data, recent)
+                except ConnectionError:
+                    raise
+                except Exception:  # a bug: said on the socket in its protocol, which keeps serving
+                    log.exception("responses websocket: a message failed")
+                    await _send(ws, [error_event(ProxyError(INTERNAL, status=500, type="server_error",
+                                                            code="server_error"))])
             elif msg.type == WSMsgType.BINARY:
                 await _send(ws, [error_event(ProxyError("Send response.create as a JSON text frame, not binary.",
                                                         code="invalid_frame"))])
@@ -87,8 +94,11 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
         if not isinstance(msg, dict):
             raise ProxyError("A WebSocket message must be a JSON object with a 'type'.", param="type",
                              code="invalid_type")
-        stream_id = msg.get("stream_id")
+        stream_id = msg.get("stream_id") if isinstance(msg.get("stream_id"), str) else None
         kind = msg.get("type")
+        if not isinstance(kind, str):
+            raise ProxyError("A WebSocket message needs a string 'type' ('response.create').", param="type",
+                             code="invalid_type")
         if kind in IGNORED:
             metrics.child(metrics.WEBSOCKET_MESSAGES, kind).inc()
             return
