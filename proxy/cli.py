@@ -4,7 +4,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import signal
 import sys
@@ -14,45 +13,35 @@ from typing import Any, NoReturn
 
 from aiohttp import web
 
-from proxy import log_limits, malloc_tuning
+from proxy import log_limits, malloc_tuning, options
 from proxy.config_file import ConfigError, apply_config, given_options
 from proxy.dialects import DIALECTS, parse_command
-from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
 from proxy.errors import ProxyError
 from proxy.logs import setup_logging
 from proxy.model_rules import ModelRules
-from proxy.server.auth import KEYS_ENV, ClientKeys, load_keys, refuse_open_bind
+from proxy.server.auth import ClientKeys, load_keys, refuse_open_bind
 from proxy.server.site import (
-    DEFAULT_BACKGROUND_LEASE,
-    DEFAULT_CLIENT_TIMEOUT,
-    DEFAULT_SHUTDOWN_TIMEOUT,
     ServerLimits,
     raise_fd_limit,
     start_site,
 )
-from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import load_carrier_keys, rotate
 from proxy.store.entry_store import EntryStore
-from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES, DEFAULT_TTL_SECONDS
 from proxy.store.open_store import open_store, redacted
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.base import Upstream
-from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.gemini import (
     DEFAULT_BASE_URL,
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
-    DEFAULT_TOTAL_TIMEOUT,
     GeminiUpstream,
 )
 from proxy.upstream.interactions_api import InteractionsUpstream
 from proxy.upstream.openai_compat import OpenAIUpstream
-from proxy.upstream.retry import DEFAULT_MAX_RETRIES, RetryPolicy
+from proxy.upstream.retry import RetryPolicy
 from proxy.upstream.routes import RoutedUpstream, gemini_routes, parse_budgets, parse_routes, parse_upstream_api
 from proxy.upstream.vertex import VertexUpstream, vertex_credentials
 
-DEFAULT_PORT = 8741
+DEFAULT_PORT = options.DEFAULT_PORT
 DEFAULT_MOCK_PORT = 8742
 DEFAULT_MITM_PORT = 8080
 PROJECT = Path(__file__).resolve().parents[1]
@@ -79,39 +68,6 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):  # inf would switch a defence (the client timeout) off
-        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a TCP port from 1 to 65535 (0: any free one), not {text}")
-    return value
-
-
-def _bytes(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    scale = units.get(text[-1:].upper(), 1)
-    try:
-        value = int(float(text[:-1] if scale > 1 else text) * scale)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of bytes such as 64M, not {text}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
-    return value
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemini-tool-proxy", description=__doc__)
     _global_arguments(p, {"log_level": "INFO", "log_format": "text", "event_loop": "auto"})
@@ -126,74 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the OpenAI Responses / Gemini-native front-end")
     _config_argument(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
-    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    serve.add_argument("--upstream", default=DEFAULT_BASE_URL,
-                       help="Gemini base URL, or 'mock' for the built-in mock Gemini (default: Google's API)")
-    serve.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
-                       help="serve a client's model name with a Gemini model (repeatable), e.g. gpt-5.5=gemini-2.5-pro")
-    serve.add_argument("--schema-mode", action="append", default=[], metavar="[PATTERN=]json|parameters",
-                       help="declare tool schemas as parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' "
-                            "(default) for models matching PATTERN (repeatable, first match wins)")
-    _model_rule_arguments(serve)
-    serve.add_argument("--gemini-key", action="append", default=[], metavar="KEY",
-                       help="a Gemini API key of the server's (repeatable: used in turn, a key Gemini rate-limits "
-                            "rests as long as Gemini asks); default $GEMINI_API_KEYS (comma separated) or "
-                            "$GEMINI_API_KEY")
-    serve.add_argument("--vertex-credentials", action="append", default=[], metavar="FILE",
-                       help="send Gemini requests to Vertex AI with this Google credentials file (a service account "
-                            "key or an authorized user's application default credentials); repeatable: used in turn "
-                            "like --gemini-key, each billing its own project")
-    serve.add_argument("--vertex-project", metavar="PROJECT",
-                       help="the project every --vertex-credentials file bills (default: the one each file names)")
-    serve.add_argument("--vertex-location", default="global", metavar="LOCATION",
-                       help="the Vertex AI location, e.g. us-central1 (default global)")
-    serve.add_argument("--openai-upstream", action="append", default=[], metavar="PATTERN=BASE_URL",
-                       help="send models matching PATTERN to an OpenAI-compatible server (vLLM, Ollama, llama.cpp, "
-                            "LM Studio, EXO) at BASE_URL (e.g. http://127.0.0.1:8000/v1) instead of Gemini "
-                            "(repeatable, first match wins; its key, if any, from $GTP_OPENAI_UPSTREAM_KEY)")
-    serve.add_argument("--upstream-api", action="append", default=[], metavar="[PATTERN=]generate|interactions",
-                       help="which Gemini API answers models matching PATTERN: generateContent ('generate', default) "
-                            "or Google's Interactions API ('interactions', server-side history via "
-                            "previous_interaction_id) (repeatable, first match wins; a bare value applies to all)")
-    serve.add_argument("--two-pass", action="append", default=[], metavar="PATTERN=BUDGET",
-                       help="for models matching PATTERN on an OpenAI-compatible upstream: think for at most BUDGET "
-                            "tokens, then answer in a second pass after the closed think block (repeatable)")
-    serve.add_argument("--fill-missing-required", action="store_true",
-                       help="give a call's missing required arguments a null placeholder "
-                            "(default: report them, never invent)")
-    serve.add_argument("--forced-choice", choices=POLICIES, default="retry",
-                       help="when Gemini ignores a forced tool_choice: retry once with a directive, then fail "
-                            "(retry, default), fail at once (error), or pass its answer on (allow)")
-    serve.add_argument("--connect-timeout", type=_seconds, default=DEFAULT_CONNECT_TIMEOUT,
-                       help="seconds to connect upstream")
-    serve.add_argument("--read-timeout", type=_seconds, default=DEFAULT_READ_TIMEOUT,
-                       help=f"seconds Gemini may send nothing meaningful (no whole event) before the first byte "
-                            f"and between events of a stream (default {DEFAULT_READ_TIMEOUT:g})")
-    serve.add_argument("--total-timeout", type=_seconds, default=DEFAULT_TOTAL_TIMEOUT,
-                       help=f"seconds for a whole upstream exchange, retries included (default "
-                            f"{DEFAULT_TOTAL_TIMEOUT:g})")
-    serve.add_argument("--max-retries", type=_count, default=DEFAULT_MAX_RETRIES,
-                       help=f"retries of a 429/500/503 or failed connection before anything reached the client, "
-                            f"with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})")
-    _auth_arguments(serve)
-    _client_arguments(serve)
-    serve.add_argument("--store", default="memory", metavar="memory|redis://HOST:PORT/DB",
-                       help="where sessions live: this process's memory (default) or a Redis shared by several "
-                            "instances (rediss:// for TLS; stored responses, calls, conversations, session tools)")
-    serve.add_argument("--store-ttl", type=_seconds, default=DEFAULT_TTL_SECONDS, metavar="SECONDS",
-                       help=f"seconds an unused stored entry is kept (default {DEFAULT_TTL_SECONDS:g})")
-    serve.add_argument("--store-max-bytes", type=_bytes, default=DEFAULT_MAX_BYTES, metavar="N[K|M|G]",
-                       help="bytes (as JSON) the session store keeps in all; least recently used go first "
-                            "(default 256M)")
-    serve.add_argument("--session-max-bytes", type=_bytes, default=DEFAULT_SESSION_BYTES, metavar="N[K|M|G]",
-                       help="bytes one session keeps (default 128M)")
-    serve.add_argument("--carrier-key", action="append", default=[], metavar="KEY",
-                       help=f"key sealing the signatures handed to stateless clients (repeatable: the first seals, "
-                            f"all open; also ${CARRIER_KEYS_ENV}); default: the keys file")
-    serve.add_argument("--carrier-keys-file", default=str(CERTS_DIR / CARRIER_KEYS_FILE), metavar="FILE",
-                       help="carrier keys file, made (0600) on first use; share it between instances "
-                            "(default %(default)s)")
+    options.add_arguments(serve, "serve", {"carrier-keys-file": str(CERTS_DIR / CARRIER_KEYS_FILE)})
 
     carrier = sub.add_parser("carrier-key", help="make or rotate the carrier keys file")
     carrier.add_argument("--file", default=str(CERTS_DIR / CARRIER_KEYS_FILE), help="keys file (default %(default)s)")
@@ -209,18 +98,10 @@ def _parser() -> argparse.ArgumentParser:
                           epilog="Arguments after -- go to mitmdump, e.g. -- --set gtp_default_session=work")
     _config_argument(mitm)
     mitm.add_argument("--listen-host", default="127.0.0.1", help="proxy address (default 127.0.0.1)")
-    mitm.add_argument("--listen-port", type=_port, default=DEFAULT_MITM_PORT,
+    mitm.add_argument("--listen-port", type=options.port, default=DEFAULT_MITM_PORT,
                       help=f"proxy port clients use as HTTPS_PROXY (default {DEFAULT_MITM_PORT})")
-    mitm.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"front-end port (default {DEFAULT_PORT})")
-    mitm.add_argument("--upstream", default=DEFAULT_BASE_URL,
-                      help="front-end's Gemini base URL, 'mock', or 'relay' (with -- --set gtp_relay=...)")
-    mitm.add_argument("--model-alias", action="append", default=[], metavar="NAME=GEMINI_MODEL",
-                      help="serve a client's model name with a Gemini model (repeatable)")
-    mitm.add_argument("--store", default="memory", metavar="memory|redis://HOST:PORT/DB",
-                      help="where sessions live (default this process's memory; a Redis URL shares them)")
     mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
-    _auth_arguments(mitm)
-    _client_arguments(mitm)
+    options.add_arguments(mitm, "mitm")
     mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
 
     parse = sub.add_parser("parse", help="parse a model's text into calls (JSON lines on stdin and stdout)",
@@ -232,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
 
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
-    mock.add_argument("--port", type=_port, default=DEFAULT_MOCK_PORT, help=f"port (default {DEFAULT_MOCK_PORT})")
+    mock.add_argument("--port", type=options.port, default=DEFAULT_MOCK_PORT,
+                      help=f"port (default {DEFAULT_MOCK_PORT})")
     mock.add_argument("--openai", action="store_true",
                       help="run the mock local OpenAI-compatible server (/v1/chat/completions) instead")
     return p
@@ -258,9 +140,8 @@ class _SubcommandsWith:
 
 
 def _config_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE.toml",
-                   help="TOML file of options: the long names without dashes (model_alias = [\"a=b\"], "
-                        "store = \"redis://...\"); flags on the command line win")
+    """The table's `config` (the addon's gtp_config): serve reads the file itself, mitm hands it on."""
+    p.add_argument("--config", metavar="FILE.toml", help=options.BY_NAME["config"].help)
 
 
 def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> None:
@@ -275,63 +156,12 @@ def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser, arg
         _fail(str(e))
 
 
-def _model_rule_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tool-result-media", action="append", default=[], metavar="[PATTERN=]parts|siblings",
-                   help="how images/files returned by tools reach models matching PATTERN: in "
-                        "functionResponse.parts ('parts', default for gemini-3 and later) or as parts after the "
-                        "function responses ('siblings', default for older models); repeatable, first match wins")
-    p.add_argument("--stream-arguments", action="append", default=[], metavar="PATTERN",
-                   help="ask models matching PATTERN to stream call arguments (partialArgs), passed on as argument "
-                        "deltas (repeatable; default: none, as Google's Developer API documents it as Vertex-only)")
-    p.add_argument("--hosted-tools", action="append", default=[], metavar="[PATTERN=]drop|error",
-                   help="a hosted tool (web_search, file_search, ...) that models matching PATTERN cannot serve is "
-                        "dropped with a warning in the answer ('drop', default) or refused with a 400 ('error'); "
-                        "web search is served as Google Search, next to functions on gemini-3 and later")
-    p.add_argument("--tool-mode", action="append", default=[], metavar="PATTERN=native|DIALECT",
-                   help=f"models matching PATTERN get tools natively or rendered into the prompt in a text dialect "
-                        f"({', '.join(DIALECTS)}) whose calls are parsed back (repeatable, first match wins; defaults "
-                        f"{', '.join(f'{p}={m}' for p, m in DEFAULT_TOOL_MODES)}, everything else native)")
-    p.add_argument("--rescue-text-calls", action="append", default=[], metavar="PATTERN=DIALECT|off",
-                   help="for native models matching PATTERN, complete calls written as text in DIALECT are turned into "
-                        "calls (repeatable; default off; prompt-mode models always parse their dialect)")
-    p.add_argument("--single-call", action="append", default=[], metavar="PATTERN",
-                   help="models matching PATTERN see parallel calls in history one call and result per turn "
-                        "(repeatable; the llama3 dialect always does)")
-    p.add_argument("--think-open", action="append", default=[], metavar="PATTERN",
-                   help="models matching PATTERN have a template that ends the prompt with an open think tag "
-                        "(Qwen3-thinking-2507, DeepSeek-R1, GLM-4.5): their answers start in reasoning (repeatable)")
-
-
 def _model_rules(args: argparse.Namespace) -> ModelRules:
     try:
         return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools, args.tool_mode,
                                 args.rescue_text_calls, args.single_call, args.think_open)
     except ValueError as e:
         _fail(str(e))
-
-
-def _client_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--client-timeout", type=_seconds, default=DEFAULT_CLIENT_TIMEOUT,
-                   help=f"seconds a client has to send a request's headers, again for its body, and the longest "
-                        f"a stream waits on a client that stopped reading (default {DEFAULT_CLIENT_TIMEOUT:g})")
-    p.add_argument("--shutdown-timeout", type=_seconds, default=DEFAULT_SHUTDOWN_TIMEOUT,
-                   help=f"seconds from SIGTERM to exit; requests still running then end with their protocol's "
-                        f"failure (default {DEFAULT_SHUTDOWN_TIMEOUT:g})")
-    p.add_argument("--background-lease", type=_seconds, default=DEFAULT_BACKGROUND_LEASE,
-                   help=f"seconds after which a background interaction whose instance stopped renewing it is "
-                        f"reported failed (default {DEFAULT_BACKGROUND_LEASE:g})")
-    p.add_argument("--max-connections", type=_count, default=None,
-                   help="client connections served at once; more get a 503 (default: half the fd limit)")
-
-
-def _auth_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--api-key", action="append", default=[], metavar="KEY",
-                   help=f"a key clients must present to the front-end (repeatable; also --api-keys-file and "
-                        f"${KEYS_ENV}); Gemini is then called with the server's GEMINI_API_KEY")
-    p.add_argument("--api-keys-file", metavar="FILE", help="file of client keys, one per line (# comments)")
-    p.add_argument("--allow-unauthenticated", action="store_true",
-                   help="allow listening beyond loopback without client keys (only behind something that "
-                        "authenticates)")
 
 
 def _keys(args: argparse.Namespace, *hosts: str) -> ClientKeys:
@@ -541,17 +371,8 @@ def _mitm(args: argparse.Namespace, given: set[str]) -> None:
         if dest in given or option not in in_file:
             sets.extend(a for v in values for a in ("--set", f"{option}={v}"))
 
-    put("port", "gtp_frontend_port", args.port)
-    put("upstream", "gtp_upstream", args.upstream)
-    put("store", "gtp_store", args.store)
-    put("model_alias", "gtp_model_aliases", *args.model_alias)
-    put("api_key", "gtp_api_key", *args.api_key)
-    put("api_keys_file", "gtp_api_keys_file", *([args.api_keys_file] if args.api_keys_file else []))
-    put("allow_unauthenticated", "gtp_allow_unauthenticated", *(["true"] if args.allow_unauthenticated else []))
-    put("client_timeout", "gtp_client_timeout", math.ceil(args.client_timeout))
-    put("shutdown_timeout", "gtp_shutdown_timeout", math.ceil(args.shutdown_timeout))
-    put("background_lease", "gtp_background_lease", math.ceil(args.background_lease))
-    put("max_connections", "gtp_max_connections", *([args.max_connections] if args.max_connections else []))
+    for dest, option, values in options.mitm_settings(args):
+        put(dest, option, *values)
     put("listen_host", "listen_host", args.listen_host)
     put("listen_port", "listen_port", args.listen_port)
     _check_store_url(args.store if "gtp_store" not in in_file or "store" in given else in_file["gtp_store"],

@@ -120,19 +120,16 @@ def apply_config(args: argparse.Namespace, path: str | Path, command: argparse.A
     return applied
 
 
-# The addon's options by the command line's names where they differ (the rest: gtp_ + the key).
-ADDON_NAMES = {"port": "gtp_frontend_port", "host": "gtp_frontend_host", "model-alias": "gtp_model_aliases",
-               "fill-missing-required": "gtp_fill_missing", "allow-unauthenticated": "gtp_allow_unauthenticated",
-               "api-keys-file": "gtp_api_keys_file", "tools": "gtp_tools"}
-
-
 def addon_settings(path: str | Path, option_types: dict[str, Any]) -> dict[str, Any]:
     """The addon's `gtp_*` values from a config file: keys by the command line's names (`model_alias`)
     or the addon's own (`gtp_model_aliases`); an option the addon lacks is an error naming it."""
+    from proxy.options import addon_names
+
+    renamed = addon_names()
     out: dict[str, Any] = {}
     for key, value in load_toml(path).items():
         name = _name(key)
-        option = key if key in option_types else ADDON_NAMES.get(name) or "gtp_" + name.replace("-", "_")
+        option = key if key in option_types else renamed.get(name) or "gtp_" + name.replace("-", "_")
         if option not in option_types or option == "gtp_config":
             raise _unknown(path, key, [n.removeprefix("gtp_").replace("_", "-") for n in option_types])
         kind = option_types[option]

@@ -11,7 +11,7 @@ import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons
 
-from proxy import cli
+from proxy import cli, options
 from proxy.intercept.addon import GeminiTools
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import DEFAULT_READ_TIMEOUT
@@ -28,11 +28,11 @@ def _sample(action: argparse.Action) -> tuple[object, list[str]]:
         return True, [flag]
     if action.choices:
         value = list(action.choices)[-1]
-    elif action.type in (int, cli._count, cli._port):
+    elif action.type in (int, options.count, options.port):
         value = 7
-    elif action.type is cli._seconds:
+    elif action.type is options.seconds:
         value = 2.5
-    elif action.type is cli._bytes:
+    elif action.type is options.size:
         value = "64M"
     else:
         value = "gemini-x=gemini-2.5-pro" if isinstance(action, argparse._AppendAction) else "some-value"
@@ -162,3 +162,39 @@ async def test_the_command_line_beats_the_file_even_at_the_default(tmp_path: Pat
         assert tctx.options.gtp_tools == "replace"
         assert tctx.options.gtp_read_timeout == DEFAULT_READ_TIMEOUT
         assert tctx.options.gtp_default_session == "from-file", "what the command line left, the file fills"
+
+
+def test_every_option_is_declared_once() -> None:
+    """serve's command line, mitm's and the addon's options all come from proxy/options.py's table: the
+    same names, kinds and help on every side, and no option is declared anywhere else."""
+    from pathlib import Path
+
+    from mitmproxy.options import Options as MitmOptions
+
+    from proxy.intercept.options import _Collect
+
+    parser = cli._parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    own = {"help", "config", "log-level", "log-format", "event-loop"}
+
+    def flags(command: str) -> set[str]:
+        return {s[2:] for a in commands[command]._actions for s in a.option_strings if s.startswith("--")} - own
+
+    assert flags("serve") == {o.name for o in options.OPTIONS if o.serve}
+    assert flags("mitm") - {"listen-host", "listen-port", "confdir"} == {o.name for o in options.OPTIONS if o.mitm}
+    loader = _Collect(MitmOptions())
+    for addon in GeminiTools().addons:
+        if hasattr(addon, "load"):
+            addon.load(loader)
+    assert set(loader.typespecs) == {o.addon_name for o in options.OPTIONS if o.addon_name}
+    helps = {a.dest: a.help for a in commands["serve"]._actions}
+    assert all(helps[o.dest] == o.help for o in options.OPTIONS if o.serve)
+    root = Path(options.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        if path.name != "options.py" or path.parent != root:
+            assert "loader.add_option(" not in text, f"{path} declares an addon option outside proxy/options.py"
+        if path.name == "cli.py":  # other commands' own (mock's --host/--port, parse's --tools), and
+            # --config, which takes the table's help (serve reads the file, mitm hands it to the addon)
+            named = {o.name for o in options.OPTIONS if f'add_argument("--{o.name}"' in text}
+            assert named <= {"host", "port", "tools", "config"}, f"cli.py declares {named} itself"

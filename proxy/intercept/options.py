@@ -1,6 +1,5 @@
-"""The addon's options (`mitmdump --options` lists them with these help texts), declared and
-validated in one place; parsed values are kept here for the other addons. Durations are whole
-seconds: mitmproxy's `--set` parses no floats."""
+"""The addon's options: declared by proxy/options.py (the one table `serve` and the config file use
+too), validated here once; parsed values are kept here for the other addons."""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,25 +8,19 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions
 
+from proxy import options
 from proxy.config_file import ConfigError, addon_settings
-from proxy.intercept.relay import DEFAULT_TIMEOUT
 from proxy.model_rules import ModelRules
-from proxy.server.auth import KEYS_ENV, ClientKeys, is_loopback, load_keys, refuse_open_bind
+from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
-from proxy.server.site import DEFAULT_BACKGROUND_LEASE, DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, ServerLimits
-from proxy.session.placeholders import DEFAULT_PLACEHOLDER
+from proxy.server.site import ServerLimits
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.credentials import GoogleCredential
 from proxy.upstream.forced_choice import POLICIES
-from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
-from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 from proxy.upstream.routes import parse_upstream_api
 from proxy.upstream.vertex import vertex_credentials
-
-DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
-                 "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
 
 
 def option_kinds(typespecs: dict[str, Any]) -> dict[str, Any]:
@@ -78,111 +71,7 @@ class Options:
         # there now is what the command line gave, so gtp_config can tell `gtp_tools=replace` (the
         # default, set explicitly) from an option nobody set.
         self.given = {k for k in getattr(loader.master.options, "deferred", {}) if k.startswith("gtp_")}
-        loader.add_option("gtp_config", str | None, None,
-                          "TOML file of options: the gtp_* names or the command line's (model_alias = [...]); "
-                          "options set on the command line win.")
-        loader.add_option("gtp_gemini_key", Sequence[str], [],
-                          "The server's Gemini API keys, used in turn (a rate-limited key rests as long as Gemini "
-                          "asks); default $GEMINI_API_KEYS or $GEMINI_API_KEY.")
-        loader.add_option("gtp_vertex_credentials", Sequence[str], [],
-                          "Google credentials files (service account keys, or an authorized user's application "
-                          "default credentials): the front-end sends Gemini requests to Vertex AI with them, used "
-                          "in turn like gtp_gemini_key, each billing its own project.")
-        loader.add_option("gtp_vertex_project", str | None, None,
-                          "The project every gtp_vertex_credentials file bills (default: the one each file names).")
-        loader.add_option("gtp_vertex_location", str, "global", "The Vertex AI location, e.g. us-central1.")
-        loader.add_option("gtp_frontend_port", int, 8741,
-                          "Port of the OpenAI Responses / Gemini-native front-end run in this process; -1 disables it.")
-        loader.add_option("gtp_frontend_host", str, "127.0.0.1", "Address the front-end binds (loopback by default).")
-        loader.add_option("gtp_upstream", str, DEFAULT_BASE_URL,
-                          "Where the front-end sends Gemini requests: a base URL, 'mock' for the built-in mock, "
-                          "or 'relay' to have a relay app's intercepted request carry them (see gtp_relay).")
-        loader.add_option("gtp_relay", str | None, None,
-                          "Relay client for gtp_upstream=relay: an http(s) URL that is POSTed {prompt, marker}, or "
-                          "a command line in which {prompt} (and {marker}) are replaced; the app must send a Gemini "
-                          "request with that prompt through this proxy.")
-        loader.add_option("gtp_relay_timeout", int, int(DEFAULT_TIMEOUT),
-                          "Seconds the front-end waits for the relay app's request and between its chunks.")
-        loader.add_option("gtp_model_aliases", Sequence[str], [],
-                          "NAME=GEMINI_MODEL pairs: the front-end serves a client's model name (e.g. gpt-5.5 for "
-                          "Codex's full tool set) with a Gemini model.")
-        loader.add_option("gtp_schema_mode", Sequence[str], [],
-                          "[PATTERN=]json|parameters rules: the front-end declares tool schemas as "
-                          "parametersJsonSchema ('json') or the OpenAPI-subset 'parameters' (the default).")
-        loader.add_option("gtp_tool_result_media", Sequence[str], [],
-                          "[PATTERN=]parts|siblings rules: images/files returned by tools go in functionResponse.parts "
-                          "('parts', default for gemini-3 and later) or after the function responses ('siblings').")
-        loader.add_option("gtp_stream_arguments", Sequence[str], [],
-                          "Model patterns asked to stream call arguments (partialArgs); default none.")
-        loader.add_option("gtp_hosted_tools", Sequence[str], [],
-                          "[PATTERN=]drop|error rules: a hosted tool (web_search, ...) a model cannot serve is dropped "
-                          "with a warning in the answer ('drop', default) or refused with a 400 ('error').")
-        loader.add_option("gtp_tool_mode", Sequence[str], [],
-                          "PATTERN=native|DIALECT rules: models that get tools rendered into the prompt in a text "
-                          "dialect (gemma4, functiongemma, gemma3, hermes, qwen3coder, llama3, mistral, harmony, "
-                          "pythonic) and give calls as text; defaults gemma-4*=gemma4, gemma-3*=gemma3, "
-                          "*functiongemma*=functiongemma.")
-        loader.add_option("gtp_rescue_text_calls", Sequence[str], [],
-                          "PATTERN=DIALECT|off rules: native models whose complete text calls in DIALECT become calls.")
-        loader.add_option("gtp_single_call", Sequence[str], [],
-                          "Model patterns that see parallel calls in history one call per turn.")
-        loader.add_option("gtp_think_open", Sequence[str], [],
-                          "Model patterns whose template pre-opens the think tag (their answers start in reasoning).")
-        loader.add_option("gtp_upstream_api", Sequence[str], [],
-                          "[PATTERN=]generate|interactions rules: the front-end's requests for matching models go to "
-                          "Gemini's generateContent ('generate', default) or its Interactions API ('interactions').")
-        loader.add_option("gtp_forced_choice", str, "retry",
-                          "When Gemini ignores a forced tool_choice: 'retry' once with a directive then fail, "
-                          "'error' at once, or 'allow' its answer through.")
-        loader.add_option("gtp_fill_missing", bool, False,
-                          "Give a call's missing required arguments a null placeholder (default: never invent).")
-        loader.add_option("gtp_intercept_hosts", Sequence[str], list(DEFAULT_HOSTS),
-                          "Host names (shell patterns) whose generateContent/streamGenerateContent calls are "
-                          "rewritten; all other traffic passes through byte for byte.")
-        loader.add_option("gtp_session_header", str, "x-gtp-session",
-                          "Request header naming the session of an intercepted call (removed before forwarding).")
-        loader.add_option("gtp_default_session", str | None, None,
-                          "Session for intercepted calls that name none (no header, no <session:ID> marker).")
-        loader.add_option("gtp_tools", str, "replace",
-                          "What to do with the app's own tools when its session has tools: 'replace' or 'merge'.")
-        loader.add_option("gtp_placeholder", str, DEFAULT_PLACEHOLDER,
-                          "Model text that stands for an earlier captured call in an app's history; such turns "
-                          "are rewritten into the real functionCall and functionResponse turns.")
-        loader.add_option("gtp_api_key", Sequence[str], [],
-                          f"Keys clients must present to the front-end (also gtp_api_keys_file and ${KEYS_ENV}); "
-                          "Gemini is then called with the server's GEMINI_API_KEY, and sessions are per key.")
-        loader.add_option("gtp_api_keys_file", str | None, None, "File of front-end client keys, one per line.")
-        loader.add_option("gtp_allow_unauthenticated", bool, False,
-                          "Allow the front-end without keys, or the proxy itself without proxyauth, to listen "
-                          "beyond loopback (only behind something that authenticates).")
-        loader.add_option("gtp_client_timeout", int, int(DEFAULT_CLIENT_TIMEOUT),
-                          "Seconds a front-end client has to send its headers, again for its body, and the longest a "
-                          "stream waits on a client that stopped reading.")
-        loader.add_option("gtp_shutdown_timeout", int, int(DEFAULT_SHUTDOWN_TIMEOUT),
-                          "Seconds the front-end takes to stop; requests still running then end with their "
-                          "protocol's failure.")
-        loader.add_option("gtp_background_lease", int, int(DEFAULT_BACKGROUND_LEASE),
-                          "Seconds after which a background interaction whose instance stopped renewing it is "
-                          "reported failed.")
-        loader.add_option("gtp_max_connections", int, 0,
-                          "Front-end client connections served at once (0: half the fd limit); more get a 503.")
-        loader.add_option("gtp_connect_timeout", int, int(DEFAULT_CONNECT_TIMEOUT),
-                          "Seconds the front-end waits to connect to Gemini.")
-        loader.add_option("gtp_read_timeout", int, int(DEFAULT_READ_TIMEOUT),
-                          "Seconds Gemini may send nothing meaningful to the front-end (before the first byte and "
-                          "between stream events).")
-        loader.add_option("gtp_total_timeout", int, int(DEFAULT_TOTAL_TIMEOUT),
-                          "Seconds for a whole upstream exchange of the front-end, retries included.")
-        loader.add_option("gtp_max_retries", int, DEFAULT_MAX_RETRIES,
-                          "Retries of a 429/500/503 or failed connection before anything reached the client.")
-        loader.add_option("gtp_carrier_key", Sequence[str], [],
-                          "Keys sealing the signatures handed to stateless clients (the first seals, all open); "
-                          "default: the keys file.")
-        loader.add_option("gtp_carrier_keys_file", str | None, None,
-                          f"Carrier keys file, made (0600) on first use (default: {CARRIER_KEYS_FILE} in confdir).")
-        loader.add_option("gtp_route", str | None, None,
-                          "host:port every upstream connection goes to instead (a local Gemini, for testing). TLS "
-                          "still names the original host.")
+        options.declare(loader)
 
     def _load_config(self, path: str) -> None:
         """Set every option the file names that the command line did not set (even to its default)."""

@@ -1,5 +1,6 @@
-"""`SharedStore`: the `gtp_store` option — where the addon and its front-end keep sessions: this
-process's memory (the default) or a Redis shared with other instances (open_store.py)."""
+"""`SharedStore`: the `gtp_store` option (declared in proxy/options.py) — where the addon and its
+front-end keep sessions: this process's memory (the default) or a Redis shared with other instances
+(open_store.py)."""
 
 import logging
 from typing import Any
@@ -16,11 +17,6 @@ class SharedStore:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._memory = store.backend if isinstance(store, EntryStore) else None
-
-    def load(self, loader: Any) -> None:
-        loader.add_option("gtp_store", str, "memory",
-                          "Where sessions live: 'memory' (this process) or redis://HOST:PORT/DB (also rediss://, "
-                          "unix://), shared by every instance pointed at it.")
 
     def configure(self, updated: set[str]) -> None:
         if "gtp_store" not in updated:
