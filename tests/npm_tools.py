@@ -17,3 +17,18 @@ def npm_binary(package: str, version: str, binary: str) -> Path:
         subprocess.run([npm, "install", "--prefix", str(prefix), f"{package}@{version}", "--no-audit", "--no-fund",
                         "--loglevel=error"], check=True, timeout=600)
     return path
+
+
+def npm_packages(name: str, *specs: str) -> Path:
+    """A directory whose node_modules holds `specs` (e.g. "openai@7.57.0"), installed once into .cache/;
+    a script copied into it resolves them."""
+    prefix = ROOT / ".cache" / name
+    marker = prefix / ".installed"
+    if not marker.exists() or marker.read_text() != " ".join(specs):
+        npm = shutil.which("npm")
+        assert npm and shutil.which("node"), "Node.js and npm are needed to run the Node SDK tests"
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run([npm, "install", "--prefix", str(prefix), *specs, "--no-audit", "--no-fund",
+                        "--loglevel=error"], check=True, timeout=600)
+        marker.write_text(" ".join(specs))
+    return prefix
