@@ -280,3 +280,18 @@ def test_citations_without_matching_text_are_left_out() -> None:
                  "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": 3, "text": "zzz"},
                                         "groundingChunkIndices": [0]}]}
     assert citations(grounding, ["abc"]) == [[]]
+
+
+@pytest.mark.parametrize("model", [G3, G25])
+def test_include_web_search_sources_lists_the_pages(client, model: str) -> None:
+    """include=["web_search_call.action.sources"]: every search item names the pages Gemini grounded on;
+    without it, none does."""
+    tools = [WEATHER, SEARCH] if model == G3 else [SEARCH]
+    asked = client.responses.create(model=model, input="[[mock:search weather in Paris]] tell me", tools=tools,
+                                    store=False, include=["web_search_call.action.sources"])
+    [search] = [o for o in asked.output if o.type == "web_search_call"]
+    assert [s.model_dump() for s in search.action.sources] == [
+        {"type": "url", "url": "https://weather.example/weather-in-paris"}]
+    plain = client.responses.create(model=model, input="[[mock:search weather in Paris]] tell me", tools=tools,
+                                    store=False)
+    assert not [o for o in plain.output if o.type == "web_search_call"][0].action.sources

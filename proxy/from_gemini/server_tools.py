@@ -136,6 +136,18 @@ def _span(whole: str, data: bytes, seg: dict[str, Any]) -> tuple[int, int] | Non
     return None
 
 
+def web_sources(grounding: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The pages a search grounded the answer on, as `web_search_call.action.sources` lists them."""
+    chunks = (grounding or {}).get("groundingChunks")
+    out, seen = [], set()
+    for chunk in chunks if isinstance(chunks, list) else []:
+        web = chunk.get("web") if isinstance(chunk, dict) else None
+        if isinstance(web, dict) and isinstance(web.get("uri"), str) and web["uri"] not in seen:
+            seen.add(web["uri"])
+            out.append({"type": "url", "url": web["uri"]})
+    return out
+
+
 def chat_annotations(grounding: dict[str, Any] | None, text: str) -> list[dict[str, Any]]:
     """Chat's `message.annotations`: the same citations, nested as the Chat API has them."""
     return [{"type": "url_citation", "url_citation": {k: a[k] for k in ("start_index", "end_index", "title", "url")}}

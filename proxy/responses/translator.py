@@ -29,6 +29,7 @@ from proxy.from_gemini.server_tools import (
     search_call,
     search_item,
     server_part_key,
+    web_sources,
 )
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
@@ -60,7 +61,7 @@ class _Search:
 class ResponsesTranslator:
     def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
                  keep_first_call_only: bool = False, carrier: CarrierSeal | None = None,
-                 snapshots: bool = True) -> None:
+                 snapshots: bool = True, sources: bool = False) -> None:
         self.response = response  # the Response object; output/status/usage are filled in here
         self.response.update(status="in_progress", output=[], usage=None, error=None, incomplete_details=None,
                              completed_at=None)
@@ -87,6 +88,7 @@ class ResponsesTranslator:
         # (and no call mutates the response after adding an event that holds it), and a whole answer
         # sends only `response`; copying echoed tools and output three times cost a large request.
         self._snapshots = snapshots
+        self._sources = sources  # include=["web_search_call.action.sources"]
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -113,6 +115,10 @@ class ResponsesTranslator:
         events = self._call_events(self._partial.finish())
         self._annotate()
         events += self._close_open() + self._end_searches()
+        if self._sources and self._grounding:  # searches that ended before Gemini named its sources
+            for o in self.response["output"]:
+                if o["type"] == "web_search_call" and "sources" not in o.get("action", {}):
+                    o["action"] = {**o.get("action", {}), "sources": web_sources(self._grounding)}
         if self._carrier and (self.calls or self.hosted):
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
                     "encrypted_content": self._carrier.encode(self.calls + self.hosted)}
@@ -278,6 +284,8 @@ class ResponsesTranslator:
         queries = grounding_queries(self._grounding)
         if queries and not any(o["type"] == "web_search_call" for o in self.response["output"]):
             item = search_item(queries, "completed")
+            if self._sources:
+                item["action"]["sources"] = web_sources(self._grounding)
             events += self._add_item({**item, "status": "in_progress"})
             events.append(self._ev("response.web_search_call.completed", item_id=item["id"], output_index=self._index))
             self.hosted.append(hosted_record(item["id"], []))

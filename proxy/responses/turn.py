@@ -193,7 +193,8 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     carry = ENCRYPTED_REASONING in (req.include or [])
     translator = ResponsesTranslator(response_skeleton(req, tools), tools,
                                      keep_first_call_only=req.parallel_tool_calls is False,
-                                     carrier=ctx.seal(request, model) if carry else None, snapshots=False)
+                                     carrier=ctx.seal(request, model) if carry else None, snapshots=False,
+                                     sources="web_search_call.action.sources" in (req.include or []))
     sent_input = [{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str) \
         else req.input
     return Turn(ctx, session, req, _listed(sent_input), prior, conv, model, tools, body, translator,
