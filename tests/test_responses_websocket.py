@@ -2,8 +2,13 @@
 `responses.connect()` (strict: every server event validated by its ResponsesServerEvent union) and a
 plain `websockets` client for what the SDK never sends (bad JSON, binary and huge frames)."""
 
+import base64
 import json
+import os
+import socket
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 import pytest
@@ -12,6 +17,7 @@ from openai.types.responses.responses_server_event import ResponsesServerEvent
 from pydantic import TypeAdapter
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from proxy.responses import websocket
 from proxy.server.site import ServerLimits
 from tests.harness import Stack
 from tests.open_responses_spec import check_events
@@ -214,3 +220,75 @@ def test_a_plain_get_is_refused_in_openai_shape(stack: Stack) -> None:
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=10)
     assert e.value.code == 405 and json.loads(e.value.read())["error"]["message"].startswith("GET /v1/responses")
+
+
+def _upgrade(url: str) -> socket.socket:
+    """A WebSocket handshake by hand, then silence: a peer that never answers a ping."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall((f"GET /v1/responses HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
+                  f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                  "Authorization: Bearer k\r\n\r\n").encode())
+    assert sock.recv(4096).startswith(b"HTTP/1.1 101")
+    return sock
+
+
+def test_a_peer_that_answers_no_ping_is_dropped_and_an_idle_one_closed(monkeypatch) -> None:
+    """The socket's limits are the front-end's: a ping every --client-timeout, the peer dropped when no
+    pong comes within half of it; a socket that sends no request for IDLE_SECONDS is closed (1000)."""
+    quick = Stack(limits=ServerLimits(client_timeout=1.0))
+    try:
+        sock = _upgrade(quick.url)
+        started, data = time.monotonic(), b""
+        while chunk := sock.recv(4096):  # a ping (0x89) arrives, then the end, with no pong sent
+            data += chunk
+        assert data[:1] == b"\x89" and time.monotonic() - started < 5
+        sock.close()
+
+        monkeypatch.setattr(websocket, "IDLE_SECONDS", 0.5)
+        with ws_client.connect(f"{quick.url.replace('http', 'ws')}/v1/responses",
+                               additional_headers={"authorization": "Bearer k"}) as ws:
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=10)
+            assert closed.value.rcvd is not None and (closed.value.rcvd.code, closed.value.rcvd.reason) == (1000,
+                                                                                                          "idle")
+    finally:
+        quick.close()
+
+
+def test_a_new_socket_continues_a_stored_response(stack: Stack) -> None:
+    """Reconnect recovery: what was stored continues on any new socket (and any instance sharing the
+    store); what a closed socket kept only in its cache is said to be gone, and the full history resent
+    continues it."""
+    with _client(stack).responses.connect(extra_headers=BETA) as conn:
+        conn.send({"type": "response.create", "model": "gemini-2.5-flash", "input": "My name is Alice."})
+        stored = _until_end(conn)[-1]["response"]
+        conn.send({"type": "response.create", "model": "gemini-2.5-flash", "store": False, "input": "I like tea."})
+        unstored = _until_end(conn)[-1]["response"]
+    with _client(stack).responses.connect(extra_headers=BETA) as conn:
+        conn.send({"type": "response.create", "model": "gemini-2.5-flash", "previous_response_id": stored["id"],
+                   "input": "What is my name?"})
+        assert _until_end(conn)[-1]["type"] == "response.completed"
+        assert "Alice" in json.dumps(stack.last_body()["contents"])
+        conn.send({"type": "response.create", "model": "gemini-2.5-flash", "store": False,
+                   "previous_response_id": unstored["id"], "input": "What do I like?"})
+        [err] = _until_end(conn)
+        assert err["error"]["code"] == "previous_response_not_found"
+        conn.send({"type": "response.create", "model": "gemini-2.5-flash", "store": False, "input": [
+            {"role": "user", "content": "I like tea."}, *unstored["output"],
+            {"role": "user", "content": "What do I like?"}]})
+        assert _until_end(conn)[-1]["type"] == "response.completed"
+
+
+def test_stopping_the_front_end_closes_its_sockets_with_going_away() -> None:
+    own = Stack()
+    ws = ws_client.connect(f"{own.url.replace('http', 'ws')}/v1/responses",
+                           additional_headers={"authorization": "Bearer k"})
+    try:
+        own.close()
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    finally:
+        ws.close()

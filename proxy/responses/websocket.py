@@ -10,9 +10,10 @@ it. A refusal is an `error` event with its HTTP status (`{"type": "error", "stat
 usable; a stream that fails after it started ends with `response.failed`, never a silent close.
 
 Keys are checked on the upgrade request (the auth middleware), so a refused client never gets a
-socket. Limits: a frame is at most the front-end's body limit (larger closes the socket with 1009,
-"message too big"); a ping every PING_SECONDS, and a peer that does not answer within half of it
-is closed; a connection with no request for IDLE_SECONDS is closed (1000, "idle").
+socket. Limits, the front-end's own: a frame is at most its body limit (larger closes the socket
+with 1009, "message too big"); a ping every `--client-timeout` seconds, and a peer that sends no
+pong within half of that is dropped, as an HTTP client that stops reading is; a connection with no
+request for IDLE_SECONDS is closed (1000, "idle").
 """
 
 import logging
@@ -31,7 +32,6 @@ from proxy.server.stream import INTERNAL, relay
 
 log = logging.getLogger(__name__)
 
-PING_SECONDS = 30.0   # Codex answers pings from its pump task; a dead peer is found within 45 s
 IDLE_SECONDS = 3600.0  # OpenAI ends a Responses WebSocket after 60 minutes; so does the proxy when idle
 SOCKETS = web.AppKey("responses_sockets", weakref.WeakSet)
 IGNORED = frozenset({"response.processed"})  # Codex's acknowledgement of a response it has handled
@@ -47,7 +47,7 @@ def error_event(e: ProxyError, stream_id: Any = None) -> dict[str, Any]:
 
 async def serve(request: web.Request) -> web.WebSocketResponse:
     ctx = request.app[CONTEXT]
-    ws = web.WebSocketResponse(heartbeat=PING_SECONDS, max_msg_size=ctx.max_body, autoping=True)
+    ws = web.WebSocketResponse(heartbeat=ctx.limits.client_timeout, max_msg_size=ctx.max_body, autoping=True)
     await ws.prepare(request)
     request.app[SOCKETS].add(ws)
     recent = Recent()
