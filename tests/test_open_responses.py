@@ -325,3 +325,19 @@ def test_compaction_of_a_stored_chain(stack: Stack) -> None:
     nxt = _create(stack, {"model": "gemini-2.5-flash", "input": [*compacted["output"],
                                                                {"role": "user", "content": "What do I like?"}]})
     assert nxt.status == "completed"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_input_tokens_are_counted_by_gemini_on_the_request_it_would_get(stack: Stack, model: str) -> None:
+    client = _client(stack)
+    first = _create(stack, {"model": model, "input": "My name is Alice."})
+    counted = client.responses.input_tokens.count(model=model, previous_response_id=first.id, tools=[WEATHER],
+                                                  instructions="Be brief.", input="What is my name?")
+    assert counted.object == "response.input_tokens" and counted.input_tokens > 0
+    sent = stack.received[-1]
+    assert sent["method"] == "countTokens" and sent["model"] == model
+    inner = stack.last_body()["generateContentRequest"]
+    assert inner["model"] == f"models/{model}" and "Alice" in json.dumps(inner["contents"])
+    assert inner["systemInstruction"] == {"parts": [{"text": "Be brief."}]} and inner["tools"]
+    with pytest.raises(openai.BadRequestError):
+        client.responses.input_tokens.count(model=model, previous_response_id="resp_gone", input="hi")

@@ -1,5 +1,6 @@
 """The Responses API over HTTP: `POST /v1/responses` (whole, SSE stream, or background), the stored
-response's `GET`, `DELETE`, `cancel` and `input_items`, and `POST /v1/responses/compact`. A `GET
+response's `GET`, `DELETE`, `cancel` and `input_items`, `POST /v1/responses/compact` and
+`POST /v1/responses/input_tokens`. A `GET
 /v1/responses` that asks for a WebSocket is websocket.py's."""
 
 import asyncio
@@ -8,16 +9,18 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.errors import ProxyError
+from proxy import fast_json
+from proxy.errors import ProxyError, UpstreamError
 from proxy.responses import compact, websocket
 from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Turn, prepare_turn
 from proxy.server import background
-from proxy.server.context import CONTEXT, Context, session_of
+from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.store.base import StoredResponse
+from proxy.wire.model_name import model_resource
 
 log = logging.getLogger(__name__)
 TASKS = web.AppKey("response_tasks", dict)  # response id -> its background task (this process)
@@ -182,6 +185,29 @@ async def input_items(request: web.Request) -> web.Response:
                               "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit})
 
 
+async def input_tokens(request: web.Request) -> web.Response:
+    """`POST /v1/responses/input_tokens`: what a create body would cost in input tokens, counted by
+    Gemini's countTokens on the very request the proxy would send (history, tools, instructions)."""
+    ctx: Context = request.app[CONTEXT]
+    sent = await read_json(request)
+    if isinstance(sent, dict):
+        sent = {**sent, "store": False, "stream": False, "background": False}
+    turn = await prepare_turn(request, sent)
+    if ctx.rest is None:
+        raise ProxyError("Counting input tokens needs Gemini's own API as the upstream (countTokens).", status=501,
+                         type="server_error")
+    collection, model_id = model_resource(turn.model)
+    inner = {"model": f"{collection}/{model_id}", **{k: v for k, v in turn.body.items() if k != "generationConfig"}}
+    url = ctx.rest.path_url(("v1beta",), [collection, f"{model_id}:countTokens"], {})
+    fwd = await ctx.rest.forward("POST", url, fast_json.dumps({"generateContentRequest": inner}), {},
+                                 api_key_of(request))
+    answer = fast_json.loads(fwd.body) if fwd.body else {}
+    if fwd.status != 200 or not isinstance(answer.get("totalTokens"), int):
+        raise UpstreamError.from_gemini(answer.get("error") if isinstance(answer, dict) else None, fwd.status or 502,
+                                        "countTokens gave no count")
+    return web.json_response({"object": "response.input_tokens", "input_tokens": answer["totalTokens"]})
+
+
 async def responses_root(request: web.Request) -> web.StreamResponse:
     """`GET /v1/responses`: only a WebSocket upgrade is served here."""
     if request.headers.get("upgrade", "").lower() == "websocket":
@@ -196,6 +222,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/responses", create_response)
     app.router.add_get("/v1/responses", responses_root)
     app.router.add_post("/v1/responses/compact", compact.compact_route)
+    app.router.add_post("/v1/responses/input_tokens", input_tokens)
     app.router.add_get("/v1/responses/{response_id}", get_response)
     app.router.add_delete("/v1/responses/{response_id}", delete_response)
     app.router.add_post("/v1/responses/{response_id}/cancel", cancel_response)
