@@ -185,9 +185,11 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     summaries, compacted = open_compactions(ctx.seal(request, model), items)
     conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model), summaries=summaries)
-    if req.store is not False:
+    sent_input = _listed([{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str)
+                         else req.input)
+    if req.store is not False:  # what storing the turn will keep: its contents and its input items
         start = len(prior.contents) if prior else 0
-        ctx.store.refuse_unkeepable([conv.contents[start:], conv.system], "This turn's input", "input")
+        ctx.store.refuse_unkeepable([conv.contents[start:], conv.system, sent_input], "This turn's input", "input")
     body = build_gemini_request(req, conv, tools, model)
     await object_owners.refuse_foreign(request, body)
     carry = ENCRYPTED_REASONING in (req.include or [])
@@ -195,7 +197,5 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                      keep_first_call_only=req.parallel_tool_calls is False,
                                      carrier=ctx.seal(request, model) if carry else None, snapshots=False,
                                      sources="web_search_call.action.sources" in (req.include or []))
-    sent_input = [{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str) \
-        else req.input
-    return Turn(ctx, session, req, _listed(sent_input), prior, conv, model, tools, body, translator,
+    return Turn(ctx, session, req, sent_input, prior, conv, model, tools, body, translator,
                 api_key_of(request), warning_headers(tools.warnings), recent)
