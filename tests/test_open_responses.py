@@ -283,12 +283,18 @@ def test_compaction_round_trips_a_tool_using_conversation(stack: Stack, model: s
     summary_request = stack.received[before - stack.accepted:]
     assert len(summary_request) == 1 and "Sunny, 21 C" in json.dumps(summary_request[0]["body"]), \
         "Gemini was shown the dropped turns to summarize"
-    out = compacted["output"]
-    assert out[0]["type"] == "compaction" and out[0]["encrypted_content"].startswith("gtp.c1.")
-    assert "Sunny" not in out[0]["encrypted_content"], "the summary is sealed, not readable"
-    kept = out[1:]
-    assert kept[0] == history[-len(kept)] and kept[0]["content"] == "And in Paris? (get_weather)"
-    assert [i["type"] for i in kept if i["type"] == "function_call"] == ["function_call"]
+    out = compacted["output"]  # OpenAI's shape: the user messages, the current exchange, the compaction last
+    assert out[-1]["type"] == "compaction" and out[-1]["encrypted_content"].startswith("gtp.c1.")
+    assert "Sunny" not in out[-1]["encrypted_content"], "the summary is sealed, not readable"
+    kept = out[:-1]
+    assert [i["content"][0]["text"] for i in kept if i.get("role") == "user"] == [TOOL_PROMPT,
+                                                                                 "And in Paris? (get_weather)"]
+    assert [i["call_id"] for i in kept if i["type"] == "function_call"] == [call2.call_id]
+    assert all(i["id"] and i["status"] == "completed" for i in kept)
+    lenient = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", max_retries=0)
+    # The SDK parses it (not strictly: its CompactedResponse types `output` as output items only, though
+    # its own docstring and the specification's ItemField have the user messages there).
+    assert lenient.responses.compact(model=model, input=history).output[-1].type == "compaction"
 
     # Continue from the compacted output: the kept call gets its output.
     nxt = client.responses.create(model=model, tools=[WEATHER], store=False, input=[
@@ -303,7 +309,7 @@ def test_compaction_round_trips_a_tool_using_conversation(stack: Stack, model: s
     responses = [p for c in contents for p in c["parts"] if "functionResponse" in p]
     assert len(responses) == 1 and "Rainy, 12 C" in json.dumps(responses)
 
-    tampered = {**out[0], "encrypted_content": out[0]["encrypted_content"][:-4] + "AAAA"}
+    tampered = {**out[-1], "encrypted_content": out[-1]["encrypted_content"][:-4] + "AAAA"}
     with pytest.raises(openai.BadRequestError) as e:  # a compaction that does not open is refused by name
         client.responses.create(model=model, input=[tampered, {"type": "message", "role": "user", "content": "hi"}])
     assert e.value.body["param"] == "input[0].encrypted_content"
@@ -319,9 +325,10 @@ def test_compaction_of_a_stored_chain(stack: Stack) -> None:
     CompactResource.model_validate(compacted)
     assert stack.last_body()["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
     assert "Alice" in json.dumps(stack.last_body()["contents"])
-    kept = compacted["output"][1:]
-    assert kept[0]["content"][0]["text"] == "I like tea."
-    assert kept[-1]["type"] == "message" and kept[-1]["role"] == "assistant"
+    kept = compacted["output"][:-1]
+    assert [i["content"][0]["text"] for i in kept if i["role"] == "user"] == ["My name is Alice.", "I like tea."]
+    assert kept[-1]["type"] == "message" and kept[-1]["role"] == "assistant" and compacted["output"][-1]["type"] \
+        == "compaction"
     nxt = _create(stack, {"model": "gemini-2.5-flash", "input": [*compacted["output"],
                                                                {"role": "user", "content": "What do I like?"}]})
     assert nxt.status == "completed"

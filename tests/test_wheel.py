@@ -140,6 +140,16 @@ def _serve_and_ask(inst: dict, name: str, *extra: str, exe: Path | None = None) 
         assert first.status == "completed" and first.output_text
         again = client.responses.retrieve(first.id)
         assert again.id == first.id
+        # The protocol folders, the WebSocket transport and compaction are in the wheel too.
+        with client.responses.connect() as conn:
+            conn.send({"type": "response.create", "model": "gemini-2.5-flash", "previous_response_id": first.id,
+                       "input": "again"})
+            while (event := conn.recv()).type not in ("response.completed", "response.failed", "error"):
+                pass
+            assert event.type == "response.completed", event
+        lenient = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
+        compacted = lenient.responses.compact(model="gemini-2.5-flash", previous_response_id=event.response.id)
+        assert compacted.output[-1].type == "compaction"  # (the SDK types no user message there: not strict)
         return proc.logs()
     finally:
         proc.stop()

@@ -1,13 +1,14 @@
 """`POST /v1/responses/compact`: a long conversation made short enough to continue.
 
 The conversation (the stored chain behind `previous_response_id`, then `input`) is cut before its
-last user message. What comes after the cut is kept as it is -- so every call still waiting for its
-output, and every call/output pair of the current exchange, stays whole. What comes before is told to
-Gemini as a transcript and replaced by its summary, sealed in a `compaction` item (the same AES-GCM
-keys and client scope as the signature carrier: only this deployment, for this client, reads it).
-The item also carries the kept calls' records, so their thought signatures reach Gemini on the next
-turn even from a stateless client. Feeding the output back as `input` continues the conversation:
-the summary becomes a user turn where the item stands (first), then the kept items.
+last user message. What comes after the cut is kept -- so every call still waiting for its output,
+and every call/output pair of the current exchange, stays whole. What comes before is told to Gemini
+as a transcript and replaced by its summary, sealed in a `compaction` item (the same AES-GCM keys and
+client scope as the signature carrier: only this deployment, for this client, reads it). The item
+also carries the kept calls' records, so their thought signatures reach Gemini on the next turn even
+from a stateless client. The output has OpenAI's shape: the user messages, then the kept exchange,
+then the compaction item. Fed back as `input`, it continues the conversation: the summary opens the
+history (input_to_contents puts a compaction's summary first, wherever the item stands).
 """
 
 import time
@@ -18,7 +19,7 @@ from aiohttp import web
 from proxy import ids
 from proxy.errors import ProxyError
 from proxy.from_gemini.usage import map_usage
-from proxy.responses.turn import open_compactions
+from proxy.responses.turn import as_items, open_compactions
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
@@ -135,16 +136,24 @@ async def compact_route(request: web.Request) -> web.Response:
     summaries, carried = open_compactions(seal, items)
     calls = {**carried, **calls}
     cut = _cut(items)
+    # What the summary stands for: everything before the cut, and any earlier compaction (a summary
+    # of a summary is folded in, never kept beside the new one).
+    dropped = [i for n, i in enumerate(items) if n < cut or i.type == "compaction"]
     summary, usage = "", None
-    if cut and all(i.type == "compaction" for i in items[:cut]):  # only earlier summaries: no need to ask
-        summary = "\n\n".join(summaries.get(i.encrypted_content, "") for i in items[:cut])
-    elif cut:
-        summary, usage = await _summarize(ctx, model, transcript(items[:cut], summaries), req.instructions,
+    if dropped and all(i.type == "compaction" for i in dropped):  # only earlier summaries: no need to ask
+        summary = "\n\n".join(summaries.get(i.encrypted_content, "") for i in dropped)
+    elif dropped:
+        summary, usage = await _summarize(ctx, model, transcript(dropped, summaries), req.instructions,
                                           api_key_of(request))
-    kept = history[cut:]
+    # OpenAI's shape: the user messages, then what the current exchange still needs, then the
+    # compaction item last. Each kept item as the Responses API gives items (ids, statuses).
+    users = [raw for raw, i in zip(history[:cut], items[:cut], strict=True)
+             if isinstance(i, MessageItem) and i.role == "user"]
+    kept = [raw for raw, i in zip(history[cut:], items[cut:], strict=True) if i.type != "compaction"]
     kept_calls = [calls[i.call_id] for i in items[cut:] if getattr(i, "call_id", None) in calls
                   and i.type in ("function_call", "custom_tool_call")]
     compaction = {"type": "compaction", "id": ids.compaction_id(),
                   "encrypted_content": seal.seal_compaction(summary, kept_calls)}
-    return json_answer({"id": ids.response_id(), "object": "response.compaction", "output": [compaction, *kept],
-                        "created_at": int(time.time()), "usage": map_usage(usage)})
+    return json_answer({"id": ids.response_id(), "object": "response.compaction",
+                        "output": [*as_items(users + kept), compaction], "created_at": int(time.time()),
+                        "usage": map_usage(usage)})

@@ -142,9 +142,9 @@ def open_compactions(seal: CarrierSeal, items: list[InputItem]) -> tuple[dict[st
     return summaries, calls
 
 
-def _listed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Input items as GET .../input_items lists them: each with an id and a status, a message's text as
-    content parts (the shapes the Responses API gives its items; the client's own fields stay)."""
+def as_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items as the Responses API gives them (GET .../input_items, a compaction's output): each with an
+    id and a status, a message's text as content parts (the client's own fields stay)."""
     out = []
     for item in items:
         if not isinstance(item, dict):
@@ -158,6 +158,9 @@ def _listed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             part = ({"type": "output_text", "text": item["content"], "annotations": []} if assistant
                     else {"type": "input_text", "text": item["content"]})
             item["content"] = [part]
+        elif kind == "message" and isinstance(item.get("content"), list):
+            item["content"] = [{"annotations": [], **c} if isinstance(c, dict) and c.get("type") == "output_text"
+                               else c for c in item["content"]]
         out.append(item)
     return out
 
@@ -185,7 +188,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     summaries, compacted = open_compactions(ctx.seal(request, model), items)
     conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model), summaries=summaries)
-    sent_input = _listed([{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str)
+    sent_input = as_items([{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str)
                          else req.input)
     if req.store is not False:  # what storing the turn will keep: its contents and its input items
         start = len(prior.contents) if prior else 0

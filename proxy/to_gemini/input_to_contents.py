@@ -230,9 +230,18 @@ def input_to_contents(
     call_id; history the proxy never saw is accepted too, with the call_id standing in as the id.
     `result_parts` says whether the model takes media in functionResponse.parts (None: the default
     for the model, tool_result_media.py). `summaries` holds the opened compaction items' summaries by
-    their encrypted_content: each becomes a user turn where the item stands.
+    their encrypted_content: each becomes a user turn before everything else.
     """
     b = _Builder(prior or Conversation(), calls or {}, names or ToolNames())
+    for i, item in enumerate(items):  # a compaction stands for what came before all of it: its summary first
+        if isinstance(item, CompactionItem):
+            summary = (summaries or {}).get(item.encrypted_content)
+            if summary is None:
+                raise ProxyError(f"The compaction item input[{i}] does not open here: it was made by another "
+                                 "client or deployment, altered, or sealed under a retired key.",
+                                 param=f"input[{i}].encrypted_content", code="invalid_encrypted_content")
+            if summary:
+                b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
     for i, item in enumerate(items):
         if isinstance(item, MessageItem):
             b.message(item, i)
@@ -242,18 +251,11 @@ def input_to_contents(
             b.function_output(item, i)
         elif isinstance(item, WebSearchCallItem):
             b.web_search(item, i)
-        elif isinstance(item, CompactionItem):
-            summary = (summaries or {}).get(item.encrypted_content)
-            if summary is None:
-                raise ProxyError(f"The compaction item input[{i}] does not open here: it was made by another "
-                                 "client or deployment, altered, or sealed under a retired key.",
-                                 param=f"input[{i}].encrypted_content", code="invalid_encrypted_content")
-            if summary:
-                b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
         elif item.type == "item_reference":
             raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
                              "item itself or use previous_response_id.", param=f"input[{i}]")
-        # reasoning items carry nothing Gemini needs here: signatures come from the call records.
+        # reasoning items carry nothing Gemini needs here: signatures come from the call records;
+        # compaction items went first.
     conv = b.finish()
     conv.contents = repair_history(conv.contents, model, result_parts=result_parts)
     sign_unsigned_turns(conv.contents, model)
