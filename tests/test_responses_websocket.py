@@ -292,3 +292,14 @@ def test_stopping_the_front_end_closes_its_sockets_with_going_away() -> None:
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
     finally:
         ws.close()
+
+
+def test_a_base_url_without_v1_reaches_the_same_routes(stack: Stack) -> None:
+    """Codex builds ws://HOST/responses from a base_url that has no /v1: served the same."""
+    bare = openai.OpenAI(base_url=stack.url, api_key="k", _strict_response_validation=True, max_retries=0)
+    first = bare.responses.create(model="gemini-2.5-flash", input="hello")
+    assert bare.responses.retrieve(first.id).id == first.id
+    with bare.responses.connect(extra_headers=BETA) as conn:
+        conn.send({"type": "response.create", "model": "gemini-2.5-flash", "previous_response_id": first.id,
+                   "input": "again"})
+        assert _until_end(conn)[-1]["type"] == "response.completed"

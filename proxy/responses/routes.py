@@ -218,15 +218,18 @@ async def responses_root(request: web.Request) -> web.StreamResponse:
 
 
 def add_routes(app: web.Application) -> None:
+    """Under `/v1`, and at the root too: a client whose base URL has no `/v1` (Codex's `base_url`
+    without it) reaches the same routes."""
     app[TASKS] = {}
-    app.router.add_post("/v1/responses", create_response)
-    app.router.add_get("/v1/responses", responses_root)
-    app.router.add_post("/v1/responses/compact", compact.compact_route)
-    app.router.add_post("/v1/responses/input_tokens", input_tokens)
-    app.router.add_get("/v1/responses/{response_id}", get_response)
-    app.router.add_delete("/v1/responses/{response_id}", delete_response)
-    app.router.add_post("/v1/responses/{response_id}/cancel", cancel_response)
-    app.router.add_get("/v1/responses/{response_id}/input_items", input_items)
+    for base in ("/v1", ""):
+        app.router.add_post(f"{base}/responses", create_response)
+        app.router.add_get(f"{base}/responses", responses_root)
+        app.router.add_post(f"{base}/responses/compact", compact.compact_route)
+        app.router.add_post(f"{base}/responses/input_tokens", input_tokens)
+        app.router.add_get(f"{base}/responses/{{response_id}}", get_response)
+        app.router.add_delete(f"{base}/responses/{{response_id}}", delete_response)
+        app.router.add_post(f"{base}/responses/{{response_id}}/cancel", cancel_response)
+        app.router.add_get(f"{base}/responses/{{response_id}}/input_items", input_items)
     websocket.add_shutdown(app)
 
     async def stop_tasks(_: web.Application) -> None:
