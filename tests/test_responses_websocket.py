@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import socket
+import threading
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -303,3 +304,27 @@ def test_a_base_url_without_v1_reaches_the_same_routes(stack: Stack) -> None:
         conn.send({"type": "response.create", "model": "gemini-2.5-flash", "previous_response_id": first.id,
                    "input": "again"})
         assert _until_end(conn)[-1]["type"] == "response.completed"
+
+
+@pytest.mark.parametrize(("shutdown", "end"), [(10.0, "response.completed"), (1.5, "response.failed")])
+def test_a_busy_socket_ends_its_response_before_it_is_closed(shutdown: float, end: str) -> None:
+    """A stop while a response streams: it finishes within the shutdown's grace, or ends with
+    response.failed when the grace runs out; then the socket closes with 1001, never a silent cut."""
+    own = Stack(limits=ServerLimits(shutdown_timeout=shutdown))
+    ws = ws_client.connect(f"{own.url.replace('http', 'ws')}/v1/responses",
+                           additional_headers={"authorization": "Bearer k"})
+    try:
+        ws.send(json.dumps({"type": "response.create", "model": "gemini-2.5-flash",
+                            "input": "count slowly [[mock:slow 2.5]]"}))
+        assert json.loads(ws.recv(timeout=30))["type"] == "response.created"
+        stopper = threading.Thread(target=own.close)
+        stopper.start()
+        events = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                events.append(json.loads(ws.recv(timeout=30)))
+        stopper.join(30)
+        assert events and events[-1]["type"] == end, [e["type"] for e in events]
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    finally:
+        ws.close()

@@ -16,8 +16,8 @@ pong within half of that is dropped, as an HTTP client that stops reading is; a 
 request for IDLE_SECONDS is closed (1000, "idle").
 """
 
+import asyncio
 import logging
-import weakref
 from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -33,7 +33,7 @@ from proxy.server.stream import INTERNAL, relay
 log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 3600.0  # OpenAI ends a Responses WebSocket after 60 minutes; so does the proxy when idle
-SOCKETS = web.AppKey("responses_sockets", weakref.WeakSet)
+SOCKETS = web.AppKey("responses_sockets", set)
 IGNORED = frozenset({"response.processed"})  # Codex's acknowledgement of a response it has handled
 
 
@@ -45,20 +45,29 @@ def error_event(e: ProxyError, stream_id: Any = None) -> dict[str, Any]:
     return event
 
 
+class _Socket:
+    """A socket's state for a shutdown: busy while a response runs, told to close after it."""
+
+    def __init__(self, ws: web.WebSocketResponse) -> None:
+        self.ws, self.busy, self.closing = ws, False, False
+
+
 async def serve(request: web.Request) -> web.WebSocketResponse:
     ctx = request.app[CONTEXT]
     ws = web.WebSocketResponse(heartbeat=ctx.limits.client_timeout, max_msg_size=ctx.max_body, autoping=True)
     await ws.prepare(request)
-    request.app[SOCKETS].add(ws)
+    sock = _Socket(ws)
+    request.app[SOCKETS].add(sock)
     recent = Recent()
     try:
-        while not ws.closed:
+        while not ws.closed and not sock.closing:
             try:
                 msg = await ws.receive(timeout=IDLE_SECONDS)
             except TimeoutError:
                 await ws.close(code=WSCloseCode.OK, message=b"idle")
                 break
             if msg.type == WSMsgType.TEXT:
+                sock.busy = True
                 try:
                     await _message(request, ws, msg.data, recent)
                 except ConnectionError:
@@ -67,6 +76,8 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
                     log.exception("responses websocket: a message failed")
                     await _send(ws, [error_event(ProxyError(INTERNAL, status=500, type="server_error",
                                                             code="server_error"))])
+                finally:
+                    sock.busy = False
             elif msg.type == WSMsgType.BINARY:
                 await _send(ws, [error_event(ProxyError("Send response.create as a JSON text frame, not binary.",
                                                         code="invalid_frame"))])
@@ -75,9 +86,16 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
                 break
             else:  # CLOSE, CLOSING, CLOSED
                 break
+        if sock.closing:  # the front-end stops: the response that ran has ended (response.failed at worst)
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
+    except asyncio.CancelledError as e:  # the shutdown's grace ran out while the socket waited
+        ctx.in_flight.absorb(e)
+        await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
     except ConnectionError as e:
         log.info("responses websocket: the client went away (%s)", type(e).__name__)
         e.__traceback__ = e.__context__ = e.__cause__ = None
+    finally:
+        request.app[SOCKETS].discard(sock)
     return ws
 
 
@@ -142,11 +160,15 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
 
 
 def add_shutdown(app: web.Application) -> None:
-    """Open sockets are closed (1001, going away) when the front-end stops: a client reconnects elsewhere."""
-    app[SOCKETS] = weakref.WeakSet()
+    """When the front-end stops, an idle socket is closed at once (1001, going away) and a busy one
+    once its response has ended -- completed within the shutdown's grace, or `response.failed` when
+    the grace runs out -- so a client reconnects elsewhere and never sees a silent cut."""
+    app[SOCKETS] = set()
 
     async def close_sockets(_: web.Application) -> None:
-        for ws in list(app[SOCKETS]):
-            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
+        for sock in list(app[SOCKETS]):
+            sock.closing = True
+            if not sock.busy:
+                await sock.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
 
     app.on_shutdown.append(close_sockets)
