@@ -143,16 +143,16 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
                 event["stream_id"] = stream_id
         await _send(ws, events)
 
-    if generate is False:
-        events = turn.without_generation()
-        await turn.remember(True)
-        await send(events)
-        return
     try:
+        if generate is False:
+            events = turn.without_generation()
+            await turn.remember(True)  # a store that fails says so here, before anything is sent
+            await send(events)
+            return
         chunks = await turn.open_stream()
-    except ProxyError as e:  # Gemini refused before anything started: the error, as over HTTP
+    except ProxyError as e:  # refused before anything started (Gemini, the store): the error, as over HTTP
         await turn.remember(False)
-        await send([error_event(e)])
+        await _send(ws, [error_event(e, stream_id)])
         return
     ctx = request.app[CONTEXT]
     await relay(chunks, ResponsesWriter(turn.translator, frame=list), send, turn.remember, ctx.in_flight,
