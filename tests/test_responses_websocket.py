@@ -30,13 +30,6 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Get the cu
 BETA = {"OpenAI-Beta": "responses_websockets=2026-02-06"}
 
 
-@pytest.fixture(scope="module")
-def stack():
-    s = Stack()
-    yield s
-    s.close()
-
-
 def _client(stack: Stack) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", _strict_response_validation=True, max_retries=0)
 

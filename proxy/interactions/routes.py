@@ -280,15 +280,8 @@ async def delete_interaction(request: web.Request) -> web.Response:
     """The stop request goes first: the instance running it (this one or another) stops, and its
     end, stored meanwhile, is removed again (background.py)."""
     iid, stored = await _stored(request)
-    ctx: Context = request.app[CONTEXT]
-    session = session_of(request)
-    if stored.response["interaction"]["status"] == "in_progress":
-        await background.request_stop(ctx.store, session, iid, "delete")
-    task = request.app[TASKS].get(iid)
-    if task is not None:
-        task.cancel()
-        await asyncio.wait([task])
-    await ctx.store.delete_response(session, iid)
+    running = stored.response["interaction"]["status"] == "in_progress"
+    await background.delete(request.app[CONTEXT].store, session_of(request), iid, running, request.app[TASKS])
     return web.json_response({})
 
 

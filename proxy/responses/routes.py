@@ -115,15 +115,8 @@ async def get_response(request: web.Request) -> web.Response:
 
 async def delete_response(request: web.Request) -> web.Response:
     rid, stored = await _stored(request)
-    ctx: Context = request.app[CONTEXT]
-    session = session_of(request)
-    if stored.response.get("status") in ("queued", "in_progress"):
-        await background.request_stop(ctx.store, session, rid, "delete")
-    task = request.app[TASKS].get(rid)
-    if task is not None:
-        task.cancel()
-        await asyncio.wait([task])
-    await ctx.store.delete_response(session, rid)
+    running = stored.response.get("status") in ("queued", "in_progress")
+    await background.delete(request.app[CONTEXT].store, session_of(request), rid, running, request.app[TASKS])
     return web.json_response({"id": rid, "object": "response", "deleted": True})
 
 

@@ -1,4 +1,5 @@
-"""Background interactions that every instance sharing a store can poll, cancel and delete.
+"""Background runs (interactions, responses) that every instance sharing a store can poll, cancel
+and delete.
 
 One process runs a background interaction, as a task. So that other instances never answer for it
 wrongly, the runner keeps two facts in the store (`put_mark`):
@@ -88,3 +89,16 @@ async def _renew(store: SessionStore, session: str, iid: str, lease: float, job:
             await claim(store, session, iid, lease)
         except ProxyError as e:  # the store is down: the run goes on; the lease is renewed when it is back
             log.warning("background interaction %s: lease not renewed: %s", iid, e.message)
+
+
+async def delete(store: SessionStore, session: str, rid: str, running: bool, tasks: dict[str, asyncio.Task[None]]
+                 ) -> None:
+    """Delete a stored background run. The stop request goes first: the instance running it (this one
+    or another) stops, and its end, stored meanwhile, is removed again (`launch`)."""
+    if running:
+        await request_stop(store, session, rid, "delete")
+    task = tasks.get(rid)
+    if task is not None:
+        task.cancel()
+        await asyncio.wait([task])
+    await store.delete_response(session, rid)
