@@ -224,6 +224,7 @@ def runner(fleet: Fleet, request: pytest.FixtureRequest) -> Iterator[tuple[Proce
     """An instance of the fleet that renews its leases every 0.2 s (--background-lease 1.2)."""
     proc, url = proxy_instance(fleet.tmp, f"runner-{request.node.name}", fleet.mock_url, "--store", fleet.redis.url,
                                "--background-lease", "1.2")
+    proc.url = url  # type: ignore[attr-defined]
     yield proc, genai_client(url)
     proc.stop()
 
@@ -239,6 +240,18 @@ def test_a_background_interaction_is_cancelled_through_another_instance(fleet: F
     with pytest.raises(APIError) as e:
         other.interactions.cancel(started.id)
     assert e.value.status_code == 400 and "cancelled" in str(e.value)
+
+
+def test_a_background_response_is_polled_and_cancelled_through_another_instance(fleet: Fleet, runner) -> None:
+    """Responses' background runs share the interactions' machinery (server/background.py): another
+    instance sees the run, cancels it, and the owner's answer never overwrites the cancel."""
+    proc, _ = runner
+    mine, other = fleet.client(proc.url), fleet.client(fleet.urls[0])
+    started = mine.responses.create(model=MODEL, input="[[mock:slow 3]] tell me a story", background=True)
+    assert other.responses.retrieve(started.id).status in ("queued", "in_progress")
+    assert other.responses.cancel(started.id).status == "cancelled"
+    time.sleep(3.5)  # past the answer's time: the owner stopped, its answer never overwrites the cancel
+    assert mine.responses.retrieve(started.id).status == "cancelled"
 
 
 def test_a_background_interaction_deleted_through_another_instance_stays_deleted(fleet: Fleet, runner) -> None:
