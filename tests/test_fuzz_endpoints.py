@@ -78,6 +78,21 @@ ENDPOINTS: dict[str, tuple[str, str, dict[str, Any], str]] = {
                   {"type": "function_call_output", "call_id": "c1", "output": "cold"}], "instructions": "be brief"},
                         "openai"),
     "rest_gemma": ("POST", "/v1beta/models/gemma-3-27b-it:streamGenerateContent?alt=sse", GEMINI_BODY, "gemini"),
+    "anthropic": ("POST", "/v1/messages?beta=true", {
+        "model": "gemini-3-flash-preview", "max_tokens": 500, "stream": False, "system": [
+            {"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "get_weather", "input_schema": TOOL["parameters"]}], "tool_choice": {"type": "auto"},
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "messages": [{"role": "user", "content": "call get_weather city=Oslo"},
+                     {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                                        "input": {"city": "O"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                   "content": [{"type": "text", "text": "cold"}]}]}]}, "anthropic"),
+    "anthropic_stream": ("POST", "/v1/messages", {
+        "model": "gemini-2.5-flash", "max_tokens": 500, "stream": True,
+        "tools": [{"name": "get_weather", "input_schema": TOOL["parameters"]}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "call get_weather city=Oslo"}]}]},
+        "anthropic"),
     "interactions": ("POST", "/v1beta/interactions", {
         "model": "gemini-2.5-flash", "input": [{"type": "user_input", "content": [{"type": "text", "text": "hi"}]}],
         "tools": [{"type": "function", "name": "get_weather", "parameters": TOOL["parameters"]}],
@@ -165,6 +180,8 @@ def check_answer(protocol: str, status: int, kind: str, data: bytes) -> None:
         err = json.loads(data)["error"]
         if protocol == "gemini":
             assert set(err) >= {"code", "message", "status"} and err["code"] == status, err
+        elif protocol == "anthropic":  # {"type": "error", "error": {"type", "message"}}
+            assert json.loads(data)["type"] == "error" and set(err) == {"type", "message"} and err["message"], err
         elif protocol == "interactions":  # Interactions' own error: a status name as the code
             assert set(err) >= {"code", "message"} and isinstance(err["code"], str) and err["message"], err
         else:
@@ -179,7 +196,9 @@ def check_answer(protocol: str, status: int, kind: str, data: bytes) -> None:
         obj = json.loads(last)
         if "error" in obj:
             return
-        if "event_type" in obj:  # Interactions
+        if protocol == "anthropic":
+            assert obj["type"] in ("message_stop", "error"), obj["type"]
+        elif "event_type" in obj:  # Interactions
             assert obj["event_type"] in ("interaction.completed", "error"), obj["event_type"]
         elif "type" in obj:
             assert obj["type"] in ("response.completed", "response.incomplete", "response.failed"), obj["type"]

@@ -6,6 +6,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy import ids, metrics
+from proxy.anthropic import routes as anthropic_routes
 from proxy.chat import routes as chat_routes
 from proxy.errors import ProxyError
 from proxy.gemini import routes as gemini_routes
@@ -16,7 +17,7 @@ from proxy.responses import routes as responses_routes
 from proxy.server import object_owners
 from proxy.server.auth import SCOPE, ClientKeys, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
-from proxy.server.errors import error_middleware, is_gemini_path
+from proxy.server.errors import error_middleware, is_anthropic_path, is_gemini_path
 from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
@@ -64,6 +65,8 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
         resp = await handler(request)
         status = 500 if record.failed else resp.status
         resp.headers["x-request-id"] = rid
+        if is_anthropic_path(request.path):
+            resp.headers["request-id"] = rid  # where the anthropic SDKs look for it
         return resp
     except web.HTTPException as e:
         status = e.status
@@ -133,7 +136,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app.router.add_get("/v1/models", list_models)
     add_session_routes(app)
     # One line per client protocol; Gemini's last, as its catch-all must shadow none of the others.
-    for protocol in (responses_routes, chat_routes, interactions_routes, gemini_routes):
+    for protocol in (responses_routes, chat_routes, anthropic_routes, interactions_routes, gemini_routes):
         protocol.add_routes(app)
 
     async def close_upstream(_: web.Application) -> None:

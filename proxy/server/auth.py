@@ -93,12 +93,13 @@ def refuse_open_bind(host: str, keys: ClientKeys, allow_unauthenticated: bool, f
 
 
 def presented_key(request: web.BaseRequest) -> str | None:
-    """The key in the caller's usual place: `Authorization: Bearer` (OpenAI), `x-goog-api-key` or
-    `?key=` (Gemini)."""
+    """The key in the caller's usual place: `Authorization: Bearer` (OpenAI, Claude Code), `x-goog-api-key`
+    or `?key=` (Gemini), `x-api-key` (the anthropic SDKs)."""
     auth = request.headers.get("authorization", "")
     if auth[:7].lower() == "bearer " and auth[7:].strip():
         return auth[7:].strip()
-    return request.headers.get("x-goog-api-key") or request.query.get("key") or None
+    return (request.headers.get("x-goog-api-key") or request.headers.get("x-api-key") or request.query.get("key")
+            or None)
 
 
 SCOPE = web.RequestKey("scope", str)  # the authenticated client's scope (absent when auth is off)

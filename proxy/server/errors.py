@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from proxy.anthropic.errors import anthropic_error_body, is_anthropic_path
 from proxy.errors import ProxyError, openai_error_body
 from proxy.gemini.errors import gemini_error_body, is_gemini_path
 from proxy.interactions.errors import INTERACTIONS_PATH, interactions_error_body
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 def render(request: web.Request, e: ProxyError) -> web.Response:
     if INTERACTIONS_PATH.match(request.path):
         body = interactions_error_body(e)
+    elif is_anthropic_path(request.path):
+        body = anthropic_error_body(e)
     else:
         body = gemini_error_body(e) if is_gemini_path(request.path) else openai_error_body(e)
     return web.json_response(body, status=e.status, headers=e.headers)

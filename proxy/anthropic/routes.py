@@ -1,0 +1,141 @@
+"""`POST /v1/messages` (Claude Code appends `?beta=true`), `POST /v1/messages/count_tokens`, and the
+model list in Anthropic's shape: the Anthropic Messages API over Gemini. `anthropic-version` and
+`anthropic-beta` are accepted whatever they say; an unknown beta is never an error."""
+
+from typing import Any
+
+from aiohttp import web
+
+from proxy import fast_json, metrics
+from proxy.anthropic.stream_writer import AnthropicWriter
+from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
+from proxy.anthropic.translator import AnthropicTranslator
+from proxy.errors import PairingError, ProxyError, UpstreamError
+from proxy.server import object_owners
+from proxy.server.context import CONTEXT, Context, api_key_of, session_of
+from proxy.server.errors import read_json, validate
+from proxy.server.json_answer import json_answer
+from proxy.server.stream import run_stream
+from proxy.to_gemini.conversation import Conversation
+from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.to_gemini.reasoning import thinking_config
+from proxy.to_gemini.request_body import assemble_request, stream_arguments
+from proxy.tools.hosted_tools import warning_headers
+from proxy.tools.prepare_tools import PreparedTools
+from proxy.wire.anthropic import CountTokensRequest, MessagesRequest
+from proxy.wire.gemini import checked
+from proxy.wire.model_name import model_resource
+
+# Anthropic's effort levels -> the core's (reasoning.py); a thinking budget -> the nearest level.
+_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "max": "max"}
+
+
+def _thinking(model: str, req: MessagesRequest | CountTokensRequest) -> dict[str, Any] | None:
+    """`thinking` and `output_config.effort` -> thinkingConfig: a budget for 2.5, a level for 3.x
+    (reasoning.py); thoughts are asked back whenever the client asked for thinking."""
+    thinking = req.thinking
+    effort = (getattr(req, "output_config", None) or {}).get("effort")
+    effort = _EFFORTS.get(effort) if isinstance(effort, str) else None
+    if thinking is None or thinking.type == "adaptive":
+        config = thinking_config(model, effort, "auto" if thinking is not None else None)
+        return config or ({"includeThoughts": True} if thinking is not None else None)
+    if thinking.type == "disabled":
+        return thinking_config(model, "none", None) if "gemini-2" in model else None
+    budget = thinking.budget_tokens or 1024
+    config = thinking_config(model, effort or ("low" if budget <= 1024 else "medium" if budget <= 8192 else "high"),
+                             "auto") or {}
+    if "thinkingBudget" in config:  # 2.5: the client's own budget, within the model's range
+        config["thinkingBudget"] = max(min(budget, 24576 if "flash" in model else 32768), 128 if "pro" in model else 0)
+    return config
+
+
+async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest, sent: dict[str, Any]
+                   ) -> tuple[str, PreparedTools, Conversation, dict[str, Any]]:
+    ctx: Context = request.app[CONTEXT]
+    session = session_of(request)
+    items = parse_input(system_items(req.system) + messages_to_items(req.messages))
+    model, tools, calls = await ctx.prepare(request, session, req.model, tools_for_core(req.tools), items)
+    try:
+        conv = input_to_contents(items, calls=calls, names=tools.names, model=model,
+                                 result_parts=ctx.rules.result_parts(model))
+    except PairingError as e:
+        what = (f"a tool_use ({e.call_id}) without a tool_result in the next user turn" if e.missing_output
+                else f"a tool_result for {e.call_id} without the tool_use it answers")
+        raise ProxyError(f"messages: {what}.", param="messages") from None
+    generation = {"temperature": req.temperature if isinstance(req, MessagesRequest) else None,
+                  "topP": getattr(req, "top_p", None), "topK": getattr(req, "top_k", None),
+                  "stopSequences": getattr(req, "stop_sequences", None),
+                  "maxOutputTokens": req.max_tokens if isinstance(req, MessagesRequest) else None,
+                  "thinkingConfig": _thinking(model, req)}
+    body = assemble_request(conv, tools, tool_choice_for_core(req.tool_choice), generation=generation)
+    await object_owners.refuse_foreign(request, body)
+    return model, tools, conv, body
+
+
+async def create_message(request: web.Request) -> web.StreamResponse:
+    ctx: Context = request.app[CONTEXT]
+    sent = await read_json(request)
+    req = validate(MessagesRequest, sent)
+    model, tools, _, body = await _prepare(request, req, sent)
+    session, key = session_of(request), api_key_of(request)
+    single = bool(req.tool_choice and req.tool_choice.disable_parallel_tool_use)
+    translator = AnthropicTranslator(req.model, tools, ctx.seal(request, model), keep_first_call_only=single)
+    headers = warning_headers(tools.warnings)
+
+    async def remember(ok: bool) -> None:
+        if ok:
+            await ctx.store.put_calls(session, translator.calls)
+            metrics.child(metrics.TOOL_CALLS, "anthropic").inc(len(translator.calls))
+
+    if req.stream:
+        if ctx.rules.streams_arguments(model):
+            stream_arguments(body)
+        return await run_stream(request, ctx.upstream.stream(model, body, key), AnthropicWriter(translator),
+                                headers=headers, on_end=remember)
+    translator.start()
+    translator.feed(checked(await ctx.upstream.generate(model, body, key)))
+    failure = translator.finish()
+    if translator.failed:  # never an empty success: the failure in Anthropic's own shape
+        raise ProxyError(failure[-1]["error"]["message"], status=502, type="server_error")
+    await remember(True)
+    return json_answer(translator.message(), headers=headers)
+
+
+async def count_tokens(request: web.Request) -> web.Response:
+    """Gemini's countTokens on the request the proxy would send (history, tools, system)."""
+    ctx: Context = request.app[CONTEXT]
+    sent = await read_json(request)
+    req = validate(CountTokensRequest, sent)
+    model, _, _, body = await _prepare(request, req, sent)
+    if ctx.rest is None:
+        raise ProxyError("Counting tokens needs Gemini's own API as the upstream (countTokens).", status=501,
+                         type="server_error")
+    collection, model_id = model_resource(model)
+    inner = {"model": f"{collection}/{model_id}", **{k: v for k, v in body.items() if k != "generationConfig"}}
+    url = ctx.rest.path_url(("v1beta",), [collection, f"{model_id}:countTokens"], {})
+    fwd = await ctx.rest.forward("POST", url, fast_json.dumps({"generateContentRequest": inner}), {},
+                                 api_key_of(request))
+    answer = fast_json.loads(fwd.body) if fwd.body else {}
+    if fwd.status != 200 or not isinstance(answer.get("totalTokens"), int):
+        raise UpstreamError.from_gemini(answer.get("error") if isinstance(answer, dict) else None, fwd.status or 502,
+                                        "countTokens gave no count")
+    return web.json_response({"input_tokens": answer["totalTokens"]})
+
+
+def wants_anthropic_list(request: web.Request) -> bool:
+    return "anthropic-version" in request.headers
+
+
+async def list_models(request: web.Request) -> web.Response:
+    """Anthropic's model list: the Gemini models and the aliases (claude-… names) the proxy serves."""
+    ctx: Context = request.app[CONTEXT]
+    names = [*ctx.models, *ctx.aliases]
+    data = [{"type": "model", "id": m, "display_name": m, "created_at": "1970-01-01T00:00:00Z", "lifecycle": "active"}
+            for m in names]
+    return web.json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,
+                              "last_id": names[-1] if names else None})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/messages", create_message)
+    app.router.add_post("/v1/messages/count_tokens", count_tokens)

@@ -1,0 +1,154 @@
+"""Anthropic `system`, `messages`, `tools` and `tool_choice` -> the Responses input items and tools the
+core already turns into Gemini contents and declarations (to_gemini/input_to_contents.py), so call
+pairing, call records, signatures, media and schema repair are the same code as for every client.
+
+- a `tool_result` becomes a function_call_output (images and documents inside it kept as media,
+  `is_error` on the error side of Gemini's functionResponse); the blocks after it in the same user
+  turn become a user message;
+- a `tool_use` becomes a function_call with its `input` as the arguments;
+- a `thinking` block's `signature` is the proxy's sealed carrier (translator.py): it goes back as a
+  reasoning item's `encrypted_content`, where the carrier is opened; `redacted_thinking` likewise.
+A block the proxy cannot represent is a 400 naming it, never dropped.
+"""
+
+import json
+from typing import Any
+
+from proxy.errors import ProxyError
+from proxy.wire.anthropic import Block, Message, Tool, ToolChoice
+
+SERVER_SEARCH = "web_search_"  # web_search_20250305, web_search_20260209, ...
+
+
+def _media(block: Block, where: str) -> dict[str, Any]:
+    """An image or document block as a Responses media part (media.py checks and converts it)."""
+    source = block.source or {}
+    kind = source.get("type")
+    if kind == "base64" and isinstance(source.get("data"), str) and isinstance(source.get("media_type"), str):
+        url = f"data:{source['media_type']};base64,{source['data']}"
+    elif kind == "url" and isinstance(source.get("url"), str):
+        url = source["url"]
+    elif kind == "text" and block.type == "document" and isinstance(source.get("data"), str):
+        return {"type": "input_text", "text": source["data"]}
+    else:
+        raise ProxyError(f"{where}.source: a {block.type} needs a base64 source (data, media_type) or a url.",
+                         param=f"{where}.source")
+    if block.type == "image":
+        return {"type": "input_image", "image_url": url}
+    return {"type": "input_file", "file_data" if url.startswith("data:") else "file_url": url,
+            "filename": block.name or ("document.pdf" if "pdf" in url[:40] else None)}
+
+
+def _parts(blocks: list[Block], where: str) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for j, b in enumerate(blocks):
+        at = f"{where}[{j}]"
+        if b.type == "text":
+            if b.text is None:
+                raise ProxyError(f"Missing required parameter: '{at}.text'.", param=f"{at}.text")
+            parts.append({"type": "input_text", "text": b.text})
+        elif b.type in ("image", "document"):
+            parts.append(_media(b, at))
+        else:
+            raise ProxyError(f"Content blocks of type '{b.type}' cannot go here ('{at}').", param=f"{at}.type")
+    return parts
+
+
+def _result_content(block: Block, where: str) -> str | list[dict[str, Any]]:
+    if block.content is None or isinstance(block.content, str):
+        return block.content or ""
+    blocks = []
+    for j, raw in enumerate(block.content):
+        try:
+            blocks.append(Block.model_validate(raw))
+        except ValueError:
+            raise ProxyError(f"Invalid content block '{where}.content[{j}]'.", param=f"{where}.content[{j}]") from None
+    parts = _parts(blocks, f"{where}.content")
+    return parts if any(p["type"] != "input_text" for p in parts) else "".join(p["text"] for p in parts)
+
+
+def system_items(system: str | list[Block] | None) -> list[dict[str, Any]]:
+    """The system prompt (text blocks; `cache_control` is accepted and has no effect)."""
+    if system is None:
+        return []
+    if isinstance(system, str):
+        return [{"type": "message", "role": "system", "content": system}] if system else []
+    texts = []
+    for j, b in enumerate(system):
+        if b.type != "text" or b.text is None:
+            raise ProxyError(f"system[{j}]: only text blocks can make up the system prompt.", param=f"system[{j}]")
+        texts.append(b.text)
+    return [{"type": "message", "role": "system", "content": "\n\n".join(texts)}] if texts else []
+
+
+def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        where = f"messages[{i}].content"
+        blocks = [Block(type="text", text=m.content)] if isinstance(m.content, str) else m.content
+        if m.role == "system":  # where Claude Code 2.1 puts most of its prompt (cache_control has no effect)
+            items += system_items(blocks)
+            continue
+        if m.role == "user":
+            rest: list[Block] = []
+            for j, b in enumerate(blocks):
+                if b.type == "tool_result":
+                    if not b.tool_use_id:
+                        raise ProxyError(f"Missing required parameter: '{where}[{j}].tool_use_id'.",
+                                         param=f"{where}[{j}].tool_use_id")
+                    items.append({"type": "function_call_output", "call_id": b.tool_use_id,
+                                  "output": _result_content(b, f"{where}[{j}]"), "is_error": b.is_error is True})
+                else:
+                    rest.append(b)
+            parts = _parts(rest, where) if rest else []
+            if parts:
+                items.append({"type": "message", "role": "user", "content": parts})
+            continue
+        for j, b in enumerate(blocks):
+            at = f"{where}[{j}]"
+            if b.type == "text":
+                if b.text:
+                    items.append({"type": "message", "role": "assistant",
+                                  "content": [{"type": "output_text", "text": b.text}]})
+            elif b.type == "tool_use":
+                if not b.id or not b.name:
+                    raise ProxyError(f"{at}: a tool_use block needs an id and a name.", param=at)
+                items.append({"type": "function_call", "call_id": b.id, "name": b.name,
+                              "arguments": json.dumps(b.input or {}, ensure_ascii=False)})
+            elif b.type == "thinking":
+                items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": b.thinking or ""}],
+                              "encrypted_content": b.signature})
+            elif b.type == "redacted_thinking":
+                items.append({"type": "reasoning", "summary": [], "encrypted_content": b.data})
+            else:
+                raise ProxyError(f"Content blocks of type '{b.type}' are not supported in an assistant turn "
+                                 f"('{at}').", param=f"{at}.type")
+    return items
+
+
+def tools_for_core(tools: list[Tool] | None) -> list[dict[str, Any]] | None:
+    """Client tools as Responses function tools; Anthropic's web search as the hosted web_search
+    (Google Search, under the --hosted-tools policy); other server tools as hosted tools of their
+    own type, which the policy drops with a warning or refuses."""
+    if tools is None:
+        return None
+    out: list[dict[str, Any]] = []
+    for t in tools:
+        if t.type and t.type.startswith(SERVER_SEARCH):
+            out.append({"type": "web_search"})
+        elif t.type not in (None, "custom"):
+            out.append({"type": t.type, "name": t.name})
+        else:
+            out.append({"type": "function", "name": t.name, "description": t.description,
+                        "parameters": t.input_schema or {"type": "object", "properties": {}}})
+    return out
+
+
+def tool_choice_for_core(choice: ToolChoice | None) -> str | dict[str, Any] | None:
+    if choice is None:
+        return None
+    if choice.type == "tool":
+        if not choice.name:
+            raise ProxyError("Missing required parameter: 'tool_choice.name'.", param="tool_choice.name")
+        return {"type": "function", "name": choice.name}
+    return {"auto": "auto", "any": "required", "none": "none"}[choice.type]

@@ -1,0 +1,219 @@
+"""Gemini chunks -> Anthropic Messages stream events, or one `message` object (sans-I/O).
+
+Blocks follow Gemini's parts: thought text -> `thinking` (thinking_delta, then its signature_delta),
+text -> `text` (text_delta), a functionCall -> `tool_use` (input_json_delta: real increments where
+Gemini streams the arguments, else the whole arguments in one delta -- never `input: {}` alone).
+Every thinking block is signed with the proxy's sealed carrier; when the turn called tools, a last
+thinking block's signature carries the calls' records (Gemini's thought signatures, ids, names), so
+a client that resends the turn -- as Claude Code does, statelessly -- gets them back to Gemini,
+even after a restart; a forged or foreign one opens nothing (signatures/carrier.py).
+`stop_reason`: end_turn, tool_use, max_tokens, or refusal for a filtered answer; an empty answer or a
+cut stream is an `error`, never a finished message.
+"""
+
+import json
+from typing import Any
+
+from proxy import ids
+from proxy.errors import ProxyError
+from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
+from proxy.from_gemini.client_call import client_call, match_name
+from proxy.from_gemini.finish_reason import map_finish_reason
+from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
+from proxy.from_gemini.server_tools import PartsBeforeCall, is_server_part, require_search
+from proxy.signatures.call_record import CallRecord
+from proxy.signatures.carrier import CarrierSeal
+from proxy.tools.prepare_tools import PreparedTools
+from proxy.tools.tool_names import qualified
+from proxy.wire.gemini import first_candidate_parts
+
+Event = dict[str, Any]
+
+
+def tool_use_id() -> str:
+    return "toolu_" + ids.call_id().removeprefix("call_")
+
+
+def usage_of(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """Anthropic's usage: input_tokens excludes what was read from Gemini's cache."""
+    meta = meta or {}
+    prompt = int(meta.get("promptTokenCount") or 0)
+    cached = int(meta.get("cachedContentTokenCount") or 0)
+    output = int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0)
+    return {"input_tokens": max(prompt - cached, 0), "output_tokens": output, "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": 0}
+
+
+def error_type(status: int) -> str:
+    return {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+            404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+            503: "overloaded_error", 529: "overloaded_error"}.get(status, "api_error" if status >= 500
+                                                                      else "invalid_request_error")
+
+
+class AnthropicTranslator:
+    def __init__(self, model: str, tools: PreparedTools, seal: CarrierSeal, keep_first_call_only: bool = False) -> None:
+        self.id = "msg_" + ids.response_id()[5:29]
+        self.model = model  # the client's name for it
+        self._tools, self._seal, self._first_only = tools, seal, keep_first_call_only
+        self.content: list[dict[str, Any]] = []
+        self._open: dict[str, Any] | None = None  # the text or thinking block being streamed
+        self._pieces: list[str] = []              # its text, joined once when it closes
+        self.calls: list[CallRecord] = []
+        self.check = AnswerCheck()
+        self._usage: dict[str, Any] | None = None
+        self._partial = PartialCalls()
+        self._streaming: tuple[StreamedCall, dict[str, Any], list[str]] | None = None
+        self._before_call = PartsBeforeCall()
+        self.stop_reason: str | None = None
+        self.done = self.failed = False
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def start(self) -> list[Event]:
+        return [{"type": "message_start", "message": {
+            "id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}]
+
+    def feed(self, chunk: dict[str, Any]) -> list[Event]:
+        if self.done:
+            return []
+        self.check.feed(chunk)
+        if chunk.get("usageMetadata"):
+            self._usage = chunk["usageMetadata"]
+        out: list[Event] = []
+        for raw in first_candidate_parts(chunk):
+            refuse_unrepresented(raw, "Anthropic Messages")
+            call_events, part = self._partial.feed(raw)
+            out += self._call_events(call_events)
+            if part is not None:
+                out += self._part(part)
+        return out
+
+    def finish(self) -> list[Event]:
+        if self.done:
+            return []
+        out = self._call_events(self._partial.finish()) + self._close()
+        problem = self.check.problem()
+        if problem:
+            return out + self.fail(ProxyError(problem, status=502, type="server_error"))
+        status, detail = map_finish_reason(self.check.finish, self.check.block)
+        if status == "failed":
+            return out + self.fail(ProxyError(detail or "Gemini failed", status=502, type="server_error"))
+        if status == "incomplete":
+            self.stop_reason = "max_tokens" if detail == "max_output_tokens" else "refusal"
+        else:
+            self.stop_reason = "tool_use" if self.calls else "end_turn"
+        if self.calls:  # the carrier of this turn's calls, for the client to send back
+            out += self._signed_block("", self._seal.encode(self.calls))
+        self.done = True
+        usage = usage_of(self._usage)
+        return out + [{"type": "message_delta", "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
+                       "usage": usage},
+                      {"type": "message_stop"}]
+
+    def fail(self, error: ProxyError) -> list[Event]:
+        """The stream's failure: Anthropic's `error` event (the SDKs raise on it)."""
+        if self.failed:
+            return []
+        self.done = self.failed = True
+        return [{"type": "error", "error": {"type": error_type(error.status), "message": error.message}}]
+
+    def message(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
+                "stop_reason": self.stop_reason, "stop_sequence": None, "usage": usage_of(self._usage)}
+
+    # -- blocks ---------------------------------------------------------------------------------
+
+    def _begin(self, block: dict[str, Any]) -> list[Event]:
+        self.content.append(block)
+        return [{"type": "content_block_start", "index": len(self.content) - 1,
+                 "content_block": {**block, **({"input": {}} if block["type"] == "tool_use" else {})}}]
+
+    def _stop(self) -> Event:
+        return {"type": "content_block_stop", "index": len(self.content) - 1}
+
+    def _close(self) -> list[Event]:
+        """End the open text or thinking block (a thinking block gets its signature first)."""
+        if self._open is None:
+            return []
+        block, self._open = self._open, None
+        out: list[Event] = []
+        if block["type"] == "text":
+            block["text"] = "".join(self._pieces)
+        else:
+            block["thinking"] = "".join(self._pieces)
+            block["signature"] = self._seal.encode([])
+            out.append({"type": "content_block_delta", "index": len(self.content) - 1,
+                        "delta": {"type": "signature_delta", "signature": block["signature"]}})
+        self._pieces = []
+        return out + [self._stop()]
+
+    def _signed_block(self, thinking: str, signature: str) -> list[Event]:
+        out = self._begin({"type": "thinking", "thinking": "", "signature": ""})
+        self.content[-1].update(thinking=thinking, signature=signature)
+        return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
+                       "delta": {"type": "signature_delta", "signature": signature}}, self._stop()]
+
+    def _text(self, kind: str, text: str) -> list[Event]:
+        out: list[Event] = []
+        if self._open is None or self._open["type"] != kind:
+            out += self._close()
+            self._open = {"type": "text", "text": ""} if kind == "text" else \
+                {"type": "thinking", "thinking": "", "signature": ""}
+            out += self._begin(self._open)
+        self._pieces.append(text)
+        delta = {"type": "text_delta", "text": text} if kind == "text" else {"type": "thinking_delta", "thinking": text}
+        return out + [{"type": "content_block_delta", "index": len(self.content) - 1, "delta": delta}]
+
+    def _part(self, part: dict[str, Any]) -> list[Event]:
+        fc = part.get("functionCall")
+        if isinstance(fc, dict):
+            if self._first_only and self.calls:
+                return []  # disable_parallel_tool_use: the first call only
+            call = client_call(self._tools, part, tool_use_id())
+            self.calls.append(self._before_call.onto(call.record))
+            block = {"type": "tool_use", "id": call.call_id, "name": qualified(call.ref.name, call.ref.namespace),
+                     "input": call.args}
+            out = self._close() + self._begin(block)
+            return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
+                           "delta": {"type": "input_json_delta",
+                                     "partial_json": json.dumps(call.args, ensure_ascii=False)}}, self._stop()]
+        if is_server_part(part):
+            if isinstance(part.get("toolCall"), dict):
+                require_search(part["toolCall"])
+            self._before_call.add(part)
+            return []
+        text = part.get("text")
+        if not isinstance(text, str) or not text:
+            return []
+        return self._text("thinking" if part.get("thought") else "text", text)
+
+    def _call_events(self, call_events: list[CallEvent]) -> list[Event]:
+        """A call whose arguments Gemini streams: its block opens with the first fragment, then each
+        fragment is an input_json_delta as it comes."""
+        out: list[Event] = []
+        for ev in call_events:
+            if ev.kind == "start":
+                if self._first_only and self.calls:
+                    continue
+                ref = self._tools.names.ref(match_name(self._tools, ev.call.name))
+                block = {"type": "tool_use", "id": tool_use_id(), "name": qualified(ref.name, ref.namespace),
+                         "input": {}}
+                out += self._close() + self._begin(block)
+                self._streaming = (ev.call, block, [])
+                continue
+            if self._streaming is None or self._streaming[0] is not ev.call:
+                continue
+            _, block, pieces = self._streaming
+            if ev.text:
+                pieces.append(ev.text)
+                out.append({"type": "content_block_delta", "index": self.content.index(block),
+                            "delta": {"type": "input_json_delta", "partial_json": ev.text}})
+            if ev.kind == "end":
+                self._streaming = None
+                call = client_call(self._tools, ev.call.whole_part(), block["id"])
+                block["input"] = json.loads("".join(pieces) or "{}")
+                self.calls.append(self._before_call.onto(call.record))
+                out.append({"type": "content_block_stop", "index": self.content.index(block)})
+        return out

@@ -1,0 +1,88 @@
+"""Anthropic Messages API request shapes (`POST /v1/messages`, `/v1/messages/count_tokens`), as the
+`anthropic` SDKs and Claude Code send them (reference/claude-code-2.1.331-request.json).
+
+Unknown fields are kept and ignored (Claude Code sends `context_management`, `output_config`,
+`metadata` and new fields with each beta); types are strict, so a wrong shape is a 400 naming the
+field before the core sees it.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_unset=True)
+
+
+class Block(_Lenient):
+    """One content block; the fields each type uses are checked where it is converted (to_items.py)."""
+
+    type: str
+    text: str | None = None
+    source: dict[str, Any] | None = None
+    id: str | None = None
+    name: str | None = None
+    input: dict[str, Any] | None = None
+    tool_use_id: str | None = None
+    content: str | list[dict[str, Any]] | None = None
+    is_error: bool | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    cache_control: dict[str, Any] | None = None
+
+
+class Message(_Lenient):
+    role: Literal["user", "assistant", "system"]  # Claude Code 2.1 sends its long prompt as a system message
+    content: str | list[Block]
+
+
+class Tool(_Lenient):
+    """A client tool (`name`, `input_schema`) or a server tool (`type`: web_search_20250305, ...)."""
+
+    name: str
+    type: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+
+
+class ToolChoice(_Lenient):
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool | None = None
+
+
+class Thinking(_Lenient):
+    type: Literal["enabled", "disabled", "adaptive"]
+    budget_tokens: int | None = None
+
+
+class MessagesRequest(_Lenient):
+    model: str
+    max_tokens: int
+    messages: list[Message]
+    system: str | list[Block] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
+    stream: bool | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop_sequences: list[str] | None = None
+    thinking: Thinking | None = None
+    metadata: dict[str, Any] | None = None
+    output_config: dict[str, Any] | None = None
+
+
+class CountTokensRequest(_Lenient):
+    model: str
+    messages: list[Message]
+    system: str | list[Block] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
+    thinking: Thinking | None = None
+    max_tokens: int = Field(default=1)
