@@ -13,6 +13,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from proxy.anthropic.errors import is_anthropic_path
 from proxy.gemini.errors import is_gemini_path
 from proxy.interactions.errors import INTERACTIONS_PATH
 from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind, scope_of
@@ -64,7 +65,8 @@ def test_every_route_but_the_health_checks_needs_a_key(locked: Stack) -> None:
     before = len(locked.seen)
     for method, path in routes:
         body = None if method in ("GET", "DELETE") else {}
-        for headers in ({}, {"authorization": "Bearer wrong-key-0123456789abc"}, {"x-goog-api-key": "nope"}):
+        for headers in ({}, {"authorization": "Bearer wrong-key-0123456789abc"}, {"x-goog-api-key": "nope"},
+                        {"x-api-key": "wrong-key-0123456789abc"}):
             status, answer, got = _call(locked.url, method, path, body, headers)
             if path in ("/healthz", "/readyz"):
                 assert status == 200
@@ -72,6 +74,9 @@ def test_every_route_but_the_health_checks_needs_a_key(locked: Stack) -> None:
             assert status == 401, (method, path, headers, answer)
             if INTERACTIONS_PATH.match(path):  # the Interactions API's own error shape
                 assert answer["error"]["code"] == "UNAUTHENTICATED"
+            elif is_anthropic_path(path):  # Anthropic's
+                assert answer == {"type": "error", "error": {"type": "authentication_error",
+                                                             "message": answer["error"]["message"]}}
             elif is_gemini_path(path):
                 assert answer["error"]["status"] == "UNAUTHENTICATED" and answer["error"]["code"] == 401
             else:
