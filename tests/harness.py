@@ -54,7 +54,9 @@ class Stack:
             kwargs["rules"] = rules
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
         upstream = wrap(self.upstream) if wrap else self.upstream
-        self.app = make_app(self.store, upstream, aliases={"gpt-5.5": "gemini-3-flash-preview"},
+        # Codex's and Claude Code's model names, served by Gemini models (--model-alias).
+        self.app = make_app(self.store, upstream, aliases={"gpt-5.5": "gemini-3-flash-preview",
+                                                           "claude-opus-5": "gemini-3-flash-preview"},
                             schema_modes=[("gemini-3-pro*", "json")], **kwargs)
         self.runner, self.url = self.lt.run(self._start(self.app))
 

@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 import pytest
 
+from proxy.model_rules import ModelRules
 from proxy.server.site import ServerLimits
 from tests.harness import Stack
 
@@ -187,6 +188,9 @@ def test_upstream_errors_are_the_sdks_exceptions(stack: Stack, trigger: str, err
                                        messages=[{"role": "user", "content": f"hi {trigger}"}])
     body = e.value.body
     assert body["type"] == "error" and body["error"]["type"] and body["error"]["message"]
+    status = e.value.status_code
+    assert body["error"]["type"] == {400: "invalid_request_error", 429: "rate_limit_error", 500: "api_error",
+                                     503: "overloaded_error"}[status]
     assert e.value.response.headers.get("request-id")
 
 
@@ -254,3 +258,56 @@ def test_claude_codes_own_request_is_served(stack: Stack) -> None:
         sent["systemInstruction"])
     assert sent["generationConfig"]["thinkingConfig"]["includeThoughts"] is True
     assert "user_1" not in json.dumps(sent)  # metadata never goes upstream
+
+
+def test_a_claude_model_name_is_served_by_its_alias_and_kept_in_the_answer(stack: Stack) -> None:
+    m = _client(stack).messages.create(model="claude-opus-5", max_tokens=100,
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert m.model == "claude-opus-5" and stack.received[-1]["model"] == "gemini-3-flash-preview"
+
+
+def test_streamed_arguments_arrive_as_real_increments() -> None:
+    """Where the model streams call arguments (partialArgs), each fragment is its own input_json_delta."""
+    streaming = Stack(rules=ModelRules.parse(stream_arguments=["gemini-3*"]))
+    try:
+        with _client(streaming).messages.stream(model="gemini-3-flash-preview", max_tokens=500, tools=[WEATHER],
+                                                messages=[{"role": "user", "content": ASK}]) as s:
+            events = list(s)
+            final = s.get_final_message()
+        deltas = [e.delta.partial_json for e in events if e.type == "content_block_delta"
+                  and e.delta.type == "input_json_delta"]
+        [use] = [b for b in final.content if b.type == "tool_use"]
+        assert len(deltas) > 1 and json.loads("".join(deltas)) == use.input
+        assert streaming.last_body()["toolConfig"]["functionCallingConfig"]["streamFunctionCallArguments"] is True
+    finally:
+        streaming.close()
+
+
+def test_documents_redacted_thinking_and_web_search(stack: Stack) -> None:
+    client = _client(stack)
+    pdf = "JVBERi0xLjQKJcfsj6IKMSAwIG9iago8PC9UeXBlL0NhdGFsb2c+PgplbmRvYmoKdHJhaWxlcgo8PC9Sb290IDEgMCBSPj4KJSVFT0YK"
+    client.messages.create(model="gemini-2.5-flash", max_tokens=100, messages=[{"role": "user", "content": [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}},
+        {"type": "text", "text": "Summarize it."}]}])
+    parts = stack.last_body()["contents"][-1]["parts"]
+    assert parts[0]["inlineData"] == {"mimeType": "application/pdf", "data": pdf}
+    client.messages.create(model="gemini-2.5-flash", max_tokens=100, messages=[
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "opaque"},
+                                          {"type": "text", "text": "hello"}]},
+        {"role": "user", "content": "again"}])
+    assert [c["role"] for c in stack.last_body()["contents"]] == ["user", "model", "user"]
+    client.messages.create(model="gemini-3-flash-preview", max_tokens=100, messages=[{"role": "user", "content": "hi"}],
+                           tools=[WEATHER, {"type": "web_search_20250305", "name": "web_search"}])
+    assert {"googleSearch": {}} in stack.last_body()["tools"]
+
+
+def test_a_body_over_the_limit_is_request_too_large() -> None:
+    small = Stack(max_body=4096)
+    try:
+        with pytest.raises(anthropic.APIStatusError) as e:
+            _client(small).messages.create(model="gemini-2.5-flash", max_tokens=10,
+                                           messages=[{"role": "user", "content": "x" * 10_000}])
+        assert e.value.status_code == 413 and e.value.body["error"]["type"] == "request_too_large"
+    finally:
+        small.close()
