@@ -9,12 +9,14 @@ Each test names the peer bug it guards against where there is one (LiteLLM #2532
 OmniRoute #12871; LiteLLM PR #32366)."""
 
 import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
 
+from proxy.anthropic import stream_writer
 from proxy.model_rules import ModelRules
 from proxy.server.site import ServerLimits
 from tests.harness import Stack
@@ -311,3 +313,33 @@ def test_a_body_over_the_limit_is_request_too_large() -> None:
         assert e.value.status_code == 413 and e.value.body["error"]["type"] == "request_too_large"
     finally:
         small.close()
+
+
+def test_a_quiet_stream_is_kept_alive_with_pings(stack: Stack, monkeypatch) -> None:
+    """While Gemini sends nothing, `ping` events go out (Anthropic's keep-alive); the SDK reads on."""
+    monkeypatch.setattr(stream_writer, "PING_SECONDS", 0.2)
+    body = {"model": "gemini-2.5-flash", "max_tokens": 100, "stream": True,
+            "messages": [{"role": "user", "content": "count slowly [[mock:slow 0.7]]"}]}
+    req = urllib.request.Request(f"{stack.url}/v1/messages", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json", "x-api-key": "k"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        names = [line[6:].strip() for line in r.read().decode().splitlines() if line.startswith("event:")]
+    assert names[0] == "message_start" and "ping" in names and names[-1] == "message_stop"
+    with _client(stack).messages.stream(**{k: v for k, v in body.items() if k != "stream"}) as s:
+        assert s.get_final_message().stop_reason == "end_turn"
+
+
+def test_switching_model_mid_conversation_never_breaks_it(stack: Stack) -> None:
+    """CLIProxyAPI #1584: a proxy-made signature turned invalid when the user switched model. The
+    carrier names the model that made the calls: replayed to another, the calls go with the sentinel
+    (which Gemini accepts) instead of a signature it would refuse."""
+    client = _client(stack)
+    first = client.messages.create(model="gemini-3-flash-preview", max_tokens=500, tools=[WEATHER],
+                                   messages=[{"role": "user", "content": ASK}])
+    [use] = [b for b in first.content if b.type == "tool_use"]
+    other = _client(stack, **{"x-gtp-session": "switched"})
+    done = other.messages.create(model="gemini-3-pro-preview", max_tokens=500, tools=[WEATHER], messages=[
+        {"role": "user", "content": ASK}, {"role": "assistant", "content": _blocks(first)},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Sunny"}]}])
+    assert done.stop_reason == "end_turn"
+    assert [p for p in _model_parts(stack) if "functionCall" in p][0]["thoughtSignature"] == SENTINEL

@@ -78,6 +78,8 @@ class AnthropicTranslator:
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         if self.done:
             return []
+        if chunk.get("gtpPing"):  # stream_writer.with_pings: Gemini has been quiet for a while
+            return [{"type": "ping"}]
         self.check.feed(chunk)
         if chunk.get("usageMetadata"):
             self._usage = chunk["usageMetadata"]
