@@ -343,3 +343,11 @@ def test_switching_model_mid_conversation_never_breaks_it(stack: Stack) -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Sunny"}]}])
     assert done.stop_reason == "end_turn"
     assert [p for p in _model_parts(stack) if "functionCall" in p][0]["thoughtSignature"] == SENTINEL
+
+
+def test_consecutive_turns_of_one_role_are_merged(stack: Stack) -> None:
+    _client(stack).messages.create(model="gemini-2.5-flash", max_tokens=100, messages=[
+        {"role": "user", "content": "a"}, {"role": "user", "content": "b"}, {"role": "assistant", "content": "x"},
+        {"role": "assistant", "content": "y"}, {"role": "user", "content": "c"}])
+    contents = stack.last_body()["contents"]
+    assert [(c["role"], len(c["parts"])) for c in contents] == [("user", 2), ("model", 2), ("user", 1)]

@@ -101,7 +101,9 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                 else:
                     rest.append(b)
             parts = _parts(rest, where) if rest else []
-            if parts:
+            if parts and items and items[-1].get("role") == "user" and isinstance(items[-1]["content"], list):
+                items[-1]["content"] += parts  # consecutive user turns: one turn, as Gemini wants them
+            elif parts:
                 items.append({"type": "message", "role": "user", "content": parts})
             continue
         for j, b in enumerate(blocks):
