@@ -7,12 +7,12 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import fast_json, metrics
+from proxy import metrics
 from proxy.anthropic import stream_writer
 from proxy.anthropic.stream_writer import AnthropicWriter, with_pings
 from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
 from proxy.anthropic.translator import AnthropicTranslator
-from proxy.errors import PairingError, ProxyError, UpstreamError
+from proxy.errors import PairingError, ProxyError
 from proxy.server import object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
@@ -26,7 +26,6 @@ from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.anthropic import CountTokensRequest, MessagesRequest
 from proxy.wire.gemini import checked
-from proxy.wire.model_name import model_resource
 
 # Anthropic's effort levels -> the core's (reasoning.py); a thinking budget -> the nearest level.
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "max": "max"}
@@ -116,16 +115,7 @@ async def count_tokens(request: web.Request) -> web.Response:
     if ctx.rest is None:
         raise ProxyError("Counting tokens needs Gemini's own API as the upstream (countTokens).", status=501,
                          type="server_error")
-    collection, model_id = model_resource(model)
-    inner = {"model": f"{collection}/{model_id}", **{k: v for k, v in body.items() if k != "generationConfig"}}
-    url = ctx.rest.path_url(("v1beta",), [collection, f"{model_id}:countTokens"], {})
-    fwd = await ctx.rest.forward("POST", url, fast_json.dumps({"generateContentRequest": inner}), {},
-                                 api_key_of(request))
-    answer = fast_json.loads(fwd.body) if fwd.body else {}
-    if fwd.status != 200 or not isinstance(answer.get("totalTokens"), int):
-        raise UpstreamError.from_gemini(answer.get("error") if isinstance(answer, dict) else None, fwd.status or 502,
-                                        "countTokens gave no count")
-    return web.json_response({"input_tokens": answer["totalTokens"]})
+    return web.json_response({"input_tokens": await ctx.rest.count_tokens(model, body, api_key_of(request))})
 
 
 def wants_anthropic_list(request: web.Request) -> bool:

@@ -20,7 +20,7 @@ from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
-from proxy.from_gemini.server_tools import PartsBeforeCall, is_server_part, require_search
+from proxy.from_gemini.server_tools import PartsBeforeCall
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
 from proxy.tools.prepare_tools import PreparedTools
@@ -181,10 +181,7 @@ class AnthropicTranslator:
             return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
                            "delta": {"type": "input_json_delta",
                                      "partial_json": json.dumps(call.args, ensure_ascii=False)}}, self._stop()]
-        if is_server_part(part):
-            if isinstance(part.get("toolCall"), dict):
-                require_search(part["toolCall"])
-            self._before_call.add(part)
+        if self._before_call.hold(part):  # a search's parts ride on the next call's record
             return []
         text = part.get("text")
         if not isinstance(text, str) or not text:

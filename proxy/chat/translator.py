@@ -15,7 +15,7 @@ from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
-from proxy.from_gemini.server_tools import PartsBeforeCall, chat_annotations, is_server_part, require_search
+from proxy.from_gemini.server_tools import PartsBeforeCall, chat_annotations
 from proxy.from_gemini.usage import map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.tools.prepare_tools import PreparedTools
@@ -107,10 +107,7 @@ class ChatTranslator:
             self.tool_calls.append(delta)
             self.calls.append(self._before_call.onto(call.record))
             return [self._chunk({"tool_calls": [delta]})]
-        if is_server_part(part):
-            if isinstance(part.get("toolCall"), dict):
-                require_search(part["toolCall"])
-            self._before_call.add(part)
+        if self._before_call.hold(part):  # a search's parts ride on the next call's record
             return []
         text = part.get("text")
         if not isinstance(text, str) or not text:

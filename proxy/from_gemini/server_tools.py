@@ -42,6 +42,16 @@ class PartsBeforeCall:
     def __init__(self) -> None:
         self.parts: list[dict[str, Any]] = []
 
+    def hold(self, part: dict[str, Any]) -> bool:
+        """Keep `part` if it is a server-side part (a search's toolCall or toolResponse; any other
+        server tool is refused); False for any other part."""
+        if not is_server_part(part):
+            return False
+        if isinstance(part.get("toolCall"), dict):
+            require_search(part["toolCall"])
+        self.add(part)
+        return True
+
     def add(self, part: dict[str, Any]) -> None:
         self.parts.append(copy.deepcopy(part))
 

@@ -9,8 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import fast_json
-from proxy.errors import ProxyError, UpstreamError
+from proxy.errors import ProxyError
 from proxy.responses import compact, websocket
 from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Turn, prepare_turn
@@ -20,7 +19,6 @@ from proxy.server.errors import read_json
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.store.base import StoredResponse
-from proxy.wire.model_name import model_resource
 
 log = logging.getLogger(__name__)
 TASKS = web.AppKey("response_tasks", dict)  # response id -> its background task (this process)
@@ -189,16 +187,8 @@ async def input_tokens(request: web.Request) -> web.Response:
     if ctx.rest is None:
         raise ProxyError("Counting input tokens needs Gemini's own API as the upstream (countTokens).", status=501,
                          type="server_error")
-    collection, model_id = model_resource(turn.model)
-    inner = {"model": f"{collection}/{model_id}", **{k: v for k, v in turn.body.items() if k != "generationConfig"}}
-    url = ctx.rest.path_url(("v1beta",), [collection, f"{model_id}:countTokens"], {})
-    fwd = await ctx.rest.forward("POST", url, fast_json.dumps({"generateContentRequest": inner}), {},
-                                 api_key_of(request))
-    answer = fast_json.loads(fwd.body) if fwd.body else {}
-    if fwd.status != 200 or not isinstance(answer.get("totalTokens"), int):
-        raise UpstreamError.from_gemini(answer.get("error") if isinstance(answer, dict) else None, fwd.status or 502,
-                                        "countTokens gave no count")
-    return web.json_response({"object": "response.input_tokens", "input_tokens": answer["totalTokens"]})
+    count = await ctx.rest.count_tokens(turn.model, turn.body, api_key_of(request))
+    return web.json_response({"object": "response.input_tokens", "input_tokens": count})
 
 
 async def responses_root(request: web.Request) -> web.StreamResponse:

@@ -277,6 +277,22 @@ class GeminiUpstream(HttpSession):
             raise UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
                                 type="server_error") from e
 
+    async def count_tokens(self, model: str, body: dict[str, Any], api_key: str | None = None) -> int:
+        """Gemini's countTokens for a generateContent body (its generationConfig left out, as
+        countTokens takes none); Gemini's refusal is raised as its error."""
+        collection, model_id = model_resource(model)
+        inner = {"model": f"{collection}/{model_id}", **{k: v for k, v in body.items() if k != "generationConfig"}}
+        url = self.path_url(("v1beta",), [collection, f"{model_id}:countTokens"], {})
+        fwd = await self.forward("POST", url, fast_json.dumps({"generateContentRequest": inner}), {}, api_key)
+        try:
+            answer = fast_json.loads(fwd.body) if fwd.body else {}
+        except ValueError:
+            answer = {}
+        if fwd.status != 200 or not isinstance(answer, dict) or not isinstance(answer.get("totalTokens"), int):
+            err = answer.get("error") if isinstance(answer, dict) else None
+            raise UpstreamError.from_gemini(err, fwd.status if fwd.status != 200 else 502, "countTokens gave no count")
+        return answer["totalTokens"]
+
     def _deadline(self) -> float:
         return asyncio.get_running_loop().time() + self.total_timeout
 
