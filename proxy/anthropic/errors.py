@@ -6,6 +6,7 @@ from typing import Any
 
 from proxy.anthropic.translator import error_type
 from proxy.errors import ProxyError
+from proxy.server.errors import ErrorShape
 
 PATHS = ("/v1/messages",)
 
@@ -19,3 +20,6 @@ def anthropic_error_body(e: ProxyError) -> dict[str, Any]:
     if e.param and e.param not in message:
         message = f"{e.param}: {message}"
     return {"type": "error", "error": {"type": error_type(e.status), "message": message}}
+
+
+SHAPE = ErrorShape(is_anthropic_path, anthropic_error_body)

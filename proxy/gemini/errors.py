@@ -3,6 +3,7 @@
 from typing import Any
 
 from proxy.errors import ProxyError, UpstreamError, gemini_status
+from proxy.server.errors import ErrorShape
 
 _GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/v1/interactions", "/upload/", "/v1/files",
                     "/v1/cachedContents", "/v1/operations", "/v1/tunedModels", "/v1/batches")
@@ -21,3 +22,6 @@ def gemini_error_body(e: ProxyError) -> dict[str, Any]:
             err["code"] = e.status
         return {"error": err}
     return {"error": {"code": e.status, "message": e.message, "status": gemini_status(e.status)}}
+
+
+SHAPE = ErrorShape(is_gemini_path, gemini_error_body)

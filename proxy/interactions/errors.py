@@ -4,6 +4,7 @@ import re
 from typing import Any
 
 from proxy.errors import ProxyError, UpstreamError, gemini_status
+from proxy.server.errors import ErrorShape
 
 INTERACTIONS_PATH = re.compile(r"^/(v1|v1beta|v1alpha)/interactions(/|$)")
 
@@ -14,3 +15,6 @@ def interactions_error_body(e: ProxyError) -> dict[str, Any]:
     if isinstance(e, UpstreamError) and e.gemini_error and isinstance(e.gemini_error.get("status"), str):
         return {"error": {"code": e.gemini_error["status"], "message": e.message}}
     return {"error": {"code": gemini_status(status), "message": e.message}}
+
+
+SHAPE = ErrorShape(lambda path: INTERACTIONS_PATH.match(path) is not None, interactions_error_body)

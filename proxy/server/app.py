@@ -6,10 +6,13 @@ from typing import Any
 from aiohttp import web
 
 from proxy import ids, metrics
+from proxy.anthropic import errors as anthropic_errors
 from proxy.anthropic import routes as anthropic_routes
 from proxy.chat import routes as chat_routes
 from proxy.errors import ProxyError
+from proxy.gemini import errors as gemini_errors
 from proxy.gemini import routes as gemini_routes
+from proxy.interactions import errors as interactions_errors
 from proxy.interactions import routes as interactions_routes
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
@@ -17,7 +20,7 @@ from proxy.responses import routes as responses_routes
 from proxy.server import object_owners
 from proxy.server.auth import SCOPE, ClientKeys, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
-from proxy.server.errors import error_middleware, is_anthropic_path, is_gemini_path
+from proxy.server.errors import ERROR_SHAPES, error_middleware
 from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
@@ -65,7 +68,7 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
         resp = await handler(request)
         status = 500 if record.failed else resp.status
         resp.headers["x-request-id"] = rid
-        if is_anthropic_path(request.path):
+        if anthropic_errors.is_anthropic_path(request.path):
             resp.headers["request-id"] = rid  # where the anthropic SDKs look for it
         return resp
     except web.HTTPException as e:
@@ -88,7 +91,7 @@ async def metrics_route(request: web.Request) -> web.Response:
 @web.middleware
 async def identity_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Gemini-native callers' User-Agent / x-goog-api-client go upstream with the proxy's token."""
-    if not is_gemini_path(request.path):
+    if not gemini_errors.is_gemini_path(request.path):
         return await handler(request)
     token = CLIENT_HEADERS.set(client_headers(request.headers))
     try:
@@ -135,9 +138,11 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app.router.add_get("/metrics", metrics_route)
     app.router.add_get("/v1/models", list_models)
     add_session_routes(app)
-    # One line per client protocol; Gemini's last, as its catch-all must shadow none of the others.
+    # One line per client protocol: its routes, and its error shape for its paths (Interactions' before
+    # Gemini's, whose paths hold them); Gemini's routes last, as their catch-all must shadow none.
     for protocol in (responses_routes, chat_routes, anthropic_routes, interactions_routes, gemini_routes):
         protocol.add_routes(app)
+    app[ERROR_SHAPES] = (anthropic_errors.SHAPE, interactions_errors.SHAPE, gemini_errors.SHAPE)
 
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()

@@ -1,4 +1,5 @@
-"""Render errors in the caller's own protocol (each protocol's folder holds its shape).
+"""Render errors in the caller's own protocol: each protocol's folder holds its shape (ErrorShape), and
+app.py registers it beside the protocol's routes.
 
 Every answer the front-end gives — its own refusals, Gemini's errors, aiohttp's limit errors,
 unknown paths and methods, and the unexpected — goes through here, so none is ever plain text.
@@ -6,15 +7,14 @@ unknown paths and methods, and the unexpected — goes through here, so none is 
 
 import asyncio
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from proxy.anthropic.errors import anthropic_error_body, is_anthropic_path
 from proxy.errors import ProxyError, openai_error_body
-from proxy.gemini.errors import gemini_error_body, is_gemini_path
-from proxy.interactions.errors import INTERACTIONS_PATH, interactions_error_body
 from proxy.server.context import CONTEXT
 from proxy.server.workers import worker_processes
 from proxy.wire.json_body import (
@@ -28,13 +28,21 @@ from proxy.wire.json_body import (
 
 log = logging.getLogger(__name__)
 
+@dataclass(frozen=True)
+class ErrorShape:
+    """A client protocol's error object, for the paths that are its own (each protocol's errors.py)."""
+
+    matches: Callable[[str], bool]
+    body: Callable[[ProxyError], dict[str, Any]]
+
+
+# The protocols' shapes, in the order they are tried (app.py registers them); OpenAI's is the rest's.
+ERROR_SHAPES = web.AppKey("error_shapes", tuple)
+
+
 def render(request: web.Request, e: ProxyError) -> web.Response:
-    if INTERACTIONS_PATH.match(request.path):
-        body = interactions_error_body(e)
-    elif is_anthropic_path(request.path):
-        body = anthropic_error_body(e)
-    else:
-        body = gemini_error_body(e) if is_gemini_path(request.path) else openai_error_body(e)
+    shape = next((s for s in request.app.get(ERROR_SHAPES, ()) if s.matches(request.path)), None)
+    body = shape.body(e) if shape is not None else openai_error_body(e)
     return web.json_response(body, status=e.status, headers=e.headers)
 
 
