@@ -17,6 +17,7 @@ import anthropic
 import pytest
 
 from proxy.anthropic import stream_writer
+from proxy.mock.validate import search_call_id, sign
 from proxy.model_rules import ModelRules
 from proxy.server.site import ServerLimits
 from tests.harness import Stack
@@ -351,3 +352,25 @@ def test_consecutive_turns_of_one_role_are_merged(stack: Stack) -> None:
         {"role": "assistant", "content": "y"}, {"role": "user", "content": "c"}])
     contents = stack.last_body()["contents"]
     assert [(c["role"], len(c["parts"])) for c in contents] == [("user", 2), ("model", 2), ("user", 1)]
+
+
+def test_a_search_is_shown_as_web_search_blocks_and_replayed_exactly(stack: Stack) -> None:
+    """Google Search on Gemini 3 as Anthropic's web search: server_tool_use and web_search_tool_result
+    blocks; resent statelessly, Gemini gets its own signed toolCall/toolResponse parts back."""
+    model, search = "gemini-3-flash-preview", {"type": "web_search_20250305", "name": "web_search"}
+    ask = "[[mock:search weather in Paris]] tell me"
+    first = _client(stack).messages.create(model=model, max_tokens=500, tools=[WEATHER, search],
+                                           messages=[{"role": "user", "content": ask}])
+    kinds = [b.type for b in first.content]
+    assert kinds[:2] == ["server_tool_use", "web_search_tool_result"] and "text" in kinds and kinds[-1] == "thinking"
+    assert first.content[0].input == {"query": "weather in Paris"}
+    assert first.content[1].content[0].url == "https://weather.example/weather-in-paris"
+    fresh = _client(stack, **{"x-gtp-session": "search-elsewhere"})
+    fresh.messages.create(model=model, max_tokens=500, tools=[WEATHER, search], messages=[
+        {"role": "user", "content": ask}, {"role": "assistant", "content": _blocks(first)},
+        {"role": "user", "content": "thanks"}])
+    sid = search_call_id("weather in Paris")
+    turn = _model_parts(stack)
+    assert turn[0]["toolCall"]["id"] == sid and turn[0]["thoughtSignature"] == sign(
+        model, "toolCall:" + sid, {"queries": ["weather in Paris"]})
+    assert turn[1]["toolResponse"]["id"] == sid

@@ -122,6 +122,13 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                               "encrypted_content": b.signature})
             elif b.type == "redacted_thinking":
                 items.append({"type": "reasoning", "summary": [], "encrypted_content": b.data})
+            elif b.type == "server_tool_use" and b.name == "web_search" and b.id:
+                # Gemini's own search parts come back from its record (the carrier in the thinking block)
+                items.append({"type": "web_search_call", "id": b.id, "status": "completed",
+                              "action": {"type": "search", "query": (b.input or {}).get("query", "")}})
+            elif b.type == "web_search_tool_result" and b.tool_use_id in {
+                    x.id for x in blocks if x.type == "server_tool_use"}:
+                pass  # its content is in the search's record, replayed with its server_tool_use
             else:
                 raise ProxyError(f"Content blocks of type '{b.type}' are not supported in an assistant turn "
                                  f"('{at}').", param=f"{at}.type")

@@ -11,6 +11,7 @@ even after a restart; a forged or foreign one opens nothing (signatures/carrier.
 cut stream is an `error`, never a finished message.
 """
 
+import copy
 import json
 from typing import Any
 
@@ -20,7 +21,7 @@ from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
-from proxy.from_gemini.server_tools import PartsBeforeCall
+from proxy.from_gemini.server_tools import PartsBeforeCall, hosted_record, search_call
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
 from proxy.tools.prepare_tools import PreparedTools
@@ -65,6 +66,8 @@ class AnthropicTranslator:
         self._partial = PartialCalls()
         self._streaming: tuple[StreamedCall, dict[str, Any], list[str]] | None = None
         self._before_call = PartsBeforeCall()
+        self.hosted: list[CallRecord] = []  # the searches' records (server_tool_use ids -> Gemini's parts)
+        self._searches: dict[Any, tuple[str, list[dict[str, Any]]]] = {}  # toolCall id -> (block id, parts)
         self.stop_reason: str | None = None
         self.done = self.failed = False
 
@@ -96,6 +99,11 @@ class AnthropicTranslator:
         if self.done:
             return []
         out = self._call_events(self._partial.finish()) + self._close()
+        for block_id, parts in self._searches.values():  # searches Gemini never answered
+            self.hosted.append(hosted_record(block_id, parts))
+            out += self._whole_block({"type": "web_search_tool_result", "tool_use_id": block_id,
+                                      "content": {"type": "web_search_tool_result_error", "error_code": "unavailable"}})
+        self._searches.clear()
         problem = self.check.problem()
         if problem:
             return out + self.fail(ProxyError(problem, status=502, type="server_error"))
@@ -106,8 +114,8 @@ class AnthropicTranslator:
             self.stop_reason = "max_tokens" if detail == "max_output_tokens" else "refusal"
         else:
             self.stop_reason = "tool_use" if self.calls else "end_turn"
-        if self.calls:  # the carrier of this turn's calls, for the client to send back
-            out += self._signed_block("", self._seal.encode(self.calls))
+        if self.calls or self.hosted:  # the carrier of this turn's calls and searches, for the client to send back
+            out += self._signed_block("", self._seal.encode(self.calls + self.hosted))
         self.done = True
         usage = usage_of(self._usage)
         return out + [{"type": "message_delta", "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
@@ -130,7 +138,7 @@ class AnthropicTranslator:
     def _begin(self, block: dict[str, Any]) -> list[Event]:
         self.content.append(block)
         return [{"type": "content_block_start", "index": len(self.content) - 1,
-                 "content_block": {**block, **({"input": {}} if block["type"] == "tool_use" else {})}}]
+                 "content_block": {**block, **({"input": {}} if "input" in block else {})}}]
 
     def _stop(self) -> Event:
         return {"type": "content_block_stop", "index": len(self.content) - 1}
@@ -181,12 +189,43 @@ class AnthropicTranslator:
             return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
                            "delta": {"type": "input_json_delta",
                                      "partial_json": json.dumps(call.args, ensure_ascii=False)}}, self._stop()]
-        if self._before_call.hold(part):  # a search's parts ride on the next call's record
-            return []
+        if self._before_call.hold(part):  # a search's parts: its blocks, and the next call's record
+            return self._search(part)
         text = part.get("text")
         if not isinstance(text, str) or not text:
             return []
         return self._text("thinking" if part.get("thought") else "text", text)
+
+    def _whole_block(self, block: dict[str, Any]) -> list[Event]:
+        self.content.append(block)
+        return [{"type": "content_block_start", "index": len(self.content) - 1, "content_block": block}, self._stop()]
+
+    def _search(self, part: dict[str, Any]) -> list[Event]:
+        """Google Search as Anthropic's web search: `server_tool_use` for Gemini's toolCall, then
+        `web_search_tool_result` for its toolResponse; the record of both parts, exactly as Gemini sent
+        them, goes in the carrier, so a resent turn gives them back to Gemini."""
+        if isinstance(part.get("toolCall"), dict):
+            block_id = "srvtoolu_" + ids.call_id().removeprefix("call_")
+            self._searches[part["toolCall"].get("id")] = (block_id, [copy.deepcopy(part)])
+            query = search_call(part)["action"]["query"]
+            out = self._close() + self._begin({"type": "server_tool_use", "id": block_id, "name": "web_search",
+                                               "input": {"query": query}})
+            return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
+                           "delta": {"type": "input_json_delta", "partial_json": json.dumps({"query": query})}},
+                          self._stop()]
+        found = self._searches.pop(part["toolResponse"].get("id"), None)
+        if found is None:  # a result without its call in this answer: it rides on the next call's record
+            return []
+        block_id, parts = found
+        parts.append(copy.deepcopy(part))
+        self.hosted.append(hosted_record(block_id, parts))
+        response = part["toolResponse"].get("response")
+        results = response.get("results") if isinstance(response, dict) else None
+        content = [{"type": "web_search_result", "url": r["url"], "title": r.get("title") or r["url"],
+                    "encrypted_content": "", "page_age": None}
+                   for r in results or [] if isinstance(r, dict) and isinstance(r.get("url"), str)]
+        return self._close() + self._whole_block({"type": "web_search_tool_result", "tool_use_id": block_id,
+                                                  "content": content})
 
     def _call_events(self, call_events: list[CallEvent]) -> list[Event]:
         """A call whose arguments Gemini streams: its block opens with the first fragment, then each
