@@ -17,6 +17,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+import anthropic
 import openai
 import pytest
 
@@ -150,6 +151,10 @@ def _serve_and_ask(inst: dict, name: str, *extra: str, exe: Path | None = None) 
         lenient = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
         compacted = lenient.responses.compact(model="gemini-2.5-flash", previous_response_id=event.response.id)
         assert compacted.output[-1].type == "compaction"  # (the SDK types no user message there: not strict)
+        claude = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="k", max_retries=0,
+                                     _strict_response_validation=True)
+        assert claude.messages.create(model="gemini-2.5-flash", max_tokens=50,
+                                      messages=[{"role": "user", "content": "hello"}]).stop_reason == "end_turn"
         return proc.logs()
     finally:
         proc.stop()
