@@ -15,6 +15,8 @@ from typing import Any
 
 import anthropic
 import pytest
+from anthropic.types import RawMessageStreamEvent
+from pydantic import TypeAdapter
 
 from proxy.anthropic import stream_writer
 from proxy.mock.validate import search_call_id, sign
@@ -374,3 +376,30 @@ def test_a_search_is_shown_as_web_search_blocks_and_replayed_exactly(stack: Stac
     assert turn[0]["toolCall"]["id"] == sid and turn[0]["thoughtSignature"] == sign(
         model, "toolCall:" + sid, {"queries": ["weather in Paris"]})
     assert turn[1]["toolResponse"]["id"] == sid
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_stream_event_is_one_the_sdk_types_allow(stack: Stack, model: str) -> None:
+    """The raw stream of a thinking tool call, each event validated by the SDK's RawMessageStreamEvent
+    union (its stream helper builds events without validating them)."""
+    body = {"model": model, "max_tokens": 500, "stream": True, "tools": [WEATHER], "thinking": {"type": "adaptive"},
+            "messages": [{"role": "user", "content": ASK}]}
+    req = urllib.request.Request(f"{stack.url}/v1/messages", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json", "x-api-key": "k"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        blocks = r.read().decode().split("\n\n")
+    adapter = TypeAdapter(RawMessageStreamEvent)
+    seen = []
+    for block in blocks:
+        lines = block.splitlines()
+        name = next((ln[6:].strip() for ln in lines if ln.startswith("event:")), None)
+        data = "\n".join(ln[5:].strip() for ln in lines if ln.startswith("data:"))
+        if not data:
+            continue
+        event = json.loads(data)
+        assert name == event["type"]
+        if event["type"] != "ping":
+            adapter.validate_python(event, strict=True)
+        seen.append(event["type"])
+    assert seen[0] == "message_start" and seen[-2:] == ["message_delta", "message_stop"]
+    assert {"content_block_start", "content_block_delta", "content_block_stop"} <= set(seen)
