@@ -7,7 +7,6 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import metrics
 from proxy.anthropic import stream_writer
 from proxy.anthropic.stream_writer import AnthropicWriter, with_pings
 from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
@@ -85,8 +84,7 @@ async def create_message(request: web.Request) -> web.StreamResponse:
 
     async def remember(ok: bool) -> None:
         if ok:
-            await ctx.store.put_calls(session, translator.calls)
-            metrics.child(metrics.TOOL_CALLS, "anthropic").inc(len(translator.calls))
+            await ctx.keep_calls(session, translator.calls, "anthropic")
 
     if req.stream:
         if ctx.rules.streams_arguments(model):

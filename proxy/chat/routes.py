@@ -2,7 +2,6 @@
 
 from aiohttp import web
 
-from proxy import metrics
 from proxy.chat.stream_writer import ChatWriter
 from proxy.chat.to_items import chat_messages_to_items
 from proxy.chat.translator import ChatTranslator
@@ -59,8 +58,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
     async def remember(ok: bool) -> None:
         if ok:
-            await ctx.store.put_calls(session, translator.calls)
-            metrics.child(metrics.TOOL_CALLS, "chat").inc(len(translator.calls))
+            await ctx.keep_calls(session, translator.calls, "chat")
 
     if req.stream:
         if ctx.rules.streams_arguments(model):

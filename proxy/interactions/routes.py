@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import ids, metrics
+from proxy import ids
 from proxy.errors import ProxyError
 from proxy.interactions.input import (
     input_steps,
@@ -86,14 +86,10 @@ class _Turn:
         """Call records always (stateless clients resend their history); the turn when stored."""
         if not ok:
             return
-        await self.ctx.store.put_calls(self.session, self.t.calls)
-        metrics.child(metrics.TOOL_CALLS, "interactions").inc(len(self.t.calls))
+        await self.ctx.keep_calls(self.session, self.t.calls, "interactions")
         if self.req.store is False:
             return
-        turn = self.t.model_content()
-        start = len(self.prior.contents) if self.prior else 0
-        added = self.conv.contents[start:] + ([turn] if turn else [])
-        system = self.conv.system[len(self.prior.system) if self.prior else 0:]
+        added, system = self.conv.added_since(self.prior, self.t.model_content())
         self.t.interaction["updated"] = _now()
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=self.t.interaction["id"], response={"interaction": self.t.interaction, "input": self.steps},

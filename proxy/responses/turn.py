@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import ids, metrics
+from proxy import ids
 from proxy.errors import ProxyError
 from proxy.responses.response_object import response_skeleton
 from proxy.responses.translator import ResponsesTranslator
@@ -95,17 +95,14 @@ class Turn:
                 self.recent.evict(self.req.previous_response_id)  # a failed continuation is not retried from it
             return
         t = self.translator
-        await self.ctx.store.put_calls(self.session, t.calls + t.hosted)
-        metrics.child(metrics.TOOL_CALLS, "responses").inc(len(t.calls))
+        await self.ctx.keep_calls(self.session, t.calls, "responses", t.hosted)
         turn = t.model_content()
-        start = len(self.prior.contents) if self.prior else 0
-        added = self.conv.contents[start:] + ([turn] if turn else [])
         if self.recent is not None:
             self.recent.keep(t.response["id"], Conversation(self.conv.contents + ([turn] if turn else []),
                                                            self.conv.system, [c.call_id for c in t.calls]))
         if self.req.store is False:
             return
-        system = self.conv.system[len(self.prior.system) if self.prior else 0:]
+        added, system = self.conv.added_since(self.prior, turn)
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=t.response["id"], response=t.response, contents=added, system=system,
             pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input))

@@ -53,6 +53,13 @@ class Context:
     limits: ServerLimits = field(default_factory=ServerLimits)
     in_flight: InFlight = field(default_factory=InFlight)
 
+    async def keep_calls(self, session: str, calls: list[CallRecord], route: str,
+                         hosted: list[CallRecord] | None = None) -> None:
+        """The records of the calls (and hosted searches) an answer handed out: kept whatever the
+        client's `store`, since stateless clients resend their history and need them back."""
+        await self.store.put_calls(session, calls + (hosted or []))
+        metrics.child(metrics.TOOL_CALLS, route).inc(len(calls))
+
     async def store_gauges(self) -> None:
         """Set the store's gauges for a scrape (a shared store is asked; unreachable leaves them)."""
         usage = getattr(self.store, "usage", None)
