@@ -23,7 +23,7 @@ from proxy.responses.turn import as_items, open_compactions
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
-from proxy.store.base import MAX_CHAIN, SessionStore
+from proxy.store.base import SessionStore, stored_chain
 from proxy.to_gemini.input_to_contents import parse_input
 from proxy.wire.gemini import checked, first_candidate_parts
 from proxy.wire.responses import CompactRequest, FunctionCallItem, FunctionCallOutputItem, MessageItem
@@ -35,22 +35,14 @@ PROMPT = ("Summarize the conversation transcript below for the assistant who wil
 
 async def items_at(store: SessionStore, session: str, response_id: str) -> list[dict[str, Any]] | None:
     """The items of a stored chain, oldest first (each turn's input, then its output); None when unknown."""
-    chain = []
-    rid: str | None = response_id
-    while rid is not None and len(chain) <= MAX_CHAIN:
-        stored = await store.get_response(session, rid)
-        if stored is None or "interaction" in stored.response:
-            if chain:
-                raise ProxyError(f"Previous response '{response_id}' cannot be compacted: an earlier turn of its "
-                                 f"conversation ('{rid}') is no longer stored.", param="previous_response_id",
-                                 code="previous_response_not_found")
-            return None
+    chain = await stored_chain(store, session, response_id, "compacted")
+    if chain is None or "interaction" in chain[-1].response:  # an interaction's id is not a response's
+        return None
+    for stored in chain:
         if stored.input is None:
-            raise ProxyError(f"Response '{rid}' was stored before its input items were kept; compact with the "
-                             "conversation as input instead.", param="previous_response_id")
-        chain.append(stored)
-        rid = stored.parent
-    return [item for s in reversed(chain) for item in (*s.input, *s.response.get("output", []))]
+            raise ProxyError(f"Response '{stored.id}' was stored before its input items were kept; compact with "
+                             "the conversation as input instead.", param="previous_response_id")
+    return [item for s in chain for item in (*s.input, *s.response.get("output", []))]
 
 
 def _text(content: Any) -> str:

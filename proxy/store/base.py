@@ -34,9 +34,10 @@ class StoredResponse:
 MAX_CHAIN = 10_000
 
 
-async def conversation_at(store: "SessionStore", session: str, response_id: str) -> Conversation | None:
-    """The whole history up to and including a stored response, or None when it is unknown.
-    A missing ancestor is an error that names it, never a silently shortened history."""
+async def stored_chain(store: "SessionStore", session: str, response_id: str, purpose: str = "continued"
+                       ) -> list[StoredResponse] | None:
+    """A stored response and every turn before it, oldest first, or None when it is unknown. A missing
+    ancestor is an error that names it (the response "cannot be `purpose`"), never a shortened chain."""
     chain: list[StoredResponse] = []
     rid: str | None = response_id
     while rid is not None:
@@ -44,7 +45,7 @@ async def conversation_at(store: "SessionStore", session: str, response_id: str)
         if stored is None:
             if not chain:
                 return None
-            raise ProxyError(f"Previous response '{response_id}' cannot be continued: an earlier turn of its "
+            raise ProxyError(f"Previous response '{response_id}' cannot be {purpose}: an earlier turn of its "
                              f"conversation ('{rid}') is no longer stored.", param="previous_response_id",
                              code="previous_response_not_found")
         chain.append(stored)
@@ -53,6 +54,14 @@ async def conversation_at(store: "SessionStore", session: str, response_id: str)
                              param="previous_response_id")
         rid = stored.parent
     chain.reverse()
+    return chain
+
+
+async def conversation_at(store: "SessionStore", session: str, response_id: str) -> Conversation | None:
+    """The whole history up to and including a stored response, or None when it is unknown."""
+    chain = await stored_chain(store, session, response_id)
+    if chain is None:
+        return None
     return Conversation([c for s in chain for c in s.contents], [p for s in chain for p in s.system],
                         list(chain[-1].pending))
 
