@@ -17,40 +17,42 @@ from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
-from proxy.to_gemini.conversation import Conversation
+from proxy.signatures.sentinel import requires_signatures
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
-from proxy.to_gemini.reasoning import thinking_config
+from proxy.to_gemini.reasoning import budget_in_range, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.anthropic import CountTokensRequest, MessagesRequest
 from proxy.wire.gemini import checked
 
-# Anthropic's effort levels -> the core's (reasoning.py); a thinking budget -> the nearest level.
-_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "max": "max"}
+# Anthropic's effort levels, each also one of the core's (reasoning.py).
+EFFORTS = frozenset({"low", "medium", "high", "max"})
 
 
-def _thinking(model: str, req: MessagesRequest | CountTokensRequest) -> dict[str, Any] | None:
+def _thinking(model: str, req: MessagesRequest) -> dict[str, Any] | None:
     """`thinking` and `output_config.effort` -> thinkingConfig: a budget for 2.5, a level for 3.x
     (reasoning.py); thoughts are asked back whenever the client asked for thinking."""
     thinking = req.thinking
-    effort = (getattr(req, "output_config", None) or {}).get("effort")
-    effort = _EFFORTS.get(effort) if isinstance(effort, str) else None
+    effort = (req.output_config or {}).get("effort")
+    effort = effort if effort in EFFORTS else None
     if thinking is None or thinking.type == "adaptive":
         config = thinking_config(model, effort, "auto" if thinking is not None else None)
         return config or ({"includeThoughts": True} if thinking is not None else None)
-    if thinking.type == "disabled":
-        return thinking_config(model, "none", None) if "gemini-2" in model else None
+    if thinking.type == "disabled":  # Gemini 3 cannot switch thinking off: its default stands
+        return None if requires_signatures(model) else thinking_config(model, "none", None)
     budget = thinking.budget_tokens or 1024
     config = thinking_config(model, effort or ("low" if budget <= 1024 else "medium" if budget <= 8192 else "high"),
                              "auto") or {}
     if "thinkingBudget" in config:  # 2.5: the client's own budget, within the model's range
-        config["thinkingBudget"] = max(min(budget, 24576 if "flash" in model else 32768), 128 if "pro" in model else 0)
+        config["thinkingBudget"] = budget_in_range(model, budget)
     return config
 
 
-async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest, sent: dict[str, Any]
-                   ) -> tuple[str, PreparedTools, Conversation, dict[str, Any]]:
+async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest
+                   ) -> tuple[str, PreparedTools, dict[str, Any]]:
+    """The Gemini model, the tools and the Gemini body (generation settings only for a message:
+    countTokens takes none)."""
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
     items = parse_input(system_items(req.system) + messages_to_items(req.messages))
@@ -62,21 +64,18 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
         what = (f"a tool_use ({e.call_id}) without a tool_result in the next user turn" if e.missing_output
                 else f"a tool_result for {e.call_id} without the tool_use it answers")
         raise ProxyError(f"messages: {what}.", param="messages") from None
-    generation = {"temperature": req.temperature if isinstance(req, MessagesRequest) else None,
-                  "topP": getattr(req, "top_p", None), "topK": getattr(req, "top_k", None),
-                  "stopSequences": getattr(req, "stop_sequences", None),
-                  "maxOutputTokens": req.max_tokens if isinstance(req, MessagesRequest) else None,
-                  "thinkingConfig": _thinking(model, req)}
+    generation = {"temperature": req.temperature, "topP": req.top_p, "topK": req.top_k,
+                  "stopSequences": req.stop_sequences, "maxOutputTokens": req.max_tokens,
+                  "thinkingConfig": _thinking(model, req)} if isinstance(req, MessagesRequest) else None
     body = assemble_request(conv, tools, tool_choice_for_core(req.tool_choice), generation=generation)
     await object_owners.refuse_foreign(request, body)
-    return model, tools, conv, body
+    return model, tools, body
 
 
 async def create_message(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
-    sent = await read_json(request)
-    req = validate(MessagesRequest, sent)
-    model, tools, _, body = await _prepare(request, req, sent)
+    req = validate(MessagesRequest, await read_json(request))
+    model, tools, body = await _prepare(request, req)
     session, key = session_of(request), api_key_of(request)
     single = bool(req.tool_choice and req.tool_choice.disable_parallel_tool_use)
     translator = AnthropicTranslator(req.model, tools, ctx.seal(request, model), keep_first_call_only=single)
@@ -107,9 +106,8 @@ async def _pinged(opening: Awaitable[AsyncIterator[dict[str, Any]]]) -> AsyncIte
 async def count_tokens(request: web.Request) -> web.Response:
     """Gemini's countTokens on the request the proxy would send (history, tools, system)."""
     ctx: Context = request.app[CONTEXT]
-    sent = await read_json(request)
-    req = validate(CountTokensRequest, sent)
-    model, _, _, body = await _prepare(request, req, sent)
+    req = validate(CountTokensRequest, await read_json(request))
+    model, _, body = await _prepare(request, req)
     if ctx.rest is None:
         raise ProxyError("Counting tokens needs Gemini's own API as the upstream (countTokens).", status=501,
                          type="server_error")

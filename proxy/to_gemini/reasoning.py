@@ -32,9 +32,14 @@ def thinking_config(model: str, effort: str | None, summary: str | None) -> dict
             config["thinkingLevel"] = _LEVELS[effort]
         else:
             budget = _BUDGETS[effort]
-            lo, hi = _RANGES["pro" if "pro" in model else "flash"]
-            config["thinkingBudget"] = budget if budget == -1 else min(max(budget, lo), hi)
+            config["thinkingBudget"] = budget if budget == -1 else budget_in_range(model, budget)
     return config
+
+
+def budget_in_range(model: str, budget: int) -> int:
+    """A 2.5 model's thinking budget within what it takes (outside the range Gemini answers 400)."""
+    lo, hi = _RANGES["pro" if "pro" in model else "flash"]
+    return min(max(budget, lo), hi)
 
 
 def structured_output(fmt: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ field before the core sees it.
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 
 class _Lenient(BaseModel):
@@ -85,4 +85,3 @@ class CountTokensRequest(_Lenient):
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
     thinking: Thinking | None = None
-    max_tokens: int = Field(default=1)
