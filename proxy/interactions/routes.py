@@ -303,11 +303,7 @@ async def cancel_interaction(request: web.Request) -> web.Response:
 async def _cancel_elsewhere(ctx: Context, session: str, iid: str) -> StoredResponse:
     """Another instance runs it: ask it to stop, and wait until it has stored the end (it looks on
     every lease renewal). Should it go away meanwhile, nothing runs any more: cancelled."""
-    await background.request_stop(ctx.store, session, iid, "cancel")
-    lease = ctx.limits.background_lease
-    deadline = asyncio.get_running_loop().time() + 2 * background.beat_seconds(lease) + 5
-    while asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(background.STOP_POLL_SECONDS)
+    async def ended() -> StoredResponse | None:
         now = await ctx.store.get_response(session, iid)
         if now is None:
             raise _not_found(iid)
@@ -315,6 +311,11 @@ async def _cancel_elsewhere(ctx: Context, session: str, iid: str) -> StoredRespo
             return now
         if not await background.lease_alive(ctx.store, session, iid):
             return await _settle_abandoned(ctx, session, now, "cancelled")
+        return None
+
+    found = await background.cancel_elsewhere(ctx.store, session, iid, ctx.limits.background_lease, ended)
+    if found is not None:
+        return found
     raise ProxyError(f"Interaction '{iid}' runs on another instance, which has not confirmed the cancel yet; it "
                      "will stop at its next lease renewal. Poll it.", status=503, param="id", code="cancel_pending",
                      headers={"Retry-After": "1"})

@@ -22,6 +22,7 @@ from proxy.store.base import StoredResponse
 
 log = logging.getLogger(__name__)
 TASKS = web.AppKey("response_tasks", dict)  # response id -> its background task (this process)
+RUNNING = ("queued", "in_progress")  # a background response's statuses before it ends
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
@@ -51,21 +52,24 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
     await ctx.store.put_response(turn.session, _settled(turn, dict(turn.response)))
     tasks = request.app[TASKS]
 
+    async def settle(response: dict[str, Any]) -> None:
+        await ctx.store.put_response(turn.session, _settled(turn, response))
+
     async def run() -> None:
         try:
             turn.response["status"] = "in_progress"
             answer = await turn.run_whole()
             if answer["status"] == "failed":  # not stored by run_whole: its end is stored here
-                await ctx.store.put_response(turn.session, _settled(turn, answer))
+                await settle(answer)
         except asyncio.CancelledError:
-            await ctx.store.put_response(turn.session, _settled(turn, _ended(turn.response, "cancelled", None)))
+            await settle(_ended(turn.response, "cancelled", None))
             raise
         except ProxyError as e:
-            await ctx.store.put_response(turn.session, _settled(turn, _ended(turn.response, "failed", e)))
+            await settle(_ended(turn.response, "failed", e))
         except Exception:
             log.exception("background response %s failed", rid)
-            failure = ProxyError("The proxy failed while running this response; see its log.", status=500)
-            await ctx.store.put_response(turn.session, _settled(turn, _ended(turn.response, "failed", failure)))
+            await settle(_ended(turn.response, "failed", ProxyError(
+                "The proxy failed while running this response; see its log.", status=500)))
         finally:
             tasks.pop(rid, None)
 
@@ -98,7 +102,7 @@ async def _stored(request: web.Request) -> tuple[str, StoredResponse]:
     if stored is None or "interaction" in stored.response:  # an interaction's id is not a response's
         raise ProxyError(f"No response found with id '{rid}'.", status=404, param="response_id",
                          type="invalid_request_error", code="not_found")
-    if (stored.response.get("status") in ("queued", "in_progress") and rid not in request.app[TASKS]
+    if (stored.response.get("status") in RUNNING and rid not in request.app[TASKS]
             and not await background.lease_alive(ctx.store, session, rid)):
         failed = _ended(stored.response, "failed", ProxyError(ABANDONED, status=503))
         stored = StoredResponse(**{**vars(stored), "response": failed})
@@ -113,7 +117,7 @@ async def get_response(request: web.Request) -> web.Response:
 
 async def delete_response(request: web.Request) -> web.Response:
     rid, stored = await _stored(request)
-    running = stored.response.get("status") in ("queued", "in_progress")
+    running = stored.response.get("status") in RUNNING
     await background.delete(request.app[CONTEXT].store, session_of(request), rid, running, request.app[TASKS])
     return web.json_response({"id": rid, "object": "response", "deleted": True})
 
@@ -125,7 +129,7 @@ async def cancel_response(request: web.Request) -> web.Response:
     if not stored.response.get("background"):
         raise ProxyError(f"Response '{rid}' was not created with background: true; only a background response "
                          "can be cancelled.", param="response_id", code="not_cancellable")
-    if stored.response.get("status") not in ("queued", "in_progress"):
+    if stored.response.get("status") not in RUNNING:
         return json_answer(stored.response)  # already ended: cancelling it changes nothing
     task = request.app[TASKS].get(rid)
     if task is not None:
@@ -133,13 +137,13 @@ async def cancel_response(request: web.Request) -> web.Response:
         await asyncio.wait([task])  # its cancelled state is stored when it ends
         _, stored = await _stored(request)
         return json_answer(stored.response)
-    await background.request_stop(ctx.store, session, rid, "cancel")
-    deadline = asyncio.get_running_loop().time() + 2 * background.beat_seconds(ctx.limits.background_lease) + 5
-    while asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(background.STOP_POLL_SECONDS)
-        _, stored = await _stored(request)
-        if stored.response.get("status") not in ("queued", "in_progress"):
-            return json_answer(stored.response)
+    async def ended() -> StoredResponse | None:
+        _, now = await _stored(request)  # an owner gone meanwhile: failed, as _stored says
+        return now if now.response.get("status") not in RUNNING else None
+
+    found = await background.cancel_elsewhere(ctx.store, session, rid, ctx.limits.background_lease, ended)
+    if found is not None:
+        return json_answer(found.response)
     raise ProxyError(f"Response '{rid}' runs on another instance, which has not confirmed the cancel yet; it will "
                      "stop at its next lease renewal. Poll it.", status=503, param="response_id",
                      code="cancel_pending", headers={"Retry-After": "1"})

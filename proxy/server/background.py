@@ -17,7 +17,7 @@ Times are wall-clock seconds (`time.time()`), the one clock instances on differe
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal
 
 from proxy.errors import ProxyError
@@ -89,6 +89,21 @@ async def _renew(store: SessionStore, session: str, iid: str, lease: float, job:
             await claim(store, session, iid, lease)
         except ProxyError as e:  # the store is down: the run goes on; the lease is renewed when it is back
             log.warning("background interaction %s: lease not renewed: %s", iid, e.message)
+
+
+async def cancel_elsewhere[T](store: SessionStore, session: str, rid: str, lease: float,
+                               ended: Callable[[], Awaitable[T | None]]) -> T | None:
+    """Another instance runs `rid`: ask it to cancel, and wait until `ended()` finds its end stored (the
+    runner looks on every lease renewal); None when it has not confirmed by the deadline."""
+    await request_stop(store, session, rid, "cancel")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 2 * beat_seconds(lease) + 5
+    while loop.time() < deadline:
+        await asyncio.sleep(STOP_POLL_SECONDS)
+        found = await ended()
+        if found is not None:
+            return found
+    return None
 
 
 async def delete(store: SessionStore, session: str, rid: str, running: bool, tasks: dict[str, asyncio.Task[None]]
