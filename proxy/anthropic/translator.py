@@ -62,7 +62,6 @@ class AnthropicTranslator:
         self._pieces: list[str] = []              # its text, joined once when it closes
         self.calls: list[CallRecord] = []
         self.check = AnswerCheck()
-        self._usage: dict[str, Any] | None = None
         self._partial = PartialCalls()
         self._streaming: tuple[StreamedCall, dict[str, Any], list[str]] | None = None
         self._before_call = PartsBeforeCall()
@@ -84,8 +83,6 @@ class AnthropicTranslator:
         if chunk.get("gtpPing"):  # stream_writer.with_pings: Gemini has been quiet for a while
             return [{"type": "ping"}]
         self.check.feed(chunk)
-        if chunk.get("usageMetadata"):
-            self._usage = chunk["usageMetadata"]
         out: list[Event] = []
         for raw in first_candidate_parts(chunk):
             refuse_unrepresented(raw, "Anthropic Messages")
@@ -117,7 +114,7 @@ class AnthropicTranslator:
         if self.calls or self.hosted:  # the carrier of this turn's calls and searches, for the client to send back
             out += self._signed_block("", self._seal.encode(self.calls + self.hosted))
         self.done = True
-        usage = usage_of(self._usage)
+        usage = usage_of(self.check.usage)
         return out + [{"type": "message_delta", "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
                        "usage": usage},
                       {"type": "message_stop"}]
@@ -131,7 +128,7 @@ class AnthropicTranslator:
 
     def message(self) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
-                "stop_reason": self.stop_reason, "stop_sequence": None, "usage": usage_of(self._usage)}
+                "stop_reason": self.stop_reason, "stop_sequence": None, "usage": usage_of(self.check.usage)}
 
     # -- blocks ---------------------------------------------------------------------------------
 

@@ -34,7 +34,6 @@ class ChatTranslator:
         self.tool_calls: list[dict[str, Any]] = []
         self.calls: list[CallRecord] = []
         self.check = AnswerCheck()
-        self._usage: dict[str, Any] | None = None
         self._started = False
         self._partial = PartialCalls()  # calls whose arguments Gemini streams (partialArgs)
         self._streaming: tuple[StreamedCall, dict[str, Any]] | None = None  # and the tool_calls entry they fill
@@ -54,8 +53,6 @@ class ChatTranslator:
         if not self._started:
             self._started = True
             out.append(self._chunk({"role": "assistant", "content": ""}))
-        if chunk.get("usageMetadata"):
-            self._usage = chunk["usageMetadata"]
         self._grounding = grounding_of(chunk) or self._grounding
         for part in first_candidate_parts(chunk):
             out += self._part(part)
@@ -139,7 +136,7 @@ class ChatTranslator:
         return ("tool_calls" if self.tool_calls else "stop"), None
 
     def usage(self) -> dict[str, Any]:
-        u = map_usage(self._usage)
+        u = map_usage(self.check.usage)
         return {"prompt_tokens": u["input_tokens"], "completion_tokens": u["output_tokens"],
                 "total_tokens": u["total_tokens"],
                 "prompt_tokens_details": {"cached_tokens": u["input_tokens_details"]["cached_tokens"]},

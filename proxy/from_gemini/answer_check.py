@@ -1,4 +1,5 @@
-"""What a Gemini answer amounted to, fed chunk by chunk: its finish, and whether anything usable came.
+"""What a Gemini answer amounted to, fed chunk by chunk: its finish, whether anything usable came,
+and the token usage it reported last.
 
 h11's rule for a body that ends early ("peer unexpectedly closed connection") applied to Gemini:
 an answer that ends without a finishReason was cut off, and is never reported as complete. An
@@ -38,9 +39,12 @@ class AnswerCheck:
         self.block: str | None = None
         self.usable = False
         self.called = False
+        self.usage: dict[str, Any] | None = None  # the latest usageMetadata (Gemini repeats it, growing)
 
     def feed(self, chunk: dict[str, Any]) -> None:
         """`chunk` must have passed wire.gemini.check_answer."""
+        if chunk.get("usageMetadata"):
+            self.usage = chunk["usageMetadata"]
         block = (chunk.get("promptFeedback") or {}).get("blockReason")
         if block:
             self.block = block

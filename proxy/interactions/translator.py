@@ -133,7 +133,6 @@ class InteractionsTranslator:
         self.model_turn = ModelTurn()
         self.check = AnswerCheck()
         self._partial = PartialCalls()  # streamed arguments (partialArgs), joined into whole calls
-        self._usage: dict[str, Any] | None = None
         self.done = False
 
     @property
@@ -149,8 +148,6 @@ class InteractionsTranslator:
         if self.done:
             return []
         self.check.feed(chunk)
-        if chunk.get("usageMetadata"):
-            self._usage = chunk["usageMetadata"]
         events: list[Event] = []
         for raw in first_candidate_parts(chunk):
             refuse_unrepresented(raw, "Interactions")
@@ -174,7 +171,7 @@ class InteractionsTranslator:
         for event in self._partial.finish():
             events += self._part(event.call.whole_part())
         events += self._close()
-        self.interaction["usage"] = interaction_usage(self._usage)
+        self.interaction["usage"] = interaction_usage(self.check.usage)
         problem = self.check.problem()
         if problem:
             return events + self.fail(ProxyError(problem, status=502, type="server_error"))

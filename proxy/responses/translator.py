@@ -75,7 +75,6 @@ class ResponsesTranslator:
         self.calls: list[CallRecord] = []
         self.model_turn = ModelTurn()  # the model turn as Gemini sent it, for history
         self.check = AnswerCheck()
-        self._usage: dict[str, Any] | None = None
         self._partial = PartialCalls()  # calls whose arguments Gemini streams (partialArgs)
         self._streaming: _StreamingItem | None = None  # the function_call item they stream into
         self.hosted: list[CallRecord] = []  # web_search_call items' records (server_tools.py)
@@ -101,8 +100,6 @@ class ResponsesTranslator:
         if self.done:
             return []
         self.check.feed(chunk)
-        if chunk.get("usageMetadata"):
-            self._usage = chunk["usageMetadata"]
         self._grounding = grounding_of(chunk) or self._grounding
         events: list[Event] = []
         for part in first_candidate_parts(chunk):
@@ -123,7 +120,7 @@ class ResponsesTranslator:
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
                     "encrypted_content": self._carrier.encode(self.calls + self.hosted)}
             events += self._add_item(item) + self._done_item(item)
-        self.response["usage"] = map_usage(self._usage)
+        self.response["usage"] = map_usage(self.check.usage)
         problem = self.check.problem()
         if problem:
             return events + self.fail(problem)
@@ -155,8 +152,8 @@ class ResponsesTranslator:
             return []
         events = self._close_open()
         self.response.update(status="failed", error={"code": code, "message": message})
-        if self.response.get("usage") is None and self._usage:
-            self.response["usage"] = map_usage(self._usage)
+        if self.response.get("usage") is None and self.check.usage:
+            self.response["usage"] = map_usage(self.check.usage)
         self.done = True
         return events + [self._ev("response.failed", response=self._snapshot())]
 
