@@ -108,10 +108,7 @@ async def count_tokens(request: web.Request) -> web.Response:
     ctx: Context = request.app[CONTEXT]
     req = validate(CountTokensRequest, await read_json(request))
     model, _, body = await _prepare(request, req)
-    if ctx.rest is None:
-        raise ProxyError("Counting tokens needs Gemini's own API as the upstream (countTokens).", status=501,
-                         type="server_error")
-    return web.json_response({"input_tokens": await ctx.rest.count_tokens(model, body, api_key_of(request))})
+    return web.json_response({"input_tokens": await ctx.count_tokens(model, body, api_key_of(request))})
 
 
 def wants_anthropic_list(request: web.Request) -> bool:

@@ -188,10 +188,7 @@ async def input_tokens(request: web.Request) -> web.Response:
     if isinstance(sent, dict):
         sent = {**sent, "store": False, "stream": False, "background": False}
     turn = await prepare_turn(request, sent)
-    if ctx.rest is None:
-        raise ProxyError("Counting input tokens needs Gemini's own API as the upstream (countTokens).", status=501,
-                         type="server_error")
-    count = await ctx.rest.count_tokens(turn.model, turn.body, api_key_of(request))
+    count = await ctx.count_tokens(turn.model, turn.body, api_key_of(request))
     return web.json_response({"object": "response.input_tokens", "input_tokens": count})
 
 

@@ -60,6 +60,14 @@ class Context:
         await self.store.put_calls(session, calls + (hosted or []))
         metrics.child(metrics.TOOL_CALLS, route).inc(len(calls))
 
+    async def count_tokens(self, model: str, body: dict[str, Any], api_key: str | None) -> int:
+        """Gemini's countTokens for the body the proxy would send (Responses' input_tokens, Anthropic's
+        count_tokens); only Gemini's own API has it, not a relay or a local server."""
+        if self.rest is None:
+            raise ProxyError("Counting tokens needs Gemini's own API as the upstream (countTokens).", status=501,
+                             type="server_error")
+        return await self.rest.count_tokens(model, body, api_key)
+
     async def store_gauges(self) -> None:
         """Set the store's gauges for a scrape (a shared store is asked; unreachable leaves them)."""
         usage = getattr(self.store, "usage", None)
