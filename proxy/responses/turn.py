@@ -105,7 +105,8 @@ class Turn:
         added, system = self.conv.added_since(self.prior, turn)
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=t.response["id"], response=t.response, contents=added, system=system,
-            pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input))
+            pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input),
+            chained=True)
 
 
 def _check_options(req: ResponsesRequest) -> None:

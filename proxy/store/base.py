@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
+from proxy.store.history_cache import CachedHistory, HistoryCache
 from proxy.to_gemini.conversation import Conversation
 
 
@@ -58,17 +59,56 @@ async def stored_chain(store: "SessionStore", session: str, response_id: str, pu
 
 
 async def conversation_at(store: "SessionStore", session: str, response_id: str) -> Conversation | None:
-    """The whole history up to and including a stored response, or None when it is unknown."""
-    chain = await stored_chain(store, session, response_id)
-    if chain is None:
-        return None
-    return Conversation([c for s in chain for c in s.contents], [p for s in chain for p in s.system],
-                        list(chain[-1].pending))
+    """The whole history up to and including a stored response, or None when it is unknown.
+
+    The newest turns are read from the store until one whose whole history the store's cache holds
+    (history_cache.py) and whose chain is still stored; that history is kept for the response asked
+    for, so the next turn reads one entry, not the chain."""
+    histories: HistoryCache | None = getattr(store, "histories", None)
+    newer: list[StoredResponse] = []
+    known: CachedHistory | None = None
+    rid: str | None = response_id
+    while rid is not None:
+        known = histories.get(session, rid) if histories is not None else None
+        if known is not None and await store.all_stored(session, known.chain):
+            break
+        known = None
+        stored = await store.get_response(session, rid)
+        if stored is None:
+            if not newer:
+                return None
+            raise ProxyError(f"Previous response '{response_id}' cannot be continued: an earlier turn of its "
+                             f"conversation ('{rid}') is no longer stored.", param="previous_response_id",
+                             code="previous_response_not_found")
+        newer.append(stored)
+        if len(newer) > MAX_CHAIN:
+            raise ProxyError(f"The conversation behind '{response_id}' is longer than {MAX_CHAIN} turns.",
+                             param="previous_response_id")
+        rid = stored.parent
+    if known is not None and not newer:
+        return known.conversation()
+    newer.reverse()
+    base = known.conversation() if known is not None else Conversation()
+    conv = Conversation(base.contents + [c for s in newer for c in s.contents],
+                        base.system + [p for s in newer for p in s.system], list(newer[-1].pending))
+    if histories is not None and all(map(_settled, newer)):
+        histories.put(session, response_id, (known.chain if known else []) + [s.id for s in newer], conv)
+    return conv
+
+
+def _settled(stored: StoredResponse) -> bool:
+    """Not a background run still going (its entry is stored again, with its history, when it ends)."""
+    r = stored.response
+    status = r["interaction"].get("status") if isinstance(r.get("interaction"), dict) else r.get("status")
+    return status not in ("queued", "in_progress")
 
 
 class SessionStore(Protocol):
-    async def put_response(self, session: str, stored: StoredResponse) -> None: ...
+    async def put_response(self, session: str, stored: StoredResponse, chained: bool = False) -> None: ...
     async def get_response(self, session: str, response_id: str) -> StoredResponse | None: ...
+    async def all_stored(self, session: str, response_ids: list[str]) -> bool:
+        """Whether every one of these responses is still stored, in one step."""
+        ...
     async def delete_response(self, session: str, response_id: str) -> bool:
         """Forget a stored response (an interaction's DELETE); False when it was not stored."""
         ...

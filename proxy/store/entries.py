@@ -38,6 +38,10 @@ class Entries(Protocol):
         """Forget an entry; False when there was none."""
         ...
 
+    async def alive(self, keys: list[Key]) -> bool:
+        """Whether every entry is present (each used: its time to live starts again), in one step."""
+        ...
+
 
 class MemoryEntries:
     """Entries in this process's memory (the embedded default)."""
@@ -69,6 +73,10 @@ class MemoryEntries:
         if not fresh and self.lru.get(key) is None and self.lru.evicted(key):
             raise Evicted(key)
         self.lru.append(key, doc, keep)
+
+    async def alive(self, keys: list[Key]) -> bool:
+        get = self.lru.get
+        return all(get(k) is not None for k in keys)
 
     async def usage(self) -> tuple[int, int]:
         """(bytes, entries) kept."""

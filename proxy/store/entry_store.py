@@ -15,6 +15,7 @@ from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse
 from proxy.store.entries import Entries, Evicted, Key, TooLarge
+from proxy.store.history_cache import HistoryCache
 
 DEFAULT_MAX_ROUNDS = 4096  # captured tool rounds kept per session (the oldest go first)
 EVICTED = "was evicted to stay within the store's memory limits; start a new one (or resend its history)."
@@ -34,6 +35,7 @@ class EntryStore:
 
     def __init__(self, entries: Entries, max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
         self.backend, self.max_rounds = entries, max_rounds
+        self.histories = HistoryCache()  # whole histories of recent chains (this process; see history_cache.py)
 
     async def close(self) -> None:
         """Let go of the backend's connections (Redis); nothing to do in memory."""
@@ -86,13 +88,23 @@ class EntryStore:
         except Evicted:
             return None
 
-    async def put_response(self, session: str, stored: StoredResponse) -> None:
+    async def put_response(self, session: str, stored: StoredResponse, chained: bool = False) -> None:
+        """Store a response. `chained`: its contents are exactly what it adds to its parent's history,
+        so the history cache (history_cache.py) can keep its whole history for the next turn."""
         # vars(), not asdict(): asdict deep-copies the whole response only to serialize it.
         await self._put((session, "response", stored.id), [fast_json.dumps(vars(stored))], f"Response '{stored.id}'")
+        if chained:
+            self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system)
+        else:
+            self.histories.forget(session, stored.id)
 
     async def get_response(self, session: str, response_id: str) -> StoredResponse | None:
         found = await self._get((session, "response", response_id))
         return StoredResponse(**fast_json.loads(found[0])) if found else None
+
+    async def all_stored(self, session: str, response_ids: list[str]) -> bool:
+        """Whether every one of these responses is still stored, in one step (one Redis round trip)."""
+        return await self.backend.alive([(session, "response", rid) for rid in response_ids])
 
     async def delete_response(self, session: str, response_id: str) -> bool:
         return await self.backend.pop((session, "response", response_id))

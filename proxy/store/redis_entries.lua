@@ -130,6 +130,16 @@ if op == 'pop' then
   return {0}
 end
 
+if op == 'alive' then  -- KEYS[1] and the entries named in ARGV[7..]: all present? (each touched)
+  if not alive(E) then return {0} end
+  for i = 7, #ARGV do
+    if not alive(ARGV[i]) then return {0} end
+  end
+  touch(E)
+  for i = 7, #ARGV do touch(ARGV[i]) end
+  return {1}
+end
+
 if op == 'stats' then
   return {tonumber(redis.call('GET', P .. 'total') or '0'), redis.call('ZCARD', P .. 'lru'),
           tonumber(redis.call('HGET', P .. 'ssize', sess) or '0')}

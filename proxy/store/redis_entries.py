@@ -121,6 +121,11 @@ class RedisEntries:
     async def pop(self, key: Key) -> bool:
         return (await self._call(key, "pop"))[0] == 1
 
+    async def alive(self, keys: list[Key]) -> bool:
+        if not keys:
+            return True
+        return (await self._call(keys[0], "alive", *(self._key(k) for k in keys[1:])))[0] == 1
+
     async def stats(self, session: str = "") -> tuple[int, int, int]:
         """(bytes in all, entries in all, bytes of `session`)."""
         out = await self._call((session, "", ""), "stats")

@@ -1,0 +1,89 @@
+"""Whole histories of recently continued responses, kept as the JSON bytes they serialize to.
+
+A `previous_response_id` chain is stored a turn per entry (linear memory). Rebuilding turn 500's
+history meant reading and parsing 500 entries, each with its response object and input items: the
+proxy's own cost grew with the chain (21 ms at turn 500 for 2 KB turns). Here a history is kept
+whole, so the next turn parses one document of contents instead of walking the chain.
+
+A cached history is trusted only while every response of its chain is still stored (one batched
+check against the store: a deleted or evicted turn, here or on another instance, sends the caller
+back to the walk, which reports it by name). Entries are bytes in a ByteLRU of their own, bounded
+by HISTORY_CACHE_BYTES: a reader gets fresh objects (the repairs on the way to Gemini modify
+contents in place), and nothing competes with the store's own budget.
+"""
+
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+
+from proxy import fast_json
+from proxy.store.byte_lru import ByteLRU, TooLarge
+from proxy.to_gemini.conversation import Conversation
+
+# What the cache may hold in all; one history may take at most half of it. The newest heads of the
+# longest chains fit (a 1 MB history 32 times), and older heads fall back to the walk.
+HISTORY_CACHE_BYTES = 64 * 1024 * 1024
+KIND = "history"
+
+
+@dataclass
+class CachedHistory:
+    chain: list[str]  # the response ids of the history, oldest first; the last is the one asked for
+    _docs: list[bytes]
+
+    def conversation(self) -> Conversation:
+        """The history as fresh objects (each call parses again: callers modify what they get)."""
+        contents, system, pending = (fast_json.loads(d) for d in self._docs[1:])
+        return Conversation(contents, system, pending)
+
+
+class HistoryCache:
+    def __init__(self, max_bytes: int = HISTORY_CACHE_BYTES, ttl: float = 3600.0,
+                 clock: Callable[[], float] | None = None) -> None:
+        extra = {"clock": clock} if clock is not None else {}
+        self.lru = ByteLRU(max_bytes, max_bytes // 2, ttl, **extra)
+
+    def get(self, session: str, response_id: str) -> CachedHistory | None:
+        found = self.lru.get((session, KIND, response_id))
+        if found is None:
+            return None
+        return CachedHistory(fast_json.loads(found[0]), found)
+
+    def put(self, session: str, response_id: str, chain: list[str], conv: Conversation) -> None:
+        docs = [fast_json.dumps(chain), fast_json.dumps(conv.contents), fast_json.dumps(conv.system),
+                fast_json.dumps(conv.pending)]
+        self._keep(session, response_id, docs)
+
+    def extend(self, session: str, parent: str | None, response_id: str, pending: list[str], added: list,
+               system_added: list) -> None:
+        """Cache the history of a new response in a chain: its parent's cached bytes with this turn's
+        contents appended as bytes (the parent's history is neither parsed nor serialized again). A
+        response without a cached parent is left to the walk, which caches it when it is continued."""
+        self.forget(session, response_id)
+        before = self.lru.get((session, KIND, parent)) if parent is not None else None
+        if before is None:
+            return
+        added_doc, system_doc = fast_json.dumps(added), fast_json.dumps(system_added)
+        if added_doc[:1] == b" " or system_doc[:1] == b" ":
+            return  # written by the standard library (an integer beyond 64 bits): not spliced
+        chain = [*fast_json.loads(before[0]), response_id]
+        self._keep(session, response_id, [fast_json.dumps(chain), _concat(before[1], added_doc),
+                                          _concat(before[2], system_doc), fast_json.dumps(pending)])
+
+    def forget(self, session: str, response_id: str) -> None:
+        self.lru.pop((session, KIND, response_id))
+
+    def _keep(self, session: str, response_id: str, docs: list[bytes]) -> None:
+        if any(d[:1] == b" " for d in docs):
+            return  # written by the standard library (an integer beyond 64 bits): not spliced, not kept
+        with suppress(TooLarge):  # larger than the cache keeps: the chain is walked instead
+            self.lru.put((session, KIND, response_id), docs)
+
+
+def _concat(a: bytes, b: bytes) -> bytes:
+    """Two JSON arrays' bytes as one array's."""
+    if a == b"[]":
+        return b
+    if b == b"[]":
+        return a
+    return a[:-1] + b"," + b[1:]
