@@ -1,12 +1,37 @@
 """Identifier minting. OpenAI clients cap call ids at 40 (Chat) / 64 (Responses) characters."""
 
-import secrets
+import hashlib
+import os
 
 MAX_CALL_ID_LEN = 40  # Chat Completions' limit (LiteLLM#11392); the tighter of the two.
 
+# Random bytes are drawn from the OS a few KiB at a time: one getrandom call per id cost more than
+# the rest of minting it (an answer mints several).
+_POOL_BYTES = 4096
+_pool = memoryview(b"")
+
 
 def _token(n: int = 24) -> str:
-    return secrets.token_hex(n // 2)
+    global _pool
+    size = n // 2
+    if len(_pool) < size:
+        _pool = memoryview(os.urandom(_POOL_BYTES))
+    out, _pool = _pool[:size], _pool[size:]
+    return out.hex()
+
+
+def _fresh_pool() -> None:
+    global _pool
+    _pool = memoryview(b"")  # a forked child must not mint the parent's next ids
+
+
+os.register_at_fork(after_in_child=_fresh_pool)
+
+
+def derived(prefix: str, owner: str, index: int) -> str:
+    """A stable id for the `index`-th item of `owner` (a stored response's input items): the same on
+    every read, on every instance, without being stored."""
+    return f"{prefix}_{hashlib.blake2b(f'{owner}:{index}'.encode(), digest_size=16).hexdigest()}"
 
 
 def request_id() -> str:

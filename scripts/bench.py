@@ -102,7 +102,8 @@ async def measure(url: str, body: dict, pids: list[int], via: str | None = None,
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
         took = time.perf_counter() - t0
         cpu = sum(cpu_seconds(p) for p in pids) - cpu0
-    return {"p50": statistics.median(lat) * 1000, "rps": done[0] / took, "cpu_ms": cpu * 1000 / max(1, done[0])}
+    return {"p50": statistics.median(lat) * 1000, "rps": done[0] / took, "cpu_ms": cpu * 1000 / max(1, done[0]),
+            "count": LATENCY_N + 20 + done[0]}
 
 
 @dataclass
@@ -208,11 +209,14 @@ def main() -> None:
         per_turn = translation_per_turn()
         redis_cost = store_cost(tmp, mock_url)
         scale = instances(tmp, mock_url)
+        in_flight = rss_in_flight(tmp, mock_url)
     finally:
         for p in reversed(procs):
             p.stop()
     mitm = mitm_rows(tmp)
-    report(rows, per_turn, scale, ttfe, mitm, redis_cost)
+    from scripts.bench_chain import main as chain_rows
+    chain = chain_rows(tmp)
+    report(rows, per_turn, scale, ttfe, mitm, redis_cost, in_flight, chain)
 
 
 LITELLM_KEY = "sk-bench-master-key-0123456789"
@@ -276,25 +280,77 @@ def first_events(proxy_url: str, mock_url: str) -> list[tuple[str, str, float]]:
 
 def store_cost(tmp: Path, mock_url: str) -> list[tuple[str, dict]]:
     """One instance each, no load balancer: the memory store against Redis (Responses, small, stored);
-    Redis's added latency as paired differences."""
-    redis = RedisServer(tmp)
+    Redis's added latency as paired differences. Redis as Debian configures it (appendfsync everysec)
+    and with a disk flush before every answer (appendfsync always, as the restart tests run it). Each
+    row also counts the Redis commands the proxy sent per request (round trips: EVALSHA, one script)."""
     out, procs, urls = [], [], {}
     path, body = bodies("responses", "small")
+    servers = {"redis": RedisServer(tmp / "r1", fsync="everysec"), "redis, fsync always": RedisServer(tmp / "r2")}
     try:
-        for name, store in (("memory", "memory"), ("redis", redis.url)):
+        for name, store in (("memory", "memory"), *((n, r.url) for n, r in servers.items())):
             port = free_port()
-            procs.append(Process(tmp, f"store-{name}", [sys.executable, "-m", "proxy", "--log-level", "WARNING",
-                                                        "serve", "--port", str(port), "--upstream", mock_url,
-                                                        "--store", store], "ready"))
+            procs.append(Process(tmp, f"store-{name.split(',')[0]}-{port}", [
+                sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port", str(port), "--upstream",
+                mock_url, "--store", store], "ready"))
             urls[name] = f"http://127.0.0.1:{port}" + path
-            out.append((name, asyncio.run(measure(urls[name], body, [procs[-1].proc.pid]))))
+            before = servers[name].commands() if name in servers else 0
+            row = asyncio.run(measure(urls[name], body, [procs[-1].proc.pid]))
+            if name in servers:
+                row["trips"] = (servers[name].commands() - before) / row["count"]
+            out.append((name, row))
         out[0][1]["added"] = 0.0
-        out[1][1]["added"] = asyncio.run(paired_added(Target(urls["redis"], body), Target(urls["memory"], body)))
+        for name, row in out[1:]:
+            row["added"] = asyncio.run(paired_added(Target(urls[name], body), Target(urls["memory"], body)))
     finally:
         for p in procs:
             p.stop()
-        redis.stop()
+        for r in servers.values():
+            r.stop()
     return out
+
+
+def rss_in_flight(tmp: Path, mock_url: str, streams: int = 20, size: int = 5_000_000) -> dict:
+    """A fresh instance's resident memory while `streams` Responses answers of `size` bytes each stream
+    through it at once (store false: only what is in flight), against the bytes in flight."""
+    port = free_port()
+    proc = Process(tmp, "rss", [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port",
+                                str(port), "--upstream", mock_url], "ready")
+    url = f"http://127.0.0.1:{port}/v1/responses"
+    body = {"model": "gemini-2.5-flash", "input": f"[[mock:bulk {size}]] a long answer", "stream": True,
+            "store": False}
+
+    def rss() -> int:
+        for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    async def run() -> dict:
+        async with aiohttp.ClientSession() as s:
+            async def one() -> int:
+                got = 0
+                async with s.post(url, json=body, headers=KEY) as r:
+                    async for chunk in r.content.iter_chunked(1 << 16):
+                        got += len(chunk)
+                return got
+
+            await one()  # warm-up: the allocator's first growth is not what is in flight
+            base, peak, done = rss(), 0, asyncio.Event()
+
+            async def sample() -> None:
+                nonlocal peak
+                while not done.is_set():
+                    peak = max(peak, rss())
+                    await asyncio.sleep(0.005)
+            sampler = asyncio.create_task(sample())
+            got = await asyncio.gather(*(one() for _ in range(streams)))
+            done.set()
+            await sampler
+            return {"base": base, "peak": peak, "in_flight": streams * size, "received": sum(got)}
+    try:
+        return asyncio.run(run())
+    finally:
+        proc.stop()
 
 
 def mitm_rows(tmp: Path) -> list[tuple[str, str, dict, dict]]:
@@ -359,7 +415,8 @@ def instances(tmp: Path, mock_url: str) -> list[tuple[int, dict]]:
     return out
 
 
-def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm: list, redis_cost: list) -> None:
+def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm: list, redis_cost: list,
+           in_flight: dict, chain: list) -> None:
     base = {(w, k): r for w, k, name, r in rows if name.startswith("direct")}
     theirs = {(w, k): r for w, k, name, r in rows if name.startswith("LiteLLM, direct")}
     lines = ["| workload | API | target | p50 ms | added p50 ms | req/s at 32 | throughput vs direct | "
@@ -374,21 +431,45 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
         lines.append(f"| {workload} | {kind} | {name} | {r['p50']:.2f} | {r.get('added', r['p50'] - b['p50']):+.2f} | "
                      f"{r['rps']:.0f} | {r['rps'] / b['rps']:.2f} | {cpu} | {vs} |")
 
+    hop = {w: r["added"] for w, k, name, r in rows if name == "null aiohttp hop"}
+    lines += ["", "| large requests | API | added p50 ms | null hop added p50 ms | beyond the hop ms (goal ≤ 1.0) | "
+              "CPU vs LiteLLM (goal ≤ 1/15) |", "|---|---|---|---|---|---|"]
+    for workload, kind, name, r in rows:
+        if name == "gemini-tool-proxy" and workload == "large":
+            vs = f"1/{litellm[(workload, kind)]['cpu_ms'] / r['cpu_ms']:.1f}" if (workload, kind) in litellm else "—"
+            lines.append(f"| {workload} | {kind} | {r['added']:+.2f} | {hop[workload]:+.2f} | "
+                         f"{r['added'] - hop[workload]:+.2f} | {vs} |")
+
     lines += ["", "| stream | API | added time to first text event ms (paired) |", "|---|---|---|"]
     lines += [f"| {w} | {k} | {added:+.2f} |" for w, k, added in ttfe]
     if mitm:
         lines += ["", "| MITM (native, TLS) | mitmdump + addon | added p50 vs plain ms | req/s at 32 | plain req/s "
-                  "(run just before) | addon's cost in throughput | CPU ms/req (plain) |",
-                  "|---|---|---|---|---|---|---|"]
+                  "(run just before) | addon's cost in throughput | CPU ms/req (plain) | CPU vs plain (goal ≤ 1.15) |",
+                  "|---|---|---|---|---|---|---|---|"]
         for w, name, r, b in mitm:
             lines.append(f"| {w} | {name} | {r['added']:+.2f} | {r['rps']:.0f} | {b['rps']:.0f} | "
-                         f"{1 - r['rps'] / b['rps']:+.0%} | {r['cpu_ms']:.2f} ({b['cpu_ms']:.2f}) |")
+                         f"{1 - r['rps'] / b['rps']:+.0%} | {r['cpu_ms']:.2f} ({b['cpu_ms']:.2f}) | "
+                         f"{r['cpu_ms'] / b['cpu_ms']:.2f}× |")
     if redis_cost:
         mem = redis_cost[0][1]
-        lines += ["", "| one instance, Responses small | p50 ms | added p50 vs memory ms | req/s at 32 |",
-                  "|---|---|---|---|"]
-        lines += [f"| store {n} | {r['p50']:.2f} | {r.get('added', r['p50'] - mem['p50']):+.2f} | {r['rps']:.0f} |"
+        lines += ["", "| one instance, Responses small | p50 ms | added p50 vs memory ms (goal ≤ +0.4) | req/s at 32 | "
+                  "Redis round trips per request |", "|---|---|---|---|---|"]
+        lines += [f"| store {n} | {r['p50']:.2f} | {r.get('added', r['p50'] - mem['p50']):+.2f} | {r['rps']:.0f} | "
+                  f"{r['trips']:.2f} |" if "trips" in r else
+                  f"| store {n} | {r['p50']:.2f} | {r.get('added', r['p50'] - mem['p50']):+.2f} | {r['rps']:.0f} | — |"
                   for n, r in redis_cost]
+    if in_flight:
+        mb = 1 << 20
+        grown = in_flight["peak"] - in_flight["base"]
+        lines += ["", "| 20 Responses streams of 5 MB at once (store false) | MB |", "|---|---|",
+                  f"| bytes in flight | {in_flight['in_flight'] / mb:.0f} |",
+                  f"| RSS before | {in_flight['base'] / mb:.0f} |",
+                  f"| RSS at its peak | {in_flight['peak'] / mb:.0f} |",
+                  f"| growth vs bytes in flight (goal ≤ 2×) | {grown / in_flight['in_flight']:.2f}× |"]
+    if chain:
+        lines += ["", "| previous_response_id chain, 2 KB a turn | p50 ms through the proxy | added vs the mock given "
+                  "the same body, ms (goal ≤ 25) |", "|---|---|---|"]
+        lines += [f"| turn {t} | {ms:.2f} | {added:+.2f} |" for t, ms, added in chain]
     lines += ["", "| history turns | translation µs per turn |", "|---|---|"]
     lines += [f"| {n} | {us:.1f} |" for n, us in per_turn.items()]
     if scale:

@@ -36,8 +36,8 @@ def _wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 20
 class RedisServer:
     """redis-server with append-only persistence, so a restart keeps what was stored."""
 
-    def __init__(self, tmp: Path) -> None:
-        self.dir, self.port = tmp / "redis", free_port()
+    def __init__(self, tmp: Path, fsync: str = "always") -> None:
+        self.dir, self.port, self.fsync = tmp / "redis", free_port(), fsync
         self.dir.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen | None = None
         self.start()
@@ -48,10 +48,26 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen([_which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
-                                      "--dir", str(self.dir), "--appendonly", "yes", "--appendfsync", "always",
+                                      "--dir", str(self.dir), "--appendonly", "yes", "--appendfsync", self.fsync,
                                       "--save", "", "--protected-mode", "yes"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_port(self.port, self.proc, "redis-server")
+
+    def commands(self) -> int:
+        """Commands clients have sent this server (scripts, pings), not those a script runs: one a
+        round trip, for counting a proxy's round trips per request."""
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            s.sendall(b"INFO commandstats\r\n")
+            header = b""
+            while b"\r\n" not in header:
+                header += s.recv(65536)
+            size = int(header[1:header.index(b"\r\n")])
+            text = header[header.index(b"\r\n") + 2:]
+            while len(text) < size:
+                text += s.recv(65536)
+        calls = {line.split(":")[0]: int(line.split("calls=")[1].split(",")[0])
+                 for line in text.decode().splitlines() if line.startswith("cmdstat_")}
+        return sum(calls.get(f"cmdstat_{c}", 0) for c in ("evalsha", "eval", "ping", "exists", "script"))
 
     def stop(self) -> None:
         if self.proc:

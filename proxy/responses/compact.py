@@ -42,7 +42,7 @@ async def items_at(store: SessionStore, session: str, response_id: str) -> list[
         if stored.input is None:
             raise ProxyError(f"Response '{stored.id}' was stored before its input items were kept; compact with "
                              "the conversation as input instead.", param="previous_response_id")
-    return [item for s in chain for item in (*s.input, *s.response.get("output", []))]
+    return [item for s in chain for item in (*as_items(s.input, s.id), *s.response.get("output", []))]
 
 
 def _text(content: Any) -> str:

@@ -12,7 +12,7 @@ from aiohttp import web
 from proxy.errors import ProxyError
 from proxy.responses import compact, websocket
 from proxy.responses.stream_writer import ResponsesWriter
-from proxy.responses.turn import Turn, prepare_turn
+from proxy.responses.turn import Turn, as_items, prepare_turn
 from proxy.server import background
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json
@@ -152,7 +152,7 @@ async def cancel_response(request: web.Request) -> web.Response:
 async def input_items(request: web.Request) -> web.Response:
     """The response's input items, newest first by default (`order`, `limit`, `after`, `before`)."""
     _, stored = await _stored(request)
-    items = list(stored.input or [])
+    items = as_items(stored.input or [], stored.id)
     query = request.query
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):

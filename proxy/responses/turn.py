@@ -53,7 +53,7 @@ class Turn:
     ctx: Context
     session: str
     req: ResponsesRequest
-    input: list[dict[str, Any]]     # the input items as sent, for GET .../input_items
+    input: list[dict[str, Any]]     # the input items as sent, for GET .../input_items (as_items)
     prior: Conversation | None
     conv: Conversation
     model: str
@@ -140,16 +140,20 @@ def open_compactions(seal: CarrierSeal, items: list[InputItem]) -> tuple[dict[st
     return summaries, calls
 
 
-def as_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def as_items(items: list[dict[str, Any]], owner: str | None = None) -> list[dict[str, Any]]:
     """Items as the Responses API gives them (GET .../input_items, a compaction's output): each with an
-    id and a status, a message's text as content parts (the client's own fields stay)."""
+    id and a status, a message's text as content parts (the client's own fields stay). The ids of a
+    stored response's input items are derived from its id (`owner`), so they need not be stored and
+    read the same every time; without an owner they are fresh."""
     out = []
-    for item in items:
+    for n, item in enumerate(items):
         if not isinstance(item, dict):
             out.append(item)
             continue
         kind = item.get("type", "message")
-        made = ids.message_id() if kind == "message" else ids.function_item_id()
+        prefix = "msg" if kind == "message" else "fc"
+        made = ids.derived(prefix, owner, n) if owner else ids.message_id() if kind == "message" else (
+            ids.function_item_id())
         item = {"id": made, "type": kind, "status": "completed", **{k: v for k, v in item.items() if v is not None}}
         if kind == "message" and isinstance(item.get("content"), str):
             assistant = item.get("role") == "assistant"
@@ -186,8 +190,9 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     summaries, compacted = open_compactions(ctx.seal(request, model), items)
     conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model), summaries=summaries)
-    sent_input = as_items([{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str)
-                         else req.input)
+    # The input items as sent: GET .../input_items gives them their ids and statuses (as_items).
+    sent_input = [{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str) else (
+        req.input)
     if req.store is not False:  # what storing the turn will keep: its contents and its input items
         start = len(prior.contents) if prior else 0
         ctx.store.refuse_unkeepable([conv.contents[start:], conv.system, sent_input], "This turn's input", "input")
