@@ -119,6 +119,40 @@ def test_completed_streams_and_big_requests_stay_within_the_store_limit(served) 
     assert grew < 100 * MB and grew_more < 160 * MB, (grew // MB, grew_more // MB)
 
 
+def test_streams_in_flight_cost_at_most_twice_their_bytes(served) -> None:
+    """Issue 27: twenty 5 MB Responses answers streaming at once (store false: nothing is kept) raise
+    RSS by at most twice the bytes in flight. The closing events each carry the whole text; framed
+    all at once they held several copies of every answer (3.3x measured before)."""
+    pid, url = served
+    body = {"model": "gemini-2.5-flash", "input": BULK, "stream": True, "store": False}
+
+    async def go(n: int) -> int:
+        peak, done = 0, asyncio.Event()
+
+        async def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, rss(pid))
+                await asyncio.sleep(0.005)
+
+        async def one(s: aiohttp.ClientSession) -> None:
+            async with s.post(url + "/v1/responses", json=body, headers={"authorization": "Bearer k"}) as r:
+                assert r.status == 200
+                async for _ in r.content.iter_chunked(1 << 16):
+                    pass
+        sampler = asyncio.create_task(sample())
+        async with aiohttp.ClientSession() as s:
+            await asyncio.gather(*(one(s) for _ in range(n)))
+        done.set()
+        await sampler
+        return peak
+
+    asyncio.run(go(2))  # warm-up
+    base = rss(pid)
+    peak = asyncio.run(go(20))
+    assert peak - base <= 2 * 20 * 5_000_000, ((peak - base) // MB, base // MB)
+
+
 def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None:
     """Issue 24 item 10: the budget counts what the process holds. Small turns used to cost 5x their
     JSON (orjson's 8 KiB buffers kept whole, uncounted per-entry objects): with a 2 MiB budget, 3,000

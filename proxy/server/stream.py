@@ -10,7 +10,7 @@ closes the upstream.
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -66,11 +66,19 @@ class _Sender:
             return
         self.handle = self.loop.call_later(self.timeout / 2, self._check)
 
-    async def __call__(self, data: bytes, eof: bool = False) -> None:
+    async def __call__(self, data: bytes | Iterable[bytes], eof: bool = False) -> None:
+        """Write `data`: bytes, or blocks made one at a time (each written before the next is made)."""
         if self.handle is None:
             self.handle = self.loop.call_later(self.timeout / 2, self._check)
-        self.writing_since = self.loop.time()
         try:
+            if not isinstance(data, bytes):
+                for block in data:
+                    self.writing_since = self.loop.time()
+                    await self.resp.write(block)
+                if not eof:
+                    return
+                data = b""
+            self.writing_since = self.loop.time()
             await (self.resp.write_eof(data) if eof else self.resp.write(data))
         finally:
             self.writing_since = None

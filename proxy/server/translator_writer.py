@@ -5,6 +5,7 @@ that terminal event, `end` gives it once the route has stored the turn, and a fa
 becomes the protocol's failure instead (`fail` after `finish`), never a success. Each protocol's
 writer lives in its folder (responses/, chat/, gemini/, interactions/)."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from proxy.wire.sse import sse_event
@@ -13,8 +14,13 @@ SSE = "text/event-stream; charset=utf-8"
 DONE = b"data: [DONE]\n\n"
 
 
-def sse_events(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(sse_event(e, e["type"]) for e in events)
+def sse_events(events: list[dict[str, Any]]) -> bytes | Iterator[bytes]:
+    """One SSE block, or several made one at a time as they are written (stream.py's sender): an
+    answer's closing events each carry the whole text, and serializing them all before the first is
+    written held several copies of a long answer at once."""
+    if len(events) <= 1:
+        return sse_event(events[0], events[0]["type"]) if events else b""
+    return (sse_event(e, e["type"]) for e in events)
 
 
 class TranslatorWriter:
