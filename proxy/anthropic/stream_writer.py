@@ -10,7 +10,7 @@ from typing import Any
 
 from proxy.anthropic.translator import AnthropicTranslator
 from proxy.errors import ProxyError
-from proxy.server.translator_writer import TranslatorWriter, sse_events
+from proxy.server.translator_writer import Frames, TranslatorWriter, sse_events
 
 PING_SECONDS = 10.0
 PING = "gtpPing"  # the key of the marker chunk with_pings puts between Gemini's (translator.py answers "ping")
@@ -44,20 +44,20 @@ class AnthropicWriter(TranslatorWriter):
     t: AnthropicTranslator
     SUCCESS = ("type", frozenset({"message_stop"}))
 
-    def _frame(self, events: list[dict[str, Any]]) -> bytes:
+    def _frame(self, events: list[dict[str, Any]]) -> Frames:
         return sse_events(events)
 
     @property
     def failed(self) -> bool:
         return self.t.failed
 
-    def finish(self) -> bytes:
+    def finish(self) -> Frames:
         return self._frame(self._hold(self.t.finish()))
 
-    def end(self) -> bytes:
+    def end(self) -> Frames:
         event = self._take_end()
         return self._frame([event] if event else [])
 
-    def fail(self, error: ProxyError) -> bytes:
+    def fail(self, error: ProxyError) -> Frames:
         self._take_end()  # the message was whole, but keeping its calls failed: an error after all
         return self._frame(self.t.fail(error))

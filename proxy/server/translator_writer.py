@@ -14,7 +14,10 @@ SSE = "text/event-stream; charset=utf-8"
 DONE = b"data: [DONE]\n\n"
 
 
-def sse_events(events: list[dict[str, Any]]) -> bytes | Iterator[bytes]:
+Frames = bytes | Iterator[bytes]  # what a writer gives stream.py's sender: bytes, or blocks made as written
+
+
+def sse_events(events: list[dict[str, Any]]) -> Frames:
     """One SSE block, or several made one at a time as they are written (stream.py's sender): an
     answer's closing events each carry the whole text, and serializing them all before the first is
     written held several copies of a long answer at once."""
@@ -34,13 +37,13 @@ class TranslatorWriter:
     def done(self) -> bool:
         return self.t.done
 
-    def _frame(self, events: list[dict[str, Any]]) -> bytes:
+    def _frame(self, events: list[dict[str, Any]]) -> Frames:
         raise NotImplementedError
 
-    def start(self) -> bytes:
+    def start(self) -> Frames:
         return self._frame(self.t.start())
 
-    def feed(self, chunk: dict[str, Any]) -> bytes:
+    def feed(self, chunk: dict[str, Any]) -> Frames:
         return self._frame(self.t.feed(chunk))
 
     # A clean end's terminal event, held from `finish` until the route has stored the turn (`end`).
