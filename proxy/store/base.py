@@ -3,6 +3,7 @@
 Methods are async so a networked backend (Redis, for several proxy instances) fits the same shape.
 """
 
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,27 +36,35 @@ class StoredResponse:
 MAX_CHAIN = 10_000
 
 
-async def stored_chain(store: "SessionStore", session: str, response_id: str, purpose: str = "continued"
-                       ) -> list[StoredResponse] | None:
-    """A stored response and every turn before it, oldest first, or None when it is unknown. A missing
-    ancestor is an error that names it (the response "cannot be `purpose`"), never a shortened chain."""
-    chain: list[StoredResponse] = []
+async def _walk(store: "SessionStore", session: str, response_id: str, purpose: str,
+                known: Callable[[str], Awaitable[bool]] | None = None) -> AsyncIterator[StoredResponse]:
+    """A stored response and the turns before it, newest first, until the chain's start or until
+    `known(rid)` says the rest is had already. An unknown response yields nothing; a missing ancestor
+    is an error that names it (the response "cannot be `purpose`"), never a shortened chain."""
     rid: str | None = response_id
-    while rid is not None:
+    walked = 0
+    while rid is not None and not (known is not None and await known(rid)):
         stored = await store.get_response(session, rid)
         if stored is None:
-            if not chain:
-                return None
+            if not walked:
+                return
             raise ProxyError(f"Previous response '{response_id}' cannot be {purpose}: an earlier turn of its "
                              f"conversation ('{rid}') is no longer stored.", param="previous_response_id",
                              code="previous_response_not_found")
-        chain.append(stored)
-        if len(chain) > MAX_CHAIN:
+        walked += 1
+        if walked > MAX_CHAIN:
             raise ProxyError(f"The conversation behind '{response_id}' is longer than {MAX_CHAIN} turns.",
                              param="previous_response_id")
+        yield stored
         rid = stored.parent
+
+
+async def stored_chain(store: "SessionStore", session: str, response_id: str, purpose: str = "continued"
+                       ) -> list[StoredResponse] | None:
+    """A stored response and every turn before it, oldest first, or None when it is unknown."""
+    chain = [stored async for stored in _walk(store, session, response_id, purpose)]
     chain.reverse()
-    return chain
+    return chain or None
 
 
 async def conversation_at(store: "SessionStore", session: str, response_id: str) -> Conversation | None:
@@ -65,27 +74,20 @@ async def conversation_at(store: "SessionStore", session: str, response_id: str)
     (history_cache.py) and whose chain is still stored; that history is kept for the response asked
     for, so the next turn reads one entry, not the chain."""
     histories: HistoryCache | None = getattr(store, "histories", None)
-    newer: list[StoredResponse] = []
-    known: CachedHistory | None = None
-    rid: str | None = response_id
-    while rid is not None:
-        known = histories.get(session, rid) if histories is not None else None
-        if known is not None and await store.all_stored(session, known.chain):
-            break
-        known = None
-        stored = await store.get_response(session, rid)
-        if stored is None:
-            if not newer:
-                return None
-            raise ProxyError(f"Previous response '{response_id}' cannot be continued: an earlier turn of its "
-                             f"conversation ('{rid}') is no longer stored.", param="previous_response_id",
-                             code="previous_response_not_found")
-        newer.append(stored)
-        if len(newer) > MAX_CHAIN:
-            raise ProxyError(f"The conversation behind '{response_id}' is longer than {MAX_CHAIN} turns.",
-                             param="previous_response_id")
-        rid = stored.parent
-    if known is not None and not newer:
+    found: list[CachedHistory] = []
+
+    async def cached(rid: str) -> bool:
+        hit = histories.get(session, rid) if histories is not None else None
+        if hit is not None and await store.all_stored(session, hit.chain):
+            found.append(hit)
+            return True
+        return False
+
+    newer = [stored async for stored in _walk(store, session, response_id, "continued", cached)]
+    known = found[0] if found else None
+    if known is None and not newer:
+        return None
+    if not newer:
         return known.conversation()
     newer.reverse()
     base = known.conversation() if known is not None else Conversation()
