@@ -139,3 +139,15 @@ def test_the_cache_holds_no_more_than_its_bytes() -> None:
     assert cache.get("s", "r99") is not None and cache.get("s", "r0") is None
     cache.put("s", "huge", ["huge"], Conversation(big * 20, [], []))  # more than one history may take
     assert cache.get("s", "huge") is None
+
+
+def test_a_cached_history_expires_once_unused_for_its_ttl() -> None:
+    now = [1000.0]
+    cache = HistoryCache(ttl=60.0, clock=lambda: now[0])
+    cache.put("s", "r1", ["r1"], Conversation([{"role": "user", "parts": [{"text": "hi"}]}], [], []))
+    now[0] += 59
+    assert cache.get("s", "r1") is not None  # a use keeps it another ttl
+    now[0] += 59
+    assert cache.get("s", "r1") is not None
+    now[0] += 61
+    assert cache.get("s", "r1") is None

@@ -17,13 +17,32 @@ DONE = b"data: [DONE]\n\n"
 Frames = bytes | Iterator[bytes]  # what a writer gives stream.py's sender: bytes, or blocks made as written
 
 
+# Events are framed into one write until it holds this many bytes; an answer's closing events, each
+# carrying the whole text, then go out one at a time as they are made.
+JOIN_BELOW = 64 * 1024
+
+
+def _joined(events: list[dict[str, Any]]) -> Iterator[bytes]:
+    pending: list[bytes] = []
+    size = 0
+    for e in events:
+        block = sse_event(e, e["type"])
+        pending.append(block)
+        size += len(block)
+        if size >= JOIN_BELOW:
+            yield b"".join(pending) if len(pending) > 1 else block
+            pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
 def sse_events(events: list[dict[str, Any]]) -> Frames:
-    """One SSE block, or several made one at a time as they are written (stream.py's sender): an
-    answer's closing events each carry the whole text, and serializing them all before the first is
-    written held several copies of a long answer at once."""
+    """SSE blocks for `events`: small events share one write (a start or a first chunk is one write,
+    not several), and a long answer's closing events are made one at a time as they are written
+    (stream.py's sender), so the answer is never held several times at once."""
     if len(events) <= 1:
         return sse_event(events[0], events[0]["type"]) if events else b""
-    return (sse_event(e, e["type"]) for e in events)
+    return _joined(events)
 
 
 class TranslatorWriter:
