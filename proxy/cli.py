@@ -17,6 +17,7 @@ from proxy import log_limits, malloc_tuning, options
 from proxy.config_file import ConfigError, apply_config, given_options
 from proxy.dialects import DIALECTS, parse_command
 from proxy.errors import ProxyError
+from proxy.journal.recorder import Recorder
 from proxy.logs import setup_logging
 from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, load_keys, refuse_open_bind
@@ -110,6 +111,17 @@ def _parser() -> argparse.ArgumentParser:
                                        "{\"error\"}.")
     parse.add_argument("--dialect", required=True, choices=sorted(DIALECTS), help="the model's text dialect")
     parse.add_argument("--tools", metavar="TOOLS.json", help="declared tools (a JSON list, any common shape)")
+
+    inspect = sub.add_parser("inspect", help="print a running proxy's recent exchanges, or one in full",
+                             description="Reads the journal of a running proxy (its /inspect API).")
+    inspect.add_argument("exchange", nargs="?", help="an exchange id (ex_...): show it in full")
+    inspect.add_argument("--url", default=f"http://127.0.0.1:{options.DEFAULT_PORT}",
+                         help="the proxy's front-end (default %(default)s)")
+    inspect.add_argument("--key", help="a client key, when the proxy has keys (default $GTP_INSPECT_KEY)")
+    inspect.add_argument("-n", "--last", type=int, default=20, help="how many exchanges to list (default 20)")
+    inspect.add_argument("--session", help="only this session's exchanges")
+    inspect.add_argument("--status", choices=("ok", "error"), help="only successful or only failed exchanges")
+    inspect.add_argument("--body-chars", type=int, default=4000, help="characters shown of each body (default 4000)")
 
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
@@ -232,10 +244,11 @@ async def _serve(args: argparse.Namespace) -> None:
     except ValueError as e:
         _fail(f"--store: {e}")
     await _check_store(store, args.store, bool(keys))
+    recorder = _recorder(args, store)
     runner, port = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
                                               fill_missing=args.fill_missing_required,
                                               forced_choice=args.forced_choice, keys=keys, carrier=carrier,
-                                              limits=limits, rules=_model_rules(args)),
+                                              limits=limits, rules=_model_rules(args), recorder=recorder),
                                      args.host, args.port, limits)
     runners.append(runner)
     gemini = getattr(upstream, "default", upstream)
@@ -251,6 +264,16 @@ async def _serve(args: argparse.Namespace) -> None:
         for r in reversed(runners):
             await r.cleanup()
         await store.close()
+
+
+def _recorder(args: argparse.Namespace, store: EntryStore) -> Recorder:
+    """The journal and the traces, told every secret the command line and the keys file hold."""
+    secrets = [*args.api_key, *args.gemini_key, *args.carrier_key]
+    if args.api_keys_file:
+        with contextlib.suppress(OSError):
+            secrets += Path(args.api_keys_file).read_text().split()
+    return Recorder.from_options(args.journal, args.journal_max_bytes, args.otlp_endpoint, secrets=secrets,
+                                 store=store)
 
 
 async def _check_store(store: EntryStore, url: str, keyed: bool) -> None:
@@ -404,6 +427,10 @@ def main(argv: list[str] | None = None) -> None:
         return _carrier_key(args)
     if args.command == "parse":
         raise SystemExit(parse_command.run(args.dialect, args.tools))
+    if args.command == "inspect":
+        from proxy.journal import inspect_command
+        raise SystemExit(inspect_command.run(args.url, args.key, args.last, args.exchange, args.session, args.status,
+                                             args.body_chars))
     with contextlib.suppress(KeyboardInterrupt):
         run = _serve(args) if args.command == "serve" else _mock(args)
         asyncio.run(run, loop_factory=_loop_factory(args.event_loop))

@@ -70,3 +70,8 @@ def interaction_id() -> str:
 
 def compaction_id() -> str:
     return f"cmp_{_token(32)}"
+
+
+def exchange_id() -> str:
+    """A journal entry's id (journal/recorder.py)."""
+    return f"ex_{_token(20)}"

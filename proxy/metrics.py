@@ -39,6 +39,8 @@ TOKENS = Counter("gtp_tokens", "Tokens Gemini reported, by upstream key, model a
                  registry=REGISTRY)
 STORE_ENTRIES = Gauge("gtp_store_entries", "Entries in the session store", registry=REGISTRY)
 STORE_BYTES = Gauge("gtp_store_bytes", "Bytes (as JSON) in the session store", registry=REGISTRY)
+JOURNAL_BYTES = Gauge("gtp_journal_bytes", "Bytes the exchange journal holds (bounded by --journal-max-bytes)",
+                      registry=REGISTRY)
 KEY_REQUESTS = Counter("gtp_key_requests", "Upstream requests by pool key and outcome", ["key", "outcome"],
                        registry=REGISTRY)
 KEY_COOLING = Gauge("gtp_key_cooling_seconds", "Seconds until a pool key that Gemini rate-limited is used again",
@@ -85,6 +87,9 @@ class RequestRecord:
     upstream: float = 0.0  # seconds spent waiting on the upstream
     key: str = "none"      # label of the upstream key used last
     failed: bool = False   # a stream that ended with its protocol's failure (its status was already 200)
+    client_model: str = ""  # the model name the client asked for (before aliases)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 CURRENT: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar("gtp_request", default=None)

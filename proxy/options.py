@@ -16,6 +16,7 @@ from typing import Any, Literal
 from proxy.dialects import DIALECTS
 from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
 from proxy.intercept.relay import DEFAULT_TIMEOUT as DEFAULT_RELAY_TIMEOUT
+from proxy.journal.ring import DEFAULT_MAX_BYTES as JOURNAL_MAX_BYTES
 from proxy.server.auth import KEYS_ENV
 from proxy.server.site import DEFAULT_BACKGROUND_LEASE, DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT
 from proxy.session.placeholders import DEFAULT_PLACEHOLDER
@@ -227,6 +228,15 @@ OPTIONS: tuple[Option, ...] = (
            metavar="KEY"),
     Option("carrier-keys-file", "text", CARRIER_KEYS_FILE, "carrier keys file, made (0600) on first use; share it "
            "between instances (default: in the CA directory)", metavar="FILE", addon_default=None),
+    # -- what the proxy did: journal, inspector, traces ------------------------------------------------
+    Option("journal", "text", "on", "keep a journal of recent exchanges (client request, Gemini request and "
+           "answer, client answer, the proxy's decisions; secrets redacted) for /inspect and `gemini-tool-proxy "
+           "inspect` ('on', default) or not ('off')", choices=("on", "off"), mitm=True),
+    Option("journal-max-bytes", "bytes", JOURNAL_MAX_BYTES, "bytes the journal keeps, oldest exchanges dropped "
+           "first (default 64M)", metavar="N[K|M|G]", addon_default=JOURNAL_MAX_BYTES, mitm=True),
+    Option("otlp-endpoint", "text", None, "export OpenTelemetry traces (GenAI semantic conventions) to this "
+           "OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (default: the OTEL_EXPORTER_OTLP_* variables, else off)",
+           metavar="URL", mitm=True),
     # -- the addon's own: intercepted traffic --------------------------------------------------------------
     Option("config", "text", None, "TOML file of options: the gtp_* names or the command line's "
            "(model_alias = [...]); options set on the command line win", serve=False),

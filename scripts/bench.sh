@@ -16,4 +16,5 @@ if [ "${BENCH_LITELLM:-1}" != 0 ]; then
     export BENCH_LITELLM_BIN="$LITELLM_VENV/bin/litellm"
 fi
 "$VENV_PY" scripts/bench.py "$@"
+"$VENV_PY" scripts/bench_journal.py --write  # the journal on against off -> docs/benchmarks-journal.md
 exec "$VENV_PY" scripts/bench_sse.py --write   # SSE decoding's scaling -> docs/benchmarks-sse.md

@@ -1,8 +1,11 @@
 # Sourced by test.sh and bench.sh: the system servers the tests and benchmarks run for real
-# (redis-server for the shared store, haproxy as the load balancer), from Debian's packages.
+# (redis-server for the shared store, haproxy as the load balancer, Chromium and its driver for the
+# /inspect page), from Debian's packages.
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing ${need[*]} (Debian packages)" >&2

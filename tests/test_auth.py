@@ -38,9 +38,16 @@ def _call(url: str, method: str, path: str, body: object | None = None, headers:
                                  headers={"content-type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=15) as r:
-            return r.status, json.loads(r.read() or b"{}"), dict(r.headers)
+            return r.status, _parsed(r.read(), r.headers), dict(r.headers)
     except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}"), dict(e.headers)
+        return e.code, _parsed(e.read(), e.headers), dict(e.headers)
+
+
+def _parsed(raw: bytes, headers) -> dict:
+    """JSON answers parsed; the inspector's sign-in page (HTML, for a browser) as {"html": text}."""
+    if headers.get("content-type", "").startswith("text/html"):
+        return {"html": raw.decode()}
+    return json.loads(raw or b"{}")
 
 
 def _routes(stack: Stack) -> list[tuple[str, str]]:
@@ -72,7 +79,10 @@ def test_every_route_but_the_health_checks_needs_a_key(locked: Stack) -> None:
                 assert status == 200
                 continue
             assert status == 401, (method, path, headers, answer)
-            if INTERACTIONS_PATH.match(path):  # the Interactions API's own error shape
+            if "html" in answer:  # /inspect without a key: a browser's sign-in form, never the journal
+                assert path == "/inspect"
+                assert "<form" in answer["html"] and "exchanges" not in answer["html"]
+            elif INTERACTIONS_PATH.match(path):  # the Interactions API's own error shape
                 assert answer["error"]["code"] == "UNAUTHENTICATED"
             elif is_anthropic_path(path):  # Anthropic's
                 assert answer == {"type": "error", "error": {"type": "authentication_error",

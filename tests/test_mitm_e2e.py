@@ -326,3 +326,50 @@ def test_google_genai_afc_history_repaired(mitm: MitmStack, model: str, stream: 
     calls = [p["functionCall"] for c in sent for p in c["parts"] if "functionCall" in p]
     answers = [p["functionResponse"] for c in sent for p in c["parts"] if "functionResponse" in p]
     assert [a.get("id") for a in answers] == [c.get("id") for c in calls]
+
+
+def test_intercepted_flows_are_in_the_journal(mitm: MitmStack) -> None:
+    """An app's request as it sent it, as it went to Gemini with the session's tools, Gemini's answer,
+    and the capture, on the front-end's /inspect API; the app's Gemini key nowhere in it."""
+    app_key = "AIzaSyJournalCanary0123456789abcdefghij"
+    run(set_tools(mitm, "journal", [WEATHER]))
+    own = {"functionDeclarations": [{"name": "app_tool", "parameters": {"type": "OBJECT", "properties": {}}}]}
+    status, _, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:generateContent",
+                              {"contents": [user("call get_weather city=Rome")], "tools": [own]},
+                              headers={"x-gtp-session": "journal", "x-goog-api-key": app_key}))
+    assert status == 200
+
+    async def read(path: str) -> bytes:
+        async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
+            assert r.status == 200, await r.text()
+            return await r.read()
+
+    rows = json.loads(run(read("/inspect/api/exchanges?kind=mitm&session=journal")))["exchanges"]
+    assert rows and rows[0]["kind"] == "mitm" and rows[0]["calls"][0]["name"] == "get_weather"
+    raw = run(read(f"/inspect/api/exchanges/{rows[0]['id']}"))
+    assert app_key.encode() not in raw
+    doc = json.loads(raw)
+    assert doc["client_request"]["body"]["tools"] == [own]  # as the app sent it
+    sent = doc["upstream"][0]["request"]["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in sent] == ["get_weather"]  # as Gemini got it: the session's tools
+    assert doc["client_request"]["headers"]["x-goog-api-key"] == "[redacted]"
+    kinds = [n["kind"] for n in doc["decisions"]]
+    assert "rewrite" in kinds and "capture" in kinds
+
+
+def test_an_intercepted_stream_is_in_the_journal_as_it_streamed(mitm: MitmStack) -> None:
+    run(set_tools(mitm, "journal-sse", [WEATHER]))
+    status, body, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                                 {"contents": [user("call get_weather city=Oslo")]},
+                                 headers={"x-gtp-session": "journal-sse"}))
+    assert status == 200 and b"get_weather" in body
+
+    async def read(path: str) -> dict:
+        async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
+            return await r.json()
+
+    [row] = run(read("/inspect/api/exchanges?kind=mitm&session=journal-sse"))["exchanges"]
+    assert row["stream"] and row["calls"][0]["name"] == "get_weather" and row["finish_reasons"]
+    doc = run(read(f"/inspect/api/exchanges/{row['id']}"))
+    assert "get_weather" in doc["client_answer"]["body"] and doc["upstream"][0]["chunks"]
+    assert doc["upstream"][0]["answer"]["candidates"][0]["content"]["parts"]  # the stream assembled

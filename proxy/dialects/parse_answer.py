@@ -9,8 +9,10 @@ from typing import Any
 
 from proxy.dialects.base import Call, Dialect, ToolSpec
 from proxy.dialects.text_parser import Event
+from proxy.journal import exchange
 
 log = logging.getLogger(__name__)
+NOTED_TEXT = 4000  # characters of the model's text the journal keeps beside the calls parsed from it
 
 
 def _part(event: Event) -> dict[str, Any] | None:
@@ -34,6 +36,9 @@ class AnswerParser:
         self.parsers: dict[int, Any] = {}
         self.warnings: list[str] = []
         self.calls = 0
+        self.recording = exchange.recording()  # the journal's note of what was parsed from which text
+        self.raw: dict[int, str] = {}
+        self.parsed: list[str] = []
 
     def _parser(self, index: int) -> Any:
         if index not in self.parsers:
@@ -45,8 +50,11 @@ class AnswerParser:
         for event in events:
             if event[0] == "warning":
                 self.warnings.append(event[1])
+                exchange.note("dialect", f"{self.dialect.name}: {event[1]}")
             elif event[0] == "call":
                 self.calls += 1
+                if self.recording:
+                    self.parsed.append(event[1].name)
             part = _part(event)
             if part is not None:
                 out.append(part)
@@ -69,6 +77,8 @@ class AnswerParser:
             parts: list[dict[str, Any]] = []
             for p in content.get("parts") or []:
                 if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought"):
+                    if self.recording and len(self.raw.get(index, "")) < NOTED_TEXT:
+                        self.raw[index] = self.raw.get(index, "") + p["text"]
                     parts += self._parts(parser.feed(p["text"]))
                     extra = {k: v for k, v in p.items() if k not in ("text", "thought")}
                     if extra:  # a signature (Gemini 3 signs its last text part) travels on an empty text part
@@ -78,6 +88,13 @@ class AnswerParser:
             finish = cand.get("finishReason")
             if finish:
                 parts += self._parts(parser.close("length" if finish == "MAX_TOKENS" else "stop"))
+                if self.recording:
+                    text = self.raw.pop(index, "")
+                    exchange.note("dialect", f"{len(self.parsed)} call(s) parsed from the model's "
+                                             f"{self.dialect.name} text" + (f": {', '.join(self.parsed)}"
+                                                                             if self.parsed else ""),
+                                  calls=list(self.parsed), text=text[:NOTED_TEXT])
+                    self.parsed = []
             cand = {k: v for k, v in cand.items() if k != "content"}
             if parts:
                 cand["content"] = {**content, "role": content.get("role", "model"), "parts": _merged(parts)}

@@ -10,6 +10,8 @@ from mitmproxy import ctx, exceptions
 
 from proxy import options
 from proxy.config_file import ConfigError, addon_settings
+from proxy.intercept.journal_addon import RecorderRef
+from proxy.journal.recorder import Recorder
 from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.context import parse_aliases
@@ -65,6 +67,8 @@ class Options:
         self.vertex: list[GoogleCredential] = []  # gtp_vertex_credentials, loaded
         self.carrier = CarrierKeys.ephemeral()
         self.given: set[str] = set()  # gtp_* options the command line set, even to their defaults
+        self.recorder = RecorderRef()  # the journal and traces (journal/), remade when their options change
+        self.store: Any = None  # the addon's session store (the journal is shared through it when it is Redis)
 
     def load(self, loader: Any) -> None:
         # mitmdump holds `--set gtp_...` back (deferred) until the addon declares its options: what is
@@ -167,5 +171,14 @@ class Options:
                 self.carrier = load_carrier_keys(list(opts.gtp_carrier_key), path)
             except (ValueError, OSError) as e:
                 raise exceptions.OptionsError(f"carrier keys: {e}") from None
+        if updated & {"gtp_journal", "gtp_journal_max_bytes", "gtp_otlp_endpoint", "gtp_api_key", "gtp_gemini_key",
+                      "gtp_carrier_key"}:
+            if opts.gtp_journal not in ("on", "off"):
+                raise exceptions.OptionsError(f"gtp_journal must be 'on' or 'off', not {opts.gtp_journal!r}")
+            if self.recorder.recorder is not None:
+                self.recorder.recorder.close()
+            self.recorder.recorder = Recorder.from_options(
+                opts.gtp_journal, opts.gtp_journal_max_bytes, opts.gtp_otlp_endpoint,
+                secrets=[*opts.gtp_api_key, *opts.gtp_gemini_key, *opts.gtp_carrier_key], store=self.store)
         if opts.gtp_upstream == "relay" and not opts.gtp_relay:
             raise exceptions.OptionsError("gtp_upstream=relay needs gtp_relay (a URL or a command line)")

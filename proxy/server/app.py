@@ -1,6 +1,7 @@
 """Build the front-end application; the CLI and the mitmproxy addon run it."""
 
 import re
+import time
 from typing import Any
 
 from aiohttp import web
@@ -12,8 +13,11 @@ from proxy.chat import routes as chat_routes
 from proxy.errors import ProxyError
 from proxy.gemini import errors as gemini_errors
 from proxy.gemini import routes as gemini_routes
+from proxy.inspect.routes import add_routes as add_inspect_routes
 from proxy.interactions import errors as interactions_errors
 from proxy.interactions import routes as interactions_routes
+from proxy.journal import access_log
+from proxy.journal.recorder import UNRECORDED, Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
@@ -22,6 +26,7 @@ from proxy.server.auth import SCOPE, ClientKeys, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
 from proxy.server.models_route import list_models
+from proxy.server.recording import record_middleware
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
 from proxy.server.workers import shutdown_workers
@@ -77,6 +82,11 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
     finally:
         if route is not None and record.route != "/metrics":
             metrics.finish(record, status)
+        if access_log.enabled() and not request.path.startswith(UNRECORDED):
+            access_log.write(access_log.access_fields(
+                request.method, record.route, request.path, status, time.perf_counter() - record.start,
+                record.upstream, record.client_model, record.model, record.input_tokens, record.output_tokens, rid,
+                SESSION_ID.get()))
         metrics.CURRENT.reset(tokens[0])
         REQUEST_ID.reset(tokens[1])
         SESSION_ID.reset(tokens[2])
@@ -122,9 +132,10 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
              fill_missing: bool = False, forced_choice: Policy = "retry",
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
-             limits: ServerLimits | None = None, rules: ModelRules | None = None) -> web.Application:
-    app = web.Application(middlewares=[observe_middleware, error_middleware, auth_middleware, identity_middleware],
-                          client_max_size=max_body)
+             limits: ServerLimits | None = None, rules: ModelRules | None = None,
+             recorder: Recorder | None = None) -> web.Application:
+    app = web.Application(middlewares=[observe_middleware, record_middleware, error_middleware, auth_middleware,
+                                       identity_middleware], client_max_size=max_body)
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
@@ -132,12 +143,13 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
-                           limits=limits or ServerLimits(), rules=rules, rest=rest)
+                           limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)
     app.router.add_get("/v1/models", list_models)
     add_session_routes(app)
+    add_inspect_routes(app)
     # One line per client protocol: its routes, and its error shape for its paths (Interactions' before
     # Gemini's, whose paths hold them); Gemini's routes last, as their catch-all must shadow none.
     for protocol in (responses_routes, chat_routes, anthropic_routes, interactions_routes, gemini_routes):
@@ -147,6 +159,8 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()
         shutdown_workers()
+        if recorder is not None:
+            recorder.close()
 
     async def end_requests(_: web.Application) -> None:
         """Requests get the shutdown time but its final phase to finish, then end in their protocol."""

@@ -37,11 +37,13 @@ class ClientKeys:
 
     def __init__(self, keys: Iterable[str]) -> None:
         self._by_digest: dict[bytes, str] = {}
+        self._by_cookie: dict[str, str] = {}
         for key in keys:
             if len(key) < MIN_KEY_LENGTH:
                 raise ValueError(f"an API key must be at least {MIN_KEY_LENGTH} characters "
                                  f"(one given has {len(key)})")
             self._by_digest[hashlib.sha256(key.encode()).digest()] = scope_of(key)
+            self._by_cookie[_cookie(key)] = scope_of(key)
 
     def __bool__(self) -> bool:
         return bool(self._by_digest)
@@ -58,6 +60,26 @@ class ClientKeys:
             if hmac.compare_digest(known, digest):
                 return scope
         return None
+
+
+    def cookie_for(self, key: str) -> str | None:
+        """The inspector's sign-in cookie for a key this admits (an HMAC of it: not the key)."""
+        return _cookie(key) if self.scope(key) is not None else None
+
+    def cookie_scope(self, cookie: str | None) -> str | None:
+        if not cookie:
+            return None
+        for known, scope in self._by_cookie.items():
+            if hmac.compare_digest(known, cookie):
+                return scope
+        return None
+
+
+def _cookie(key: str) -> str:
+    return hmac.new(key.encode(), b"gemini-tool-proxy inspect sign-in", hashlib.sha256).hexdigest()
+
+
+INSPECT_COOKIE = "gtp_inspect"
 
 
 def load_keys(keys: Iterable[str] = (), keys_file: str | None = None, env: dict[str, str] | None = None) -> ClientKeys:
@@ -110,6 +132,13 @@ def authenticate(request: web.Request, keys: ClientKeys) -> None:
     """Admit the request or raise a 401 (rendered in the caller's protocol by the error middleware)."""
     if not keys or request.path in OPEN_PATHS:
         return
+    if request.path.startswith("/inspect") and presented_key(request) is None:
+        scope = keys.cookie_scope(request.cookies.get(INSPECT_COOKIE))  # a browser signed in (inspect/routes.py)
+        if scope is not None:
+            request[SCOPE] = scope
+            return
+        if request.path == "/inspect":
+            return  # the page answers with its sign-in form
     scope = keys.scope(presented_key(request))
     if scope is None:
         given = presented_key(request) is not None

@@ -7,6 +7,8 @@ from aiohttp import web
 
 from proxy import metrics
 from proxy.errors import ProxyError
+from proxy.journal import exchange
+from proxy.journal.recorder import Recorder
 from proxy.model_rules import ModelRules
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
 from proxy.server.in_flight import InFlight
@@ -52,6 +54,7 @@ class Context:
     carrier: CarrierKeys = field(default_factory=CarrierKeys.ephemeral)  # seals stateless clients' carriers
     limits: ServerLimits = field(default_factory=ServerLimits)
     in_flight: InFlight = field(default_factory=InFlight)
+    recorder: Recorder | None = None  # the journal and traces (journal/recorder.py); None: nothing recorded
 
     async def keep_calls(self, session: str, calls: list[CallRecord], route: str,
                          hosted: list[CallRecord] | None = None) -> None:
@@ -83,6 +86,9 @@ class Context:
     def gemini_model(self, name: str) -> str:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar
         (it becomes part of the upstream URL)."""
+        record = metrics.CURRENT.get()
+        if record is not None and not record.client_model:
+            record.client_model = name[:200]
         return check_model_name(self.aliases.get(name, name))
 
     def json_schema_mode(self, gemini_model: str) -> bool:
@@ -103,8 +109,45 @@ class Context:
                                  web_search=web_search).serve_hosted(model, self.rules.hosted_tools)
         call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.call_id for i in items
                     if isinstance(i, _REFERRING)]
-        calls = {**self.seal(request, model).decode(items), **await self.store.get_calls(session, call_ids)}
+        carried = self.seal(request, model).decode(items)
+        stored = await self.store.get_calls(session, call_ids)
+        calls = {**carried, **stored}
+        if exchange.recording():
+            _note_preparation(prepared, carried, stored, call_ids)
         return model, prepared, calls
+
+
+# Calls whose record's source is noted one by one (the latest asked for); the rest share one note.
+NOTED_CALLS = 8
+
+
+def _note_preparation(prepared: PreparedTools, carried: dict[str, CallRecord], stored: dict[str, CallRecord],
+                      asked: list[str]) -> None:
+    """The journal's decisions of a request's preparation: schema repairs (worked out once per tool
+    list), and where each earlier call's record (its thought signature, Gemini's own id and name)
+    came from."""
+    if not prepared.json_schema_mode:
+        exchange.note_all(prepared.schema_repair_notes())
+    for warning in prepared.warnings:
+        exchange.note("warning", warning)
+    ids = list(dict.fromkeys(asked))
+    older, latest = ids[:-NOTED_CALLS], ids[-NOTED_CALLS:]
+    if older:
+        found = sum(1 for i in older if i in stored or i in carried)
+        exchange.note("signature", f"{len(older)} earlier call(s): {found} record(s) restored (store or carrier), "
+                                   f"{len(older) - found} sent with the sentinel where Gemini needs one",
+                      call_ids=older[:200])
+    for call_id in latest:
+        record = stored.get(call_id) or carried.get(call_id)
+        if record is None:
+            exchange.note("signature", f"call {call_id}: no record (store or carrier); sent with the sentinel "
+                                       "signature where Gemini needs one", call_id=call_id, source="none")
+            continue
+        source = "store" if call_id in stored else "carrier"
+        signed = bool(record.signature)
+        exchange.note("signature", f"call {call_id}: record restored from the {source}"
+                                   + (" with its thought signature" if signed else " (it had no signature)"),
+                      call_id=call_id, source=source, signed=signed)
 
 
 def parse_aliases(specs: list[str] | tuple[str, ...]) -> dict[str, str]:

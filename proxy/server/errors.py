@@ -15,7 +15,9 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from proxy.errors import ProxyError, openai_error_body
+from proxy.journal import exchange
 from proxy.server.context import CONTEXT
+from proxy.server.recording import RAW_BODY
 from proxy.server.workers import worker_processes
 from proxy.wire.json_body import (
     check_tools,
@@ -62,6 +64,7 @@ async def _handle(request: web.Request, handler: Any) -> web.StreamResponse:
         return render(request, request.app[CONTEXT].in_flight.absorb(e))
     except ProxyError as e:
         log.info("%s %s -> %s: %s", request.method, request.path, e.status, e.message)
+        exchange.failed(e)
         return render(request, e)
     except web.HTTPRequestEntityTooLarge:
         limit = request.app[CONTEXT].max_body
@@ -76,8 +79,9 @@ async def _handle(request: web.Request, handler: Any) -> web.StreamResponse:
         log.info("%s %s: the client went away", request.method, request.path)  # expected, no traceback
         e.__traceback__ = e.__context__ = e.__cause__ = None  # no cycle keeping the request's frames alive
         raise
-    except Exception:
+    except Exception as e:
         log.exception("unexpected error on %s %s", request.method, request.path)
+        exchange.failed(e)
         return render(request, ProxyError("The proxy failed while handling this request; see its log.",
                                           status=500, type="server_error"))
 
@@ -99,7 +103,9 @@ async def read_json(request: web.Request) -> Any:
     except TimeoutError:
         raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
                          code="request_timeout", headers={"Connection": "close"}) from None
-    return await parse_body(raw)
+    body = await parse_body(raw)
+    request[RAW_BODY] = raw  # well-formed JSON: the journal embeds it as it came (server/recording.py)
+    return body
 
 
 async def parse_body(raw: bytes) -> Any:

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from proxy import malloc_tuning, metrics
 from proxy.errors import ProxyError
+from proxy.journal import exchange
 from proxy.server.context import CONTEXT
 from proxy.wire.gemini import checked
 
@@ -56,6 +57,7 @@ class _Sender:
         self.loop = asyncio.get_running_loop()
         self.writing_since: float | None = None
         self.handle: asyncio.TimerHandle | None = None  # started by the first write
+        self.exchange = exchange.CURRENT.get()  # the journal's record of what the client got
 
     def _check(self) -> None:
         if self.writing_since is not None and self.loop.time() - self.writing_since >= self.timeout:
@@ -74,11 +76,15 @@ class _Sender:
             if not isinstance(data, bytes):
                 for block in data:
                     self.writing_since = self.loop.time()
+                    if self.exchange is not None:
+                        self.exchange.streamed(block)
                     await self.resp.write(block)
                 if not eof:
                     return
                 data = b""
             self.writing_since = self.loop.time()
+            if self.exchange is not None and data:
+                self.exchange.streamed(data)
             await (self.resp.write_eof(data) if eof else self.resp.write(data))
         finally:
             self.writing_since = None
@@ -134,6 +140,7 @@ async def relay(chunks: AsyncIterator[dict[str, Any]], writer: StreamWriter, sen
             ok = True
         except ProxyError as e:
             log.info("%s: stream failed: %s", what, e.message)
+            exchange.failed(e)
             await send(writer.fail(e))
         except asyncio.CancelledError as e:  # a shutdown: the stream ends with its failure event
             await send(writer.fail(in_flight.absorb(e)))
@@ -144,8 +151,9 @@ async def relay(chunks: AsyncIterator[dict[str, Any]], writer: StreamWriter, sen
             log.info("%s: the client went away (%s)", what, type(e).__name__)
             e.__traceback__ = e.__context__ = e.__cause__ = None
             return False
-        except Exception:
+        except Exception as e:
             log.exception("stream failed on %s", what)
+            exchange.failed(e)
             await send(writer.fail(ProxyError(INTERNAL, status=500, type="server_error", code="server_error")))
         return True
     finally:

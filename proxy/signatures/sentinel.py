@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from proxy.journal import exchange
+
 # Documented dummy value for calls Gemini did not produce (GEM-DOC thought-signatures#faqs;
 # gemini-cli geminiChat.ts injects the same string).
 SENTINEL = "skip_thought_signature_validator"
@@ -26,6 +28,8 @@ def sign_unsigned_turns(contents: list[dict[str, Any]], model: str) -> None:
         calls = [p for p in content.get("parts", []) if "functionCall" in p]
         if calls and not any(p.get("thoughtSignature") for p in calls):
             calls[0]["thoughtSignature"] = SENTINEL
+            exchange.note("signature", f"call {calls[0]['functionCall'].get('name')!r}: no thought signature "
+                                       f"known; sent with the documented sentinel", source="sentinel")
 
 
 def sign_current_turn(contents: list[dict[str, Any]], model: str) -> None:

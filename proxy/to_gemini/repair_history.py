@@ -21,6 +21,7 @@ import logging
 from typing import Any
 
 from proxy.from_gemini.server_tools import SERVER_PARTS, is_server_part
+from proxy.journal import exchange
 from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
 from proxy.tools.hosted_tools import combines_search
 
@@ -166,17 +167,24 @@ def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: 
     """Apply the repairs above. Modifies the contents in place; returns them (one shorter when a
     prefill turn was dropped). The contents must have passed the Gemini wire model (wire/gemini.py).
     `result_parts`: whether the model takes functionResponse.parts (None: its default)."""
+    given = len(contents)
     contents = drop_trailing_prefill(merge_chunk_turns(contents), model)
+    if len(contents) != given:
+        exchange.note("history", f"{given} turns became {len(contents)}: streamed chunks of one model turn merged, "
+                                 "or a trailing model prefill dropped")
     kinds = _part_kinds(contents)
     if not kinds.isdisjoint(SERVER_PARTS) and not combines_search(model):
         contents = drop_server_parts(contents)
+        exchange.note("history", f"Google Search parts dropped from the history: {model} cannot combine them "
+                                 "with function calls")
     if "functionResponse" not in kinds:  # the rest only touch function responses
         return contents
     fill_response_ids(contents)
     order_function_responses(contents)
     escape_response_refs(contents)
-    if not (parts_in_results(model) if result_parts is None else result_parts):
-        media_as_siblings(contents)
+    if not (parts_in_results(model) if result_parts is None else result_parts) and media_as_siblings(contents):
+        exchange.note("history", f"media returned by tools sent as parts after the function responses: {model} "
+                                 "takes no functionResponse.parts")
     return contents
 
 

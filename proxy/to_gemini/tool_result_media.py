@@ -59,8 +59,10 @@ def response_with_media(name: str, gemini_id: str | None, call_id: str, text: st
     return {"functionResponse": fr}
 
 
-def media_as_siblings(contents: list[dict[str, Any]]) -> None:
-    """Rewrite `functionResponse.parts` as sibling parts after the turn's function responses (in place)."""
+def media_as_siblings(contents: list[dict[str, Any]]) -> int:
+    """Rewrite `functionResponse.parts` as sibling parts after the turn's function responses (in place);
+    returns how many turns it rewrote."""
+    rewritten = 0
     for content in contents:
         parts = content.get("parts") or []
         if not any(isinstance(p.get("functionResponse"), dict) and p["functionResponse"].get("parts")
@@ -89,3 +91,5 @@ def media_as_siblings(contents: list[dict[str, Any]]) -> None:
             fr["response"] = response
             kept.append({**p, "functionResponse": fr})
         content["parts"] = kept + trailing
+        rewritten += 1
+    return rewritten

@@ -14,6 +14,7 @@ from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
+from proxy.schema.repairs import schema_repairs
 from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
@@ -33,6 +34,23 @@ class PreparedTools:
     builtins: list[dict[str, Any]] = field(default_factory=list)  # Gemini's built-in tools serving them
     server_side: bool = False  # toolConfig.includeServerSideToolInvocations: built-ins next to functions
     warnings: list[str] = field(default_factory=list)  # hosted tools the request goes without, and why
+    memo: dict[str, Any] = field(default_factory=dict)  # what is worked out once per cached tool list
+
+    def schema_repairs(self) -> list[dict[str, Any]]:
+        """What converting each tool's schema repairs (schema/repairs.py), by the client's tool name:
+        worked out once per tool list (the cache's hits share it), for the journal."""
+        if "repairs" not in self.memo:
+            self.memo["repairs"] = [{"tool": self.names.to_client.get(name, name), **r}
+                                    for name, schema in self.schemas.items() for r in schema_repairs(schema)]
+        return self.memo["repairs"]
+
+    def schema_repair_notes(self) -> list[dict[str, Any]]:
+        """The repairs as the journal's notes (made once; notes are never changed once made)."""
+        if "repair_notes" not in self.memo:
+            self.memo["repair_notes"] = [{"kind": "schema", "message": f"tool {r['tool']!r}: {r['keyword']} at "
+                                                                       f"{r['path']} {r['action']}", **r}
+                                         for r in self.schema_repairs()]
+        return self.memo["repair_notes"]
 
     def gemini_tools(self) -> list[dict[str, Any]]:
         decls = [{"functionDeclarations": self.declarations}] if self.declarations else []
@@ -125,11 +143,12 @@ class _Prepared:
     names: ToolNames
     strict: bool
     hosted: tuple[HostedTool, ...]
+    memo: dict[str, Any]  # shared by every hit (PreparedTools.memo)
 
     @classmethod
     def keep(cls, p: PreparedTools) -> "_Prepared":
         return cls(tuple(dict(d) for d in p.declarations), tuple(dict(e) for e in p.echo), dict(p.schemas),
-                   p.names, p.strict, tuple(p.hosted))
+                   p.names, p.strict, tuple(p.hosted), p.memo)
 
     def fresh(self, json_schema_mode: bool, fill_missing: bool) -> PreparedTools:
         names = ToolNames()
@@ -138,7 +157,7 @@ class _Prepared:
         return PreparedTools(declarations=[dict(d) for d in self.declarations], names=names,
                              echo=[dict(e) for e in self.echo], strict=self.strict,
                              json_schema_mode=json_schema_mode, schemas=dict(self.schemas),
-                             fill_missing=fill_missing, hosted=list(self.hosted))
+                             fill_missing=fill_missing, hosted=list(self.hosted), memo=self.memo)
 
 
 # Whole tool lists by content: an agent sends the same list every turn, and building it again (20

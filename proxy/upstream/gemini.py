@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from yarl import URL
 
 from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
+from proxy.journal.exchange import Json, UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
 from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.key_pool import KeyPool, keys_from_env
@@ -123,6 +125,9 @@ class GeminiUpstream(HttpSession):
         data = fast_json.dumps(body)
         loop = asyncio.get_running_loop()
         attempt = 0
+        journal = upstream_call()  # the journal's record of this call, when one is kept
+        if journal is not None:
+            journal.raw, journal.body = True, Json(data)
         while True:
             try:
                 key = self._credential(api_key)
@@ -151,13 +156,20 @@ class GeminiUpstream(HttpSession):
                             continue
                         raise
                     read_limit = {} if stream else {"timeout": self._idle_limit(self.read_timeout)}
+                    tried = _attempt(journal, key)
                     resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers,
                                                    **read_limit)
+                    if tried is not None:
+                        tried.update(status=resp.status, end=time.perf_counter())
                     if resp.status == 200:
                         self._note_key(key, "ok")
+                        if journal is not None:
+                            journal.first_byte = time.perf_counter()
                         return resp
                     text = await resp.text(errors="replace")
                     resp.release()
+                    if tried is not None:
+                        tried["error"] = text[:2000]
                 error = _error_from(resp.status, text, resp.headers)
                 metrics.UPSTREAM_ERRORS.labels(str(resp.status), error.type).inc()
                 if resp.status == 429 and key and self.pool.owns(key):
@@ -179,6 +191,8 @@ class GeminiUpstream(HttpSession):
                                       else f"did not answer within the total deadline of {self.total_timeout:g}s"
                                       ) from e
             except aiohttp.ClientConnectionError as e:
+                if journal is not None and journal.attempts:
+                    journal.attempts[-1].update(error=f"could not connect: {e}", end=time.perf_counter())
                 metrics.UPSTREAM_ERRORS.labels("connect", "server_error").inc()
                 error = UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
                                       type="server_error")
@@ -301,7 +315,11 @@ class GeminiUpstream(HttpSession):
         resp = await self._post(model, body, api_key, stream=False, deadline=deadline)
         try:
             async with asyncio.timeout_at(deadline):
-                answer = fast_json.loads(await resp.read())
+                raw = await resp.read()
+                answer = fast_json.loads(raw)
+            call = upstream_call()
+            if call is not None and call.raw:
+                call.answer, call.last_byte = Json(raw), time.perf_counter()
         except TimeoutError as e:
             resp.close()
             raise self._cut_answer(e) from e
@@ -354,6 +372,15 @@ class GeminiUpstream(HttpSession):
         finally:
             # Cut short (the client went away, a deadline passed): drop the connection and its buffers.
             resp.release() if ended else resp.close()
+
+
+def _attempt(journal: UpstreamCall | None, key: Credential | None) -> dict[str, Any] | None:
+    """A new attempt on the journal's record of the call: when, and with which key (its `k-` label)."""
+    if journal is None:
+        return None
+    tried: dict[str, Any] = {"start": time.perf_counter(), "key": key.label if key else None}
+    journal.attempts.append(tried)
+    return tried
 
 
 def _parse_chunk(payload: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from proxy import metrics
+from proxy.journal.exchange import CURRENT
 from proxy.upstream.base import Upstream
 
 USAGE_KINDS = (("promptTokenCount", "input"), ("candidatesTokenCount", "output"), ("thoughtsTokenCount", "thinking"),
@@ -18,6 +19,9 @@ def _count_usage(model: str, usage: Any) -> None:
         return
     record = metrics.CURRENT.get()
     key = record.key if record else "none"
+    if record is not None:
+        record.input_tokens = usage.get("promptTokenCount", record.input_tokens)
+        record.output_tokens = usage.get("candidatesTokenCount", record.output_tokens)
     for field, kind in USAGE_KINDS:
         value = usage.get(field)
         if isinstance(value, int) and value > 0:
@@ -33,23 +37,41 @@ class ObservedUpstream:
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         _note_model(model)
+        ex = CURRENT.get()
+        call = ex.upstream(model, body, stream=False) if ex is not None else None
         start = time.perf_counter()
         try:
             answer = await self.inner.generate(model, body, api_key)
+        except Exception as e:
+            if call is not None:
+                call.error = getattr(e, "message", None) or repr(e)[:500]
+            raise
         finally:
             metrics.add_upstream_time(time.perf_counter() - start)
+            if call is not None:
+                call.last_byte = time.perf_counter()
+        if call is not None:
+            call.learn(answer)
+            if call.answer is None:
+                call.answer = answer  # an upstream that recorded no bytes of its own (gemini.py does)
         _count_usage(model, answer.get("usageMetadata"))
         return answer
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
                      ) -> AsyncIterator[dict[str, Any]]:
         _note_model(model)
+        ex = CURRENT.get()
+        call = ex.upstream(model, body, stream=True) if ex is not None else None
         start = time.perf_counter()
         try:
             chunks = await self.inner.stream(model, body, api_key)
+        except Exception as e:
+            if call is not None:
+                call.error = getattr(e, "message", None) or repr(e)[:500]
+            raise
         finally:
             metrics.add_upstream_time(time.perf_counter() - start)
-        return _timed(chunks, model)
+        return _timed(chunks, model, call)
 
 
 def _note_model(model: str) -> None:
@@ -58,7 +80,8 @@ def _note_model(model: str) -> None:
         record.model = model
 
 
-async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str) -> AsyncIterator[dict[str, Any]]:
+async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = None
+                 ) -> AsyncIterator[dict[str, Any]]:
     usage = None
     try:
         while True:
@@ -71,6 +94,8 @@ async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str) -> AsyncIter
                 metrics.add_upstream_time(time.perf_counter() - start)
             if isinstance(chunk, dict) and chunk.get("usageMetadata"):
                 usage = chunk["usageMetadata"]  # each chunk repeats the running totals: the last counts
+            if call is not None:
+                call.chunk(chunk)
             yield chunk
     finally:
         aclose = getattr(chunks, "aclose", None)

@@ -1,0 +1,106 @@
+"""The inspector's routes. The page and its files come from the package (no CDN, nothing built);
+the API answers with what the journal holds for the caller's scope only.
+
+Signing in: with client keys configured, `/inspect?key=KEY` checks the key (the auth middleware),
+sets an HttpOnly, SameSite=Strict cookie that stands for it, and redirects to `/inspect`, so the key
+stays in neither the address bar nor the page. The cookie is an HMAC of the key (auth.py), useless
+anywhere but here. Without keys (loopback, one user) there is no sign-in."""
+
+import asyncio
+import contextlib
+from importlib import resources
+
+import orjson
+from aiohttp import web
+
+from proxy.errors import ProxyError
+from proxy.server.auth import INSPECT_COOKIE, SCOPE
+from proxy.server.context import CONTEXT
+from proxy.server.sessions_routes import get_session
+
+STATIC = resources.files("proxy.inspect") / "static"
+FILES = {"inspect.js": "text/javascript", "inspect.css": "text/css"}
+HEARTBEAT = 15.0  # seconds between comments on an idle live stream (proxies drop silent connections)
+PAGE_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+                "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+                                           "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"}
+
+
+def _journal(request: web.Request):
+    journal = request.app[CONTEXT].recorder.journal if request.app[CONTEXT].recorder else None
+    if journal is None:
+        raise ProxyError("The journal is off (--journal off): there is nothing to inspect.", status=404,
+                         code="journal_off")
+    return journal
+
+
+def _scope(request: web.Request) -> str:
+    return request.get(SCOPE, "")
+
+
+async def page(request: web.Request) -> web.StreamResponse:
+    keys = request.app[CONTEXT].keys
+    if keys and "key" in request.query and SCOPE in request:
+        resp = web.HTTPFound("/inspect")
+        resp.set_cookie(INSPECT_COOKIE, keys.cookie_for(request.query["key"]) or "", httponly=True,
+                        samesite="Strict", path="/inspect", secure=request.secure)
+        raise resp
+    name = "index.html" if (not keys or SCOPE in request) else "signin.html"
+    html = (STATIC / name).read_text()
+    return web.Response(text=html, content_type="text/html", status=200 if name == "index.html" else 401,
+                        headers=PAGE_HEADERS)
+
+
+async def static(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if name not in FILES:
+        raise web.HTTPNotFound()
+    return web.Response(text=(STATIC / name).read_text(), content_type=FILES[name], headers=PAGE_HEADERS)
+
+
+async def exchanges(request: web.Request) -> web.Response:
+    q = request.query
+    try:
+        limit = max(1, min(1000, int(q.get("limit", "200"))))
+    except ValueError:
+        raise ProxyError("limit must be a whole number from 1 to 1000.", param="limit") from None
+    rows = await _journal(request).list_all(_scope(request), limit, session=q.get("session"), model=q.get("model"),
+                                  status=q.get("status"), protocol=q.get("protocol"), kind=q.get("kind"))
+    return web.Response(body=orjson.dumps({"exchanges": rows}), content_type="application/json",
+                        headers={"cache-control": "no-store"})
+
+
+async def exchange(request: web.Request) -> web.Response:
+    doc = await _journal(request).get_any(_scope(request), request.match_info["id"])
+    if doc is None:
+        raise ProxyError(f"No exchange {request.match_info['id'][:80]!r} in the journal (it may have been dropped "
+                         "to keep the journal within --journal-max-bytes).", status=404, param="id")
+    return web.Response(body=doc, content_type="application/json", headers={"cache-control": "no-store"})
+
+
+async def live(request: web.Request) -> web.StreamResponse:
+    """New exchanges' summaries as server-sent events, as they finish."""
+    journal = _journal(request)
+    resp = web.StreamResponse(headers={"content-type": "text/event-stream", "cache-control": "no-store",
+                                       "x-accel-buffering": "no"})
+    await resp.prepare(request)
+    with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+        async with journal.live(_scope(request)) as queue:
+            await resp.write(b": live\n\n")
+            while True:
+                try:
+                    summary = await asyncio.wait_for(queue.get(), HEARTBEAT)
+                except TimeoutError:
+                    await resp.write(b": idle\n\n")
+                    continue
+                await resp.write(b"event: exchange\ndata: " + orjson.dumps(summary) + b"\n\n")
+    return resp
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/inspect", page)
+    app.router.add_get("/inspect/static/{name}", static)
+    app.router.add_get("/inspect/api/exchanges", exchanges)
+    app.router.add_get("/inspect/api/exchanges/{id}", exchange)
+    app.router.add_get("/inspect/api/live", live)
+    app.router.add_get("/inspect/api/sessions/{session}", get_session)

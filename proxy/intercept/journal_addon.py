@@ -1,0 +1,141 @@
+"""`JournalStart` and `JournalEnd`: intercepted Gemini flows in the journal (journal/), as the app sent
+them, as they went to Gemini after the session's rewrite, and as they came back.
+
+Two addons because mitmproxy calls each hook on the addons in order: the start sees a request before
+any rewrite, the end sees it as it leaves and the answer as the app gets it. Only flows the rewrite
+owns (Gemini generate calls on the intercepted hosts) are recorded; the rest pass untouched."""
+
+from typing import Any
+
+import orjson
+from mitmproxy import http
+
+from proxy.intercept.flow_selection import META, FlowState
+from proxy.journal.exchange import BODY_CAP, Exchange
+from proxy.journal.recorder import Recorder
+from proxy.server.auth import SCOPED_NAME
+from proxy.wire.sse import SSEDecoder
+
+SNAPSHOT = "gtp_journal_request"  # the request as the app sent it: (headers, content)
+EXCHANGE = "gtp_journal_exchange"
+STATE = "gtp_journal_state"
+
+
+class JournalStart:
+    def __init__(self, recorder: "RecorderRef") -> None:
+        self.recorder = recorder
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if self.recorder.get() is not None and flow.response is None:
+            # References, not copies: a rewrite replaces the content object rather than changing it.
+            flow.metadata[SNAPSHOT] = (dict(flow.request.headers.items()), flow.request.raw_content)
+
+
+class JournalEnd:
+    def __init__(self, recorder: "RecorderRef") -> None:
+        self.recorder = recorder
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        recorder = self.recorder.get()
+        snapshot = flow.metadata.pop(SNAPSHOT, None)
+        state: FlowState | None = flow.metadata.get(META)
+        if recorder is None or snapshot is None or state is None or state.relay is not None:
+            return
+        headers, content = snapshot
+        ex = recorder.begin("mitm", flow.request.method, flow.request.pretty_url, headers, protocol="gemini",
+                            session=state.session)
+        ex.client_model = state.model
+        if state.session and SCOPED_NAME.match(state.session):
+            ex.scope = state.session.split(":", 1)[0]  # a keyed client's session: that client's exchange
+        ex.request_body = content
+        sent = flow.request.raw_content if flow.request.raw_content is not content else content
+        call = ex.upstream(state.model, sent, stream=state.target.stream)
+        call.body_obj = _inner(_parsed(sent), state)  # for the summary's tool names
+        if flow.request.raw_content is not content:
+            ex.note("rewrite", f"the request was rewritten for session {state.session!r}: the session's tools and "
+                               "history went to Gemini (compare the two request bodies)")
+        flow.metadata[EXCHANGE], flow.metadata[STATE] = ex, state
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        ex: Exchange | None = flow.metadata.get(EXCHANGE)
+        if ex is None or flow.response is None:
+            return
+        call = ex.upstreams[-1]
+        call.first_byte = call.last_byte = _now()
+        call.attempts.append({"start": call.start, "end": call.first_byte, "status": flow.response.status_code,
+                              "key": None})
+        before = flow.response.stream
+        if callable(before):
+            decoder = SSEDecoder()
+
+            def tee(data: bytes) -> Any:
+                out = before(data)
+                if data:
+                    ex.streamed(data)
+                    call.last_byte = _now()
+                    for payload in decoder.feed(data):
+                        chunk = _parsed(payload.encode())
+                        if chunk is not None:
+                            call.chunk(_inner(chunk, flow.metadata.get(STATE)))
+                return out
+            flow.response.stream = tee
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._finish(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        ex: Exchange | None = flow.metadata.get(EXCHANGE)
+        if ex is not None and flow.error is not None:
+            ex.error = {"message": flow.error.msg}
+        self._finish(flow)
+
+    def _finish(self, flow: http.HTTPFlow) -> None:
+        ex: Exchange | None = flow.metadata.pop(EXCHANGE, None)
+        state: FlowState | None = flow.metadata.pop(STATE, None)
+        recorder = self.recorder.get()
+        if ex is None or recorder is None:
+            return
+        call = ex.upstreams[-1]
+        if flow.response is not None:
+            ex.status = flow.response.status_code
+            ex.answer_headers = {k.lower(): v for k, v in flow.response.headers.items()}
+            if not flow.response.stream:
+                body = flow.response.get_content(strict=False) or b""
+                ex.answer_body = body[: BODY_CAP + 1]
+                call.answer = ex.answer_body
+                call.learn(_inner(_parsed(body), state))
+            call.last_byte = _now()
+        if state is not None and state.capture.calls:
+            ex.note("capture", f"captured {len(state.capture.calls)} call(s) for session {state.session!r}",
+                    calls=[getattr(c, "name", None) for c in state.capture.calls][:50])
+        recorder.finish(ex)
+
+
+class RecorderRef:
+    """The recorder the options made (they may change it at run time); None when nothing records."""
+
+    def __init__(self) -> None:
+        self.recorder: Recorder | None = None
+
+    def get(self) -> Recorder | None:
+        r = self.recorder
+        return r if r is not None and r.active else None
+
+
+def _parsed(raw: bytes | None) -> Any:
+    try:
+        return orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _inner(doc: Any, state: FlowState | None) -> Any:
+    """Cloud Code wraps the Gemini request and each answer in {"request": ...} / {"response": ...}."""
+    if isinstance(doc, dict) and state is not None and state.target.kind == "cloudcode":
+        return doc.get("request") or doc.get("response") or doc
+    return doc
+
+
+def _now() -> float:
+    import time
+    return time.perf_counter()

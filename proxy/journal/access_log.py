@@ -1,0 +1,32 @@
+"""One line per request at INFO on the `gtp.access` logger: method, route, status, the proxy's own
+milliseconds and the upstream's, client model -> Gemini model, tokens, request id and session. With
+`--log-format json` the same fields are the line's JSON object (logs.JsonFormatter adds them)."""
+
+import logging
+from typing import Any
+
+log = logging.getLogger("gtp.access")
+
+
+def enabled() -> bool:
+    return log.isEnabledFor(logging.INFO)
+
+
+def write(fields: dict[str, Any]) -> None:
+    """Log one request; `fields` as made by `access_fields`."""
+    f = fields
+    models = f"{f.get('client_model') or '-'} -> {f.get('gemini_model') or '-'}"
+    tokens = f"{f.get('input_tokens') if f.get('input_tokens') is not None else '-'}/" \
+             f"{f.get('output_tokens') if f.get('output_tokens') is not None else '-'}"
+    log.info("%s %s %s proxy %.1fms upstream %.1fms %s tokens %s", f["method"], f["route"], f["status"],
+             f["proxy_ms"], f["upstream_ms"], models, tokens, extra={"access": f})
+
+
+def access_fields(method: str, route: str, path: str, status: int, total_s: float, upstream_s: float,
+                  client_model: str | None, gemini_model: str | None, input_tokens: int | None,
+                  output_tokens: int | None, request_id: str | None, session: str | None) -> dict[str, Any]:
+    return {"method": method, "route": route, "path": path, "status": status,
+            "proxy_ms": round(max(0.0, total_s - upstream_s) * 1000, 2), "upstream_ms": round(upstream_s * 1000, 2),
+            "client_model": client_model or None, "gemini_model": gemini_model or None,
+            "input_tokens": input_tokens, "output_tokens": output_tokens, "request_id": request_id,
+            "session": session}

@@ -1,0 +1,268 @@
+"""The journal: finished exchanges as JSON documents, newest last, bounded by bytes.
+
+An exchange is serialized once, when it ends, into one document (its bodies embedded as they came
+when they are JSON: orjson's Fragment, no re-parse) and kept with a small summary for the list and
+filters. Old documents go first once `max_bytes` is passed; one document may take at most a quarter
+of it (its bodies are cut first). Everything is kept under the client's scope: a key sees its own
+exchanges only, as with sessions.
+
+Secrets: credential headers are replaced when the exchange is recorded (middleware). Bodies are
+scrubbed (redact.py) whenever a document leaves the journal — read by the page, the API or the CLI,
+exported as a span, shared through Redis — never on the request's path: scanning a 150 KB document
+for every secret and credential shape costs about 1 ms on a small machine, against the journal's
+budget of 5 % of a request's CPU. The summary, which the live list sends at once, is scrubbed when
+made.
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+
+from proxy import metrics
+from proxy.from_gemini.merge_chunks import merge_chunks
+from proxy.journal import redact
+from proxy.journal.exchange import BODY_CAP, Exchange, Json
+from proxy.journal.redact import Redactor
+from proxy.journal.shared import Shared
+
+log = logging.getLogger(__name__)
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# Bytes counted per kept exchange beyond its document and summary: the entry's tuple, id, filter fields
+# and the ordered dict's slot (measured: sys.getsizeof of each, about 450 bytes).
+ENTRY_OVERHEAD = 512
+LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it misses some
+
+
+def body_value(body: Any, content_type: str = "") -> Any:
+    """A body as the document embeds it: JSON as it came (a Fragment), else text; cut at BODY_CAP."""
+    if body is None:
+        return None
+    if isinstance(body, Json):
+        if not body.data:
+            return None
+        if len(body.data) <= BODY_CAP:
+            return orjson.Fragment(body.data)
+        body = body.data
+    if not isinstance(body, bytes | bytearray | memoryview):
+        return body  # an object the proxy built: serialized with the document
+    if not body:
+        return None
+    raw = bytes(body)
+    if len(raw) > BODY_CAP:
+        return {"truncated": True, "bytes": len(raw), "head": raw[:BODY_CAP].decode("utf-8", "replace")}
+    if raw[:1] in (b"{", b"[") and ("json" in content_type or not content_type):
+        try:
+            orjson.loads(raw)  # only well-formed JSON may be embedded as it is
+            return orjson.Fragment(raw)
+        except orjson.JSONDecodeError:
+            pass
+    if content_type.startswith(("image/", "audio/", "video/", "application/octet-stream")):
+        return {"binary": True, "bytes": len(raw), "content_type": content_type}
+    return raw.decode("utf-8", "replace")
+
+
+def summarize(ex: Exchange) -> dict[str, Any]:
+    """The list's row: what a person scans for (model, calls, status, times, tokens)."""
+    calls: list[dict[str, Any]] = []
+    finish: list[str] = []
+    usage, version = None, None
+    for call in ex.upstreams:
+        calls += call.calls
+        finish += call.finish
+        usage, version = call.usage or usage, call.version or version
+    upstream_ms = sum(((c.last_byte or c.start) - c.start) for c in ex.upstreams) * 1000
+    total_ms = ((ex.end or time.perf_counter()) - ex.start) * 1000
+    tools = _tool_names(ex.upstreams[0].body_obj) if ex.upstreams else []
+    return {
+        "id": ex.id, "time": ex.time, "kind": ex.kind, "protocol": ex.protocol, "method": ex.method,
+        "path": ex.path, "status": ex.status, "session": ex.session, "request_id": ex.request_id,
+        "client_model": ex.client_model, "gemini_model": (ex.upstreams[-1].model if ex.upstreams else None),
+        "model_version": version, "stream": any(c.stream for c in ex.upstreams), "tools": tools, "calls": calls,
+        "finish_reasons": finish, "attempts": sum(len(c.attempts) or 1 for c in ex.upstreams),
+        "total_ms": round(total_ms, 2), "upstream_ms": round(upstream_ms, 2),
+        "proxy_ms": round(max(0.0, total_ms - upstream_ms), 2),
+        "input_tokens": (usage or {}).get("promptTokenCount"),
+        "output_tokens": (usage or {}).get("candidatesTokenCount"),
+        "notes": len(ex.notes), "error": (ex.error or {}).get("message"),
+    }
+
+
+def _tool_names(body: Any) -> list[str]:
+    try:
+        return [d["name"] for t in body.get("tools") or () for d in t.get("functionDeclarations") or ()]
+    except (AttributeError, KeyError, TypeError):  # not a body the proxy built: no names
+        return []
+
+
+def details(ex: Exchange, bodies: bool = True) -> dict[str, Any]:
+    """The exchange beyond its summary: the four bodies and the decisions (bodies=False: no bodies)."""
+    def b(value: Any, ctype: str = "") -> Any:
+        return body_value(value, ctype) if bodies else ("[cut: the exchange was too large for the journal]"
+                                                        if value is not None else None)
+
+    upstream = []
+    for call in ex.upstreams:
+        upstream.append({
+            "model": call.model, "stream": call.stream, "attempts": call.attempts, "error": call.error,
+            "first_byte_ms": None if call.first_byte is None else round((call.first_byte - call.start) * 1000, 2),
+            "last_byte_ms": None if call.last_byte is None else round((call.last_byte - call.start) * 1000, 2),
+            "request": b(call.body), "answer": b(call.answer) if call.answer is not None else _assembled(call.chunks),
+            "chunks": b(call.chunks) if call.chunks else None, "chunks_dropped": call.dropped_chunks})
+    answer_ct = ex.answer_headers.get("content-type", "")
+    answer = (b(b"".join(ex.answer_stream).decode("utf-8", "replace")) if ex.answer_stream
+              else b(ex.answer_body, answer_ct))
+    return {"traceparent": ex.traceparent,
+            "client_request": {"headers": redact.headers(ex.request_headers.items()),
+                               "body": b(ex.request_body, ex.request_headers.get("content-type", ""))},
+            "upstream": upstream,
+            "client_answer": {"status": ex.status, "headers": ex.answer_headers, "body": answer,
+                              "streamed_bytes": ex.answer_stream_bytes or None},
+            "decisions": ex.notes, "error_detail": ex.error}
+
+
+def _assembled(chunks: list[Any]) -> Any:
+    """A stream's chunks as the one answer generateContent would have given (the page shows both)."""
+    if not chunks or not all(isinstance(c, dict) for c in chunks):
+        return None
+    try:
+        return merge_chunks(chunks)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+
+
+class Journal:
+    """Finished exchanges, bounded by `max_bytes`, each under its client's scope."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, redactor: Redactor | None = None,
+                 shared: Callable[[], Any] | None = None) -> None:
+        """`shared`: gives the Redis client of the store when it is Redis (or None): the journal is
+        then also kept there, for every instance (shared.py)."""
+        self.max_bytes = max_bytes
+        self.redactor = redactor or Redactor()
+        self.shared = Shared(shared, max_bytes, self.redactor) if shared is not None else None
+        self.total = 0
+        # id -> (scope, the fields filters look at, the scrubbed summary, the document, the exchange's
+        # own secrets). Bytes, strings and numbers only: tens of thousands of small exchanges held as
+        # dicts made every full garbage collection walk them, which cost more than recording them.
+        self._entries: OrderedDict[str, tuple[str, tuple, bytes, bytes, tuple[str, ...]]] = OrderedDict()
+        self._live: set[tuple[str, asyncio.Queue]] = set()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, ex: Exchange) -> dict[str, Any]:
+        """Keep a finished exchange; returns its (redacted) summary."""
+        summary = summarize(ex)
+        head, summary = self.redactor.scrub_summary(summary, ex.secrets)
+        doc = self._serialize(ex, head, True)
+        if len(doc) > self.max_bytes // 4:
+            doc = self._serialize(ex, head, False)
+        keys = tuple(summary.get(k) or "" for k in FILTERED) + (bool(summary.get("error")),)
+        # In an object of its own size: orjson's output keeps its 8 KiB working buffer (byte_lru._held).
+        head = memoryview(head).tobytes()
+        self._entries[ex.id] = (ex.scope, keys, head, doc, tuple(ex.secrets))
+        self.total += len(doc) + len(head) + ENTRY_OVERHEAD
+        while self.total > self.max_bytes and self._entries:
+            _, (_, _, old_head, old, _) = self._entries.popitem(last=False)
+            self.total -= len(old) + len(old_head) + ENTRY_OVERHEAD
+        metrics.JOURNAL_BYTES.set(self.total)
+        self._deliver(ex.scope, summary)
+        if self.shared is not None:
+            self.shared.publish(ex.id, ex.scope, head, doc, tuple(ex.secrets))
+        return summary
+
+    def _deliver(self, scope: str, summary: dict[str, Any]) -> None:
+        for wanted, queue in list(self._live):
+            if wanted == scope:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(summary)
+
+    @staticmethod
+    def _serialize(ex: Exchange, head: bytes, bodies: bool) -> bytes:
+        """One JSON object: the summary's fields (already serialized), then the details'."""
+        return head[:-1] + b"," + orjson.dumps(details(ex, bodies), default=_fallback)[1:]
+
+    def list(self, scope: str, limit: int = 100, **filters: str | None) -> list[dict[str, Any]]:
+        """The newest `limit` summaries of a scope, newest first, matching every filter given."""
+        out = []
+        for s, keys, summary, _, _ in reversed(self._entries.values()):
+            if s != scope or not _matches(dict(zip(FILTERED, keys, strict=False)), keys[-1], filters):
+                continue
+            out.append(orjson.loads(summary))
+            if len(out) >= limit:
+                break
+        return out
+
+    async def list_all(self, scope: str, limit: int = 100, **filters: str | None) -> "list[dict[str, Any]]":
+        """`list`, over every instance's exchanges when the journal is shared (else this one's)."""
+        if self.shared is not None and self.shared.client is not None:
+            try:
+                return await self.shared.list(scope, limit, lambda s: _matches(s, bool(s.get("error")), filters))
+            except Exception as e:  # Redis down: what this instance saw
+                log.info("the shared journal is unavailable (%s); listing this instance's exchanges", e)
+        return self.list(scope, limit, **filters)
+
+    async def get_any(self, scope: str, exchange_id: str) -> bytes | None:
+        """`get`, falling back on the shared journal for another instance's exchange."""
+        doc = self.get(scope, exchange_id)
+        if doc is None and self.shared is not None and self.shared.client is not None:
+            try:
+                doc = await self.shared.get(scope, exchange_id)
+            except Exception as e:
+                log.info("the shared journal is unavailable (%s)", e)
+        return doc
+
+    def get(self, scope: str, exchange_id: str) -> bytes | None:
+        """One exchange's whole document, scrubbed of secrets, or None (unknown, or another scope's)."""
+        entry = self._entries.get(exchange_id)
+        if entry is None or entry[0] != scope:
+            return None
+        return self.redactor.scrub(entry[3], entry[4])
+
+    @contextlib.asynccontextmanager
+    async def live(self, scope: str) -> AsyncIterator[asyncio.Queue]:
+        """Summaries of new exchanges of `scope` as they finish."""
+        entry = (scope, asyncio.Queue(LIVE_QUEUE))
+        self._live.add(entry)
+        if self.shared is not None:
+            self.shared.follow(self._deliver)
+        try:
+            yield entry[1]
+        finally:
+            self._live.discard(entry)
+
+
+FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_model")
+
+
+def _matches(summary: dict[str, Any], failed: bool, filters: dict[str, str | None]) -> bool:
+    for name, wanted in filters.items():
+        if not wanted:
+            continue
+        if name == "model":
+            if wanted not in (summary.get("client_model") or "") and wanted not in (summary.get("gemini_model") or ""):
+                return False
+        elif name == "status":
+            status = summary.get("status") or 0
+            ok = status < 400 and not failed
+            if wanted in ("ok", "error") and (wanted == "ok") != ok:
+                return False
+            if wanted.isdigit() and str(status) != wanted:
+                return False
+        elif str(summary.get(name) or "") != wanted:
+            return False
+    return True
+
+
+def _fallback(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value[:BODY_CAP]).decode("utf-8", "replace")
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    return repr(value)[:1000]

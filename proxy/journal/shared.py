@@ -1,0 +1,133 @@
+"""The journal shared by every instance on one Redis (`--store redis://...`): each instance keeps
+its own exchanges (ring.py) and publishes them, scrubbed, to Redis, where they are kept bounded by
+bytes (journal.lua, one call per exchange) and announced on a channel; the page, the API and the CLI
+of any instance then list, open and follow the exchanges of all of them.
+
+Publishing runs on a background task, after the answer went out: a document is scrubbed of secrets
+(redact.py) before it leaves the process, which is the costly part (a large exchange is scanned for
+every secret and credential shape), and the request never waits on Redis. A backlog beyond
+MAX_PENDING exchanges (Redis slow or down) drops the oldest and says so in the log once.
+"""
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from proxy import ids
+from proxy.journal.redact import Redactor
+
+log = logging.getLogger(__name__)
+SCRIPT = (Path(__file__).with_name("journal.lua")).read_text()
+MAX_PENDING = 512  # exchanges waiting to be published
+LIST_WINDOW = 5000  # newest exchanges looked through for a list (all scopes together)
+
+
+class Shared:
+    def __init__(self, client_of: Callable[[], Any], max_bytes: int, redactor: Redactor, prefix: str = "gtp:") -> None:
+        self.client_of, self.max_bytes, self.redactor, self.prefix = client_of, max_bytes, redactor, prefix
+        self.instance = ids.exchange_id()  # tells this instance's announcements from the others'
+        self.pending: collections.deque = collections.deque()
+        self.dropped = 0
+        self._flusher: asyncio.Task | None = None
+        self._listener: asyncio.Task | None = None
+        self._script: Any = None
+        self._script_client: Any = None
+
+    @property
+    def client(self) -> Any:
+        return self.client_of()
+
+    def _run(self, client: Any) -> Any:
+        if self._script is None or self._script_client is not client:
+            self._script, self._script_client = client.register_script(SCRIPT), client
+        return self._script
+
+    def publish(self, exchange_id: str, scope: str, head: bytes, doc: bytes, secrets: tuple[str, ...]) -> None:
+        """Queue a finished exchange for Redis (called on the loop, never waits)."""
+        if self.client is None:
+            return
+        if len(self.pending) >= MAX_PENDING:
+            self.pending.popleft()
+            self.dropped += 1
+            if self.dropped == 1:
+                log.warning("the shared journal falls behind (Redis slow or down): the oldest unpublished "
+                            "exchanges are dropped from it (this instance keeps them)")
+        self.pending.append((exchange_id, scope, head, doc, secrets))
+        if self._flusher is None or self._flusher.done():
+            with contextlib.suppress(RuntimeError):  # no running loop (a direct caller): nothing to publish on
+                self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self.pending:
+            exchange_id, scope, head, doc, secrets = self.pending.popleft()
+            client = self.client
+            if client is None:
+                return
+            try:
+                await self._run(client)(args=[self.prefix, exchange_id, scope, self.redactor.scrub(head, secrets),
+                                              self.redactor.scrub(doc, secrets), self.max_bytes, self.instance])
+            except Exception as e:  # Redis down: the exchange stays in this instance's journal only
+                log.info("could not publish exchange %s to the shared journal: %s", exchange_id, e)
+
+    async def list(self, scope: str, limit: int, matches: Callable[[dict], bool]) -> list[dict[str, Any]]:
+        client = self.client
+        newest = await client.lrange(self.prefix + "j:ids", 0, LIST_WINDOW - 1)
+        if not newest:
+            return []
+        scopes = await client.hmget(self.prefix + "j:scope", newest)
+        mine = [i for i, s in zip(newest, scopes, strict=True) if s is not None and s.decode() == scope]
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(mine), 200):
+            for raw in await client.hmget(self.prefix + "j:sum", mine[start:start + 200]):
+                if raw is None:
+                    continue
+                summary = orjson.loads(raw)
+                if matches(summary):
+                    out.append(summary)
+                    if len(out) >= limit:
+                        return out
+        return out
+
+    async def get(self, scope: str, exchange_id: str) -> bytes | None:
+        client = self.client
+        owner, doc = await client.hmget(self.prefix + "j:scope", exchange_id), None
+        if owner and owner[0] is not None and owner[0].decode() == scope:
+            doc = await client.hget(self.prefix + "j:doc", exchange_id)
+        return doc
+
+    def follow(self, deliver: Callable[[str, dict], None]) -> None:
+        """Deliver other instances' new exchanges as they are announced (one subscription a process)."""
+        if self.client is None or (self._listener is not None and not self._listener.done()):
+            return
+        self._listener = asyncio.get_running_loop().create_task(self._listen(deliver))
+
+    async def _listen(self, deliver: Callable[[str, dict], None]) -> None:
+        while True:
+            client = self.client
+            if client is None:
+                return
+            try:
+                async with client.pubsub() as pubsub:
+                    await pubsub.subscribe(self.prefix + "j:live")
+                    async for message in pubsub.listen():
+                        if message.get("type") != "message":
+                            continue
+                        scope, instance, summary = message["data"].split(b"\n", 2)
+                        if instance.decode() != self.instance:
+                            deliver(scope.decode(), orjson.loads(summary))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.info("the shared journal's live feed broke (%s); following again in 1s", e)
+                await asyncio.sleep(1)
+
+    def close(self) -> None:
+        for task in (self._listener, self._flusher):
+            if task is not None and not task.done():
+                task.cancel()

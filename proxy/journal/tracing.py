@@ -1,0 +1,135 @@
+"""Exchanges as OpenTelemetry traces, with the GenAI semantic conventions.
+
+One SERVER span per client request (continuing the client's W3C `traceparent`), one CLIENT span per
+upstream attempt beneath it; the model's tool calls (`gen_ai.tool.call`) and the proxy's decisions
+(`gtp.<kind>`) are span events. Spans are made when the exchange ends, from what the journal recorded,
+and handed to a batch processor: exporting runs on its own thread, so a slow or dead collector costs
+requests nothing (its failures are the exporter's log lines).
+
+Enabled by `--otlp-endpoint URL` (the collector's OTLP/HTTP base, e.g. http://127.0.0.1:4318) or by
+the standard `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` variables (with
+`OTEL_EXPORTER_OTLP_HEADERS` and the rest, read by the exporter itself).
+"""
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from proxy.journal.exchange import Exchange
+from proxy.journal.redact import Redactor
+
+log = logging.getLogger(__name__)
+SYSTEM = "gemini"
+PROVIDER = "gcp.gemini"
+OPERATION = "chat"
+
+
+def endpoint_from(option: str | None, env: Mapping[str, str]) -> str | None:
+    """The traces URL to export to, or None when tracing is off."""
+    if env.get("OTEL_SDK_DISABLED", "").lower() == "true" or env.get("OTEL_TRACES_EXPORTER", "") == "none":
+        return None
+    if option:
+        base = option.rstrip("/")
+        return base if base.endswith("/v1/traces") else base + "/v1/traces"
+    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+    return None
+
+
+class Tracing:
+    """The process's tracer provider and the conversion of an exchange into spans."""
+
+    def __init__(self, endpoint: str, redactor: Redactor | None = None, exporter: Any = None) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        from proxy import __version__
+
+        self.endpoint = endpoint
+        self.redactor = redactor or Redactor()
+        resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "gemini-tool-proxy"),
+                                    "service.version": __version__})
+        self.provider = TracerProvider(resource=resource)
+        self.processor = BatchSpanProcessor(exporter or OTLPSpanExporter(endpoint=endpoint, timeout=5))
+        self.provider.add_span_processor(self.processor)
+        self.tracer = self.provider.get_tracer("gemini-tool-proxy")
+        self.propagator = TraceContextTextMapPropagator()
+
+    def _clean(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redactor.scrub(value.encode()).decode("utf-8", "replace")
+        return value
+
+    def export(self, ex: Exchange, summary: dict[str, Any]) -> None:
+        """The exchange's spans, handed to the batch processor (never waits on the collector)."""
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        def ns(perf: float) -> int:  # a perf_counter reading as wall-clock nanoseconds
+            return int((ex.time + (perf - ex.start)) * 1e9)
+
+        parent = self.propagator.extract({"traceparent": ex.traceparent}) if ex.traceparent else None
+        client_model = summary.get("client_model") or summary.get("gemini_model") or ""
+        attrs = {
+            "gen_ai.system": SYSTEM, "gen_ai.provider.name": PROVIDER, "gen_ai.operation.name": OPERATION,
+            "gen_ai.request.model": client_model, "gen_ai.response.model": summary.get("model_version")
+            or summary.get("gemini_model") or "",
+            "http.request.method": ex.method, "url.path": ex.path.split("?", 1)[0],
+            "http.response.status_code": ex.status, "gtp.protocol": ex.protocol, "gtp.exchange.id": ex.id,
+            "gtp.kind": ex.kind,
+        }
+        for name, value in (("gen_ai.usage.input_tokens", summary.get("input_tokens")),
+                            ("gen_ai.usage.output_tokens", summary.get("output_tokens")),
+                            ("gtp.request_id", ex.request_id), ("gtp.session", ex.session)):
+            if value is not None:
+                attrs[name] = self._clean(value)
+        if summary.get("finish_reasons"):
+            attrs["gen_ai.response.finish_reasons"] = list(summary["finish_reasons"])
+        end = ns(ex.end or ex.start)
+        span = self.tracer.start_span(f"{OPERATION} {client_model}".strip(), context=parent, kind=SpanKind.SERVER,
+                                      attributes=attrs, start_time=ns(ex.start))
+        from opentelemetry import trace
+        ctx = trace.set_span_in_context(span)
+        for call in ex.upstreams:
+            attempts = call.attempts or [{"start": call.start, "end": call.last_byte or call.start,
+                                          "status": None, "key": None}]
+            for i, attempt in enumerate(attempts):
+                a_attrs = {"gen_ai.system": SYSTEM, "gen_ai.provider.name": PROVIDER,
+                           "gen_ai.operation.name": OPERATION, "gen_ai.request.model": call.model,
+                           "gtp.attempt": i + 1}
+                if attempt.get("status") is not None:
+                    a_attrs["http.response.status_code"] = attempt["status"]
+                if attempt.get("key"):
+                    a_attrs["gtp.upstream.key"] = attempt["key"]
+                last = i == len(attempts) - 1
+                a_end = (call.last_byte or attempt.get("end") or call.start) if last else attempt.get("end")
+                child = self.tracer.start_span(f"{OPERATION} {call.model}", context=ctx, kind=SpanKind.CLIENT,
+                                               attributes=a_attrs, start_time=ns(attempt.get("start") or call.start))
+                if attempt.get("error"):
+                    child.set_status(Status(StatusCode.ERROR, self._clean(str(attempt["error"]))[:500]))
+                elif last and summary.get("gemini_model") == call.model:
+                    child.set_attribute("gen_ai.response.model", summary.get("model_version") or call.model)
+                child.end(end_time=ns(a_end or call.start))
+        for c in summary.get("calls") or []:
+            span.add_event("gen_ai.tool.call", {"gen_ai.tool.name": c.get("name") or "",
+                                                "gen_ai.tool.call.id": c.get("id") or ""}, timestamp=end)
+        for n in ex.notes:
+            span.add_event(f"gtp.{n['kind']}", {k: self._clean(_attr(v)) for k, v in n.items() if k != "kind"},
+                           timestamp=end)
+        if ex.status >= 500 or ex.error:
+            span.set_status(Status(StatusCode.ERROR, self._clean((ex.error or {}).get("message", ""))[:500]))
+        span.end(end_time=end)
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
+
+
+def _attr(value: Any) -> Any:
+    if isinstance(value, str | bool | int | float):
+        return value
+    return str(value)[:1000]

@@ -1,0 +1,310 @@
+"""The journal, /inspect's API and sign-in, `gemini-tool-proxy inspect`, the access log and OTLP
+traces, against a real `serve` process, the strict mock, the openai SDK and a trace collector built
+on opentelemetry-proto. A canary key sits in every header and body position a client can use: it
+must appear nowhere the proxy shows or exports."""
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+
+from tests.otlp_collector import Collector
+from tests.servers import free_port, mock_gemini, proxy_instance
+
+KEY = "client-key-canary-7f3e9a1b2c4d"          # the client key: every header and body position
+OTHER = "other-client-key-0123456789abcdef"     # another client, who must see none of KEY's exchanges
+GEMINI_KEY = "AIzaSyCanaryGeminiKey0123456789abcdefgh"
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+WEATHER = {"type": "function", "name": "get_weather", "description": "Weather",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                           "days": {"type": "integer", "exclusiveMinimum": 0}},
+                          "required": ["city"], "additionalProperties": False}}
+MODEL = "gemini-3-flash-preview"  # signs its calls: the second turn restores the signature
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("inspect")
+    collector = Collector()
+    mock, murl = mock_gemini(tmp)
+    proc, url = proxy_instance(tmp, "proxy", murl, "--api-key", KEY, "--api-key", OTHER, "--gemini-key", GEMINI_KEY,
+                               "--otlp-endpoint", collector.url, "--log-format", "json")
+    yield proc, url, collector
+    proc.stop()
+    mock.stop()
+    collector.close()
+
+
+def api(url: str, path: str, key: str | None = KEY, cookie: str | None = None):
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    if cookie:
+        headers["cookie"] = cookie
+    with urllib.request.urlopen(urllib.request.Request(url + path, headers=headers), timeout=10) as r:
+        return r.status, r.headers, r.read()
+
+
+def tool_loop(url: str, **extra) -> tuple:
+    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, **extra)
+    r1 = client.responses.create(model=MODEL, input="call get_weather city=Paris", tools=[WEATHER])
+    call = r1.output[-1]
+    assert call.type == "function_call"
+    r2 = client.responses.create(model=MODEL, tools=[WEATHER], previous_response_id=r1.id,
+                                 input=[{"type": "function_call_output", "call_id": call.call_id, "output": "18C"}])
+    assert r2.status == "completed" and "18C" in r2.output_text
+    return r1, r2, call
+
+
+def exchanges(url: str, key: str = KEY, query: str = "") -> list[dict]:
+    return json.loads(api(url, "/inspect/api/exchanges" + query, key)[2])["exchanges"]
+
+
+def test_a_tool_loop_is_in_the_journal_with_the_proxys_decisions(served):
+    proc, url, _ = served
+    r1, r2, call = tool_loop(url)
+    rows = exchanges(url)
+    first = next(r for r in rows if r["calls"] and r["calls"][0]["name"] == "get_weather")
+    assert first["protocol"] == "responses" and first["status"] == 200 and first["gemini_model"] == MODEL
+    assert first["tools"] == ["get_weather"] and first["input_tokens"] > 0 and first["upstream_ms"] > 0
+    second = rows[0]
+    doc = json.loads(api(url, f"/inspect/api/exchanges/{second['id']}")[2])
+    kinds = {(n["kind"], n.get("keyword") or n.get("source")) for n in doc["decisions"]}
+    assert ("schema", "exclusiveMinimum") in kinds and ("schema", "additionalProperties") in kinds
+    restored = [n for n in doc["decisions"] if n["kind"] == "signature" and n["call_id"] == call.call_id]
+    assert restored and restored[0]["source"] == "store" and restored[0]["signed"] is True
+    # The four bodies: as the client sent it, as Gemini got it (with the signature back on the call),
+    # Gemini's answer and the client's.
+    assert doc["client_request"]["body"]["previous_response_id"] == r1.id
+    sent = doc["upstream"][0]["request"]
+    model_turn = next(c for c in sent["contents"] if c["role"] == "model")
+    assert model_turn["parts"][0]["thoughtSignature"] and "functionCall" in model_turn["parts"][0]
+    assert doc["upstream"][0]["answer"]["candidates"][0]["content"]["parts"]
+    assert doc["client_answer"]["body"]["id"] == r2.id
+    assert doc["upstream"][0]["attempts"][0]["status"] == 200
+    assert doc["upstream"][0]["attempts"][0]["key"].startswith("k-")
+    # A filter, and another client's view: nothing of this one's.
+    assert all(r["status"] < 400 for r in exchanges(url, query="?status=ok"))
+    assert exchanges(url, OTHER) == []
+    with pytest.raises(urllib.error.HTTPError) as e:
+        api(url, f"/inspect/api/exchanges/{second['id']}", OTHER)
+    assert e.value.code == 404
+
+
+def test_a_failed_request_says_why(served):
+    _, url, _ = served
+    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(model=MODEL, input="hi", previous_response_id="resp_missing")
+    row = exchanges(url, query="?status=error")[0]
+    assert row["status"] == 400 and "resp_missing" in row["error"]
+    doc = json.loads(api(url, f"/inspect/api/exchanges/{row['id']}")[2])
+    assert doc["error_detail"]["param"] == "previous_response_id"
+    assert any(n["kind"] == "error" for n in doc["decisions"])
+
+
+def test_a_browser_signs_in_once_and_the_key_leaves_the_url(served):
+    _, url, _ = served
+    with pytest.raises(urllib.error.HTTPError) as e:
+        api(url, "/inspect", key=None)
+    assert e.value.code == 401 and b"<form" in e.value.read()  # the sign-in page
+    opener = urllib.request.build_opener(NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        opener.open(url + f"/inspect?key={KEY}", timeout=10)
+    assert e.value.code == 302 and e.value.headers["location"] == "/inspect"
+    cookie = e.value.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and KEY not in cookie
+    jar = cookie.split(";", 1)[0]
+    status, _, html = api(url, "/inspect", key=None, cookie=jar)
+    assert status == 200 and b"inspect.js" in html and KEY.encode() not in html
+    assert api(url, "/inspect/api/exchanges", key=None, cookie=jar)[0] == 200
+    with pytest.raises(urllib.error.HTTPError) as e:
+        api(url, "/inspect/api/exchanges", key=None, cookie="gtp_inspect=forged")
+    assert e.value.code == 401
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def test_the_inspect_command_prints_the_journal(served):
+    _, url, _ = served
+    tool_loop(url)
+    run = subprocess.run([sys.executable, "-m", "proxy", "inspect", "--url", url, "--key", KEY, "-n", "5"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 5 and "POST /v1/responses [responses]" in lines[-1] and f"-> {MODEL}" in lines[-1]
+    last_id = lines[-1].split()[1]
+    one = subprocess.run([sys.executable, "-m", "proxy", "inspect", last_id, "--url", url, "--key", KEY],
+                         capture_output=True, text=True, timeout=60)
+    assert one.returncode == 0 and "decisions:" in one.stdout and "[signature]" in one.stdout
+    assert "--- Gemini request ---" in one.stdout and "exclusiveMinimum" in one.stdout
+    bad = subprocess.run([sys.executable, "-m", "proxy", "inspect", "--url", url, "--key", "wrong-key-0123456789"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "401" in bad.stderr
+
+
+def test_each_request_has_one_access_log_line(served):
+    proc, url, _ = served
+    tool_loop(url)
+    lines = [json.loads(line) for line in proc.logs().splitlines() if line.startswith("{")]
+    access = [line for line in lines if line.get("logger") == "gtp.access" and line["route"] == "/v1/responses"]
+    assert access, proc.logs()[-2000:]
+    last = access[-1]
+    assert last["method"] == "POST" and last["status"] == 200 and last["client_model"] == MODEL
+    assert last["gemini_model"] == MODEL and last["input_tokens"] > 0 and last["request_id"].startswith("req_")
+    assert last["proxy_ms"] >= 0 and last["upstream_ms"] > 0
+
+
+def test_spans_reach_a_collector_with_the_genai_conventions(served):
+    _, url, collector = served
+    parent = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
+    tool_loop(url, default_headers={"traceparent": parent})
+    deadline = time.monotonic() + 20  # the batch processor exports every 5 s
+    while time.monotonic() < deadline and not any(s["trace_id"] == TRACE_ID for s in collector.spans):
+        time.sleep(0.2)
+    mine = [s for s in collector.spans if s["trace_id"] == TRACE_ID]
+    servers = [s for s in mine if s["kind"] == 2]  # SERVER
+    clients = [s for s in mine if s["kind"] == 3]  # CLIENT: one per upstream attempt
+    assert len(servers) == 2 and servers[0]["parent"] == "00f067aa0ba902b7"
+    a = servers[0]["attributes"]
+    assert a["gen_ai.system"] == "gemini" and a["gen_ai.operation.name"] == "chat"
+    assert a["gen_ai.request.model"] == MODEL and a["gen_ai.response.model"]
+    assert a["gen_ai.usage.input_tokens"] > 0 and a["gen_ai.usage.output_tokens"] >= 0
+    assert a["gen_ai.response.finish_reasons"] and a["gtp.request_id"].startswith("req_")
+    assert {c["parent"] for c in clients} <= {s["span_id"] for s in servers} and len(clients) >= 2
+    assert clients[0]["attributes"]["gtp.upstream.key"].startswith("k-")
+    events = [e for s in servers for e in s["events"]]
+    calls = [e for e in events if e["name"] == "gen_ai.tool.call"]
+    assert calls and calls[0]["attributes"]["gen_ai.tool.name"] == "get_weather"
+    assert calls[0]["attributes"]["gen_ai.tool.call.id"]
+    assert any(e["name"] == "gtp.schema" for e in events) and any(e["name"] == "gtp.signature" for e in events)
+    assert servers[0]["resource"]["service.name"] == "gemini-tool-proxy"
+
+
+def test_the_canary_key_appears_nowhere(served, tmp_path):
+    """The client key in every header and body position; the Gemini key in text: after a tool loop,
+    a streamed turn and an error, neither is in the list, any exchange, the live stream, the page,
+    the CLI's output, the spans or the log."""
+    proc, url, collector = served
+    live = urllib.request.urlopen(urllib.request.Request(url + "/inspect/api/live",
+                                                         headers={"authorization": f"Bearer {KEY}"}), timeout=30)
+    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY,
+                           default_headers={"x-goog-api-key": KEY, "x-api-key": KEY, "x-canary": KEY,
+                                            "cookie": f"session={KEY}"},
+                           default_query={"key": KEY})
+    tool = {**WEATHER, "description": f"Weather (token {KEY}, Bearer {KEY})"}
+    r1 = client.responses.create(model=MODEL, input=f"call get_weather city=Paris {KEY} {GEMINI_KEY}", tools=[tool],
+                                 instructions=f"Secret {KEY}", metadata={"k": KEY}, user=KEY)
+    call = r1.output[-1]
+    with client.responses.stream(model=MODEL, tools=[tool], previous_response_id=r1.id,
+                                 input=[{"type": "function_call_output", "call_id": call.call_id,
+                                         "output": f"18C {KEY}"}]) as s:
+        s.get_final_response()
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(model=MODEL, input=KEY, previous_response_id=f"resp_{KEY}")
+    seen = [live.read1(65536) for _ in range(3)]
+    live.close()
+    time.sleep(6)  # one more batch of spans
+    rows = exchanges(url, query="?limit=50")
+    docs = [api(url, f"/inspect/api/exchanges/{r['id']}")[2] for r in rows[:6]]
+    page = api(url, "/inspect")[2] + b"".join(api(url, f"/inspect/static/{n}")[2] for n in ("inspect.js",
+                                                                                          "inspect.css"))
+    cli = subprocess.run([sys.executable, "-m", "proxy", "inspect", "--url", url, "--key", KEY, rows[0]["id"]],
+                         capture_output=True, timeout=60).stdout
+    outputs = {"list": json.dumps(rows).encode(), "exchanges": b"".join(docs), "live": b"".join(seen),
+               "page": page, "cli": cli, "spans": b"".join(collector.raw), "log": proc.logs().encode()}
+    assert len(docs) >= 3 and b"get_weather" in outputs["exchanges"] and b"[redacted]" in outputs["exchanges"]
+    for name, data in outputs.items():
+        assert KEY.encode() not in data, f"the client key appears in the {name}"
+        assert GEMINI_KEY.encode() not in data, f"the Gemini key appears in the {name}"
+
+
+def test_the_journal_stays_within_its_bytes_under_load(tmp_path):
+    mock, murl = mock_gemini(tmp_path)
+    proc, url = proxy_instance(tmp_path, "small-journal", murl, "--journal-max-bytes", "256K")
+    try:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="x")
+        big = "lorem ipsum " * 2000  # 24 KB a request, 3 copies an exchange
+
+        def one(i: int) -> None:
+            client.responses.create(model="gemini-2.5-flash", input=f"{big} {i}", store=False)
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(one, range(120)))
+        metrics = api(url, "/metrics", key=None)[2].decode()
+        held = next(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("gtp_journal_bytes"))
+        assert 0 < held <= 256 * 1024
+        assert 3 <= len(exchanges(url, key=None, query="?limit=1000")) < 120
+    finally:
+        proc.stop()
+        mock.stop()
+
+
+def test_with_the_collector_down_requests_are_unaffected(tmp_path):
+    mock, murl = mock_gemini(tmp_path)
+    proc, url = proxy_instance(tmp_path, "dead-collector", murl, "--otlp-endpoint", f"http://127.0.0.1:{free_port()}",
+                               "--journal", "off")
+    try:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        start = time.monotonic()
+        for _ in range(20):
+            assert client.responses.create(model="gemini-2.5-flash", input="hi").status == "completed"
+        assert time.monotonic() - start < 20  # no request waits on the exporter (5 s timeout) even once
+        with pytest.raises(urllib.error.HTTPError) as e:
+            api(url, "/inspect/api/exchanges", key=None)
+        assert e.value.code == 404  # --journal off
+    finally:
+        proc.stop()
+        mock.stop()
+
+
+def test_instances_on_one_redis_share_the_journal(tmp_path):
+    """Two instances on one Redis: B lists, opens and follows live what A served; what Redis keeps is
+    scrubbed and bounded."""
+    import redis
+
+    from tests.servers import RedisServer
+
+    server = RedisServer(tmp_path)
+    mock, murl = mock_gemini(tmp_path)
+    a, aurl = proxy_instance(tmp_path, "a", murl, "--store", server.url, "--api-key", KEY, "--api-key", OTHER,
+                             "--journal-max-bytes", "512K")
+    b, burl = proxy_instance(tmp_path, "b", murl, "--store", server.url, "--api-key", KEY, "--api-key", OTHER,
+                             "--journal-max-bytes", "512K")
+    try:
+        live = urllib.request.urlopen(urllib.request.Request(burl + "/inspect/api/live",
+                                                             headers={"authorization": f"Bearer {KEY}"}), timeout=30)
+        assert live.read1(100).startswith(b": live")
+        client = openai.OpenAI(base_url=aurl + "/v1", api_key=KEY)
+        client.responses.create(model=MODEL, input=f"call get_weather city=Paris {KEY}", tools=[WEATHER])
+        announced = live.read1(65536)
+        assert b"event: exchange" in announced and b"get_weather" in announced
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not exchanges(burl):
+            time.sleep(0.1)
+        [row] = exchanges(burl)
+        assert row["calls"][0]["name"] == "get_weather" and exchanges(burl, OTHER) == []
+        doc = api(burl, f"/inspect/api/exchanges/{row['id']}")[2]
+        assert b"exclusiveMinimum" in doc and KEY.encode() not in doc
+        assert json.loads(doc)["client_request"]["body"]["tools"][0]["name"] == "get_weather"
+        for _ in range(40):  # well past the shared journal's bound
+            client.responses.create(model="gemini-2.5-flash", input=f"lorem ipsum {KEY} " * 2000, store=False)
+        time.sleep(1)
+        r = redis.Redis.from_url(server.url)
+        kept = int(r.get("gtp:j:bytes"))
+        assert 0 < kept <= 512 * 1024
+        values = b"".join(v for k in r.scan_iter("gtp:j:*") if r.type(k) == b"hash" for v in r.hvals(k))
+        assert values and KEY.encode() not in values
+        r.close()
+    finally:
+        a.stop()
+        b.stop()
+        mock.stop()
+        server.stop()

@@ -1,0 +1,142 @@
+"""The journal's pieces as plain data: the byte bound, scopes, redaction, schema repairs."""
+
+import orjson
+
+from proxy.journal.exchange import Exchange, Json
+from proxy.journal.redact import REDACTED, Redactor, headers, path
+from proxy.journal.ring import Journal
+from proxy.schema.repairs import schema_repairs
+
+
+def exchange(i: int, scope: str = "", body: bytes = b'{"input":"hi"}') -> Exchange:
+    ex = Exchange(id=f"ex_{i}", kind="frontend", method="POST", path="/v1/responses", protocol="responses",
+                  scope=scope)
+    ex.request_body = Json(body)
+    call = ex.upstream("gemini-2.5-flash", {"contents": [], "tools": [{"functionDeclarations": [{"name": "f"}]}]},
+                       stream=False)
+    call.answer = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "id": "c1"}}]},
+                                   "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 5}}
+    call.learn(call.answer)
+    ex.status = 200
+    return ex
+
+
+def test_the_journal_holds_no_more_than_its_bytes() -> None:
+    journal = Journal(max_bytes=200_000)
+    for i in range(300):
+        journal.add(exchange(i, body=orjson.dumps({"input": "x" * 5000})))
+        assert journal.total <= 200_000
+    assert 10 < len(journal) < 300
+    assert journal.get("", "ex_299") is not None and journal.get("", "ex_0") is None
+
+
+def test_one_huge_exchange_keeps_its_summary_not_its_bodies() -> None:
+    journal = Journal(max_bytes=100_000)
+    journal.add(exchange(1, body=orjson.dumps({"input": "x" * 60_000})))
+    doc = orjson.loads(journal.get("", "ex_1"))
+    assert doc["calls"] == [{"name": "f", "id": "c1"}] and "cut" in doc["client_request"]["body"]
+    assert journal.total <= 100_000
+
+
+def test_scopes_never_see_each_other() -> None:
+    journal = Journal()
+    journal.add(exchange(1, scope="c-aaaaaaaaaaaa"))
+    journal.add(exchange(2, scope="c-bbbbbbbbbbbb"))
+    assert [r["id"] for r in journal.list("c-aaaaaaaaaaaa")] == ["ex_1"]
+    assert journal.get("c-aaaaaaaaaaaa", "ex_2") is None and journal.list("") == []
+
+
+def test_summaries_say_what_happened() -> None:
+    journal = Journal()
+    s = journal.add(exchange(1))
+    assert s["tools"] == ["f"] and s["calls"] == [{"name": "f", "id": "c1"}] and s["finish_reasons"] == ["STOP"]
+    assert s["input_tokens"] == 5 and s["gemini_model"] == "gemini-2.5-flash"
+    assert journal.list("", status="error") == [] and len(journal.list("", model="2.5-flash")) == 1
+
+
+def test_secrets_are_scrubbed_by_value_and_by_shape() -> None:
+    r = Redactor(["known-secret-value-123"])
+    doc = (b'{"a":"known-secret-value-123","b":"AIzaSyA1234567890123456789012345678901","c":"Bearer abcdefghijkl",'
+           b'"d":"ya29.a0AfH6SMB","e":"gtp.v3.sealed.carrier","f":"sk-proj-abcdefghijklmnop1234"}')
+    clean = r.scrub(doc, ["per-request-key-xyz"])
+    assert orjson.loads(clean) == dict.fromkeys("abcdef", REDACTED)
+    assert r.scrub(b"per-request-key-xyz", ["per-request-key-xyz"]) == REDACTED.encode()
+    assert headers([("Authorization", "Bearer x"), ("X-Goog-Api-Key", "k"), ("Accept", "*/*")]) == {
+        "authorization": REDACTED, "x-goog-api-key": REDACTED, "accept": "*/*"}
+    assert path("/v1beta/models/m:generateContent?key=AIza123&alt=sse") == \
+        f"/v1beta/models/m:generateContent?key={REDACTED}&alt=sse"
+
+
+def test_a_journal_document_is_redacted_when_it_leaves() -> None:
+    journal = Journal(redactor=Redactor(["canary-0123456789"]))
+    ex = exchange(1, body=b'{"input":"canary-0123456789"}')
+    ex.secrets = ["presented-key-abcdef"]
+    ex.answer_body = b'{"note":"presented-key-abcdef"}'
+    ex.answer_headers = {"content-type": "application/json"}
+    journal.add(ex)
+    out = journal.get("", "ex_1")
+    assert b"canary-0123456789" not in out and b"presented-key-abcdef" not in out and out.count(b"[redacted]") == 2
+
+
+def test_schema_repairs_name_the_keyword_and_where() -> None:
+    schema = {"type": "object", "$defs": {"P": {"type": "string"}}, "additionalProperties": False,
+              "properties": {"a": {"$ref": "#/$defs/P"}, "b": {"type": ["string", "null"], "const": "x"},
+                             "c": {"type": "array", "items": {"type": "integer", "multipleOf": 2}}}}
+    got = {(r["path"], r["keyword"]) for r in schema_repairs(schema)}
+    assert got == {("/", "$defs"), ("/", "additionalProperties"), ("/properties/a", "$ref"),
+                   ("/properties/b", "type"), ("/properties/b", "const"), ("/properties/c/items", "multipleOf")}
+    assert schema_repairs({"type": "object", "properties": {"x": {"type": "string"}}}) == []
+
+
+def _recorded(fn):
+    """The notes `fn` leaves on an exchange being recorded."""
+    from proxy.journal.exchange import CURRENT
+    ex = Exchange(id="ex_n", kind="frontend", method="POST", path="/", protocol="responses")
+    token = CURRENT.set(ex)
+    try:
+        fn()
+    finally:
+        CURRENT.reset(token)
+    return ex.notes
+
+
+def test_a_call_parsed_from_text_is_noted_with_the_text() -> None:
+    from proxy.dialects import ToolSpec, dialect
+    from proxy.dialects.parse_answer import AnswerParser
+
+    text = 'Sure. <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
+
+    def parse() -> None:
+        parser = AnswerParser(dialect("hermes"), [ToolSpec("f")])
+        parser.chunk({"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": text[:20]}]}}]})
+        parser.chunk({"candidates": [{"index": 0, "finishReason": "STOP",
+                                      "content": {"role": "model", "parts": [{"text": text[20:]}]}}]})
+
+    [note] = _recorded(parse)
+    assert note["kind"] == "dialect" and note["calls"] == ["f"] and note["text"] == text
+    assert note["message"] == "1 call(s) parsed from the model's hermes text: f"
+
+
+def test_history_repairs_are_noted() -> None:
+    from proxy.to_gemini.repair_history import repair_history
+
+    contents = [{"role": "user", "parts": [{"text": "hi"}]},
+                {"role": "model", "parts": [{"text": "a"}]}, {"role": "model", "parts": [{"text": "b"}]},
+                {"role": "user", "parts": [{"text": "more"}]}]
+    notes = _recorded(lambda: repair_history(contents, "gemini-2.5-flash"))
+    assert [n["kind"] for n in notes] == ["history"] and "4 turns became 3" in notes[0]["message"]
+    assert _recorded(lambda: repair_history([{"role": "user", "parts": [{"text": "hi"}]}], "gemini-2.5-flash")) == []
+
+
+def test_a_long_stream_keeps_its_summary_not_all_its_chunks() -> None:
+    from proxy.journal.exchange import BODY_CAP
+
+    ex = exchange(1)
+    call = ex.upstream("gemini-2.5-flash", {}, stream=True)
+    for _ in range(2000):
+        call.chunk({"candidates": [{"content": {"parts": [{"text": "x" * 1000}]}}]})
+    call.chunk({"candidates": [{"content": {"parts": [{"functionCall": {"name": "g", "id": "c9"}}]},
+                                "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 7}})
+    assert call.chunk_bytes <= BODY_CAP and call.dropped_chunks > 1500
+    summary = Journal().add(ex)
+    assert {"name": "g", "id": "c9"} in summary["calls"] and summary["input_tokens"] == 7
