@@ -257,6 +257,13 @@ def test_with_the_collector_down_requests_are_unaffected(tmp_path):
         for _ in range(20):
             assert client.responses.create(model="gemini-2.5-flash", input="hi").status == "completed"
         assert time.monotonic() - start < 20  # no request waits on the exporter (5 s timeout) even once
+        deadline = time.monotonic() + 20  # the batch processor's first export (after 5 s), refused
+        while time.monotonic() < deadline and "does not take spans" not in proc.logs():
+            time.sleep(0.2)
+        for _ in range(20):  # while it is down, no span is made
+            assert client.responses.create(model="gemini-2.5-flash", input="hi").status == "completed"
+        log = proc.logs()
+        assert log.count("does not take spans") == 1 and "Queue full" not in log, log[-2000:]
         with pytest.raises(urllib.error.HTTPError) as e:
             api(url, "/inspect/api/exchanges", key=None)
         assert e.value.code == 404  # --journal off

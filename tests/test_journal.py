@@ -4,7 +4,7 @@ import orjson
 
 from proxy.journal.exchange import Exchange, Json
 from proxy.journal.redact import REDACTED, Redactor, headers, path
-from proxy.journal.ring import Journal
+from proxy.journal.ring import Journal, summarize
 from proxy.schema.repairs import schema_repairs
 
 
@@ -48,7 +48,8 @@ def test_scopes_never_see_each_other() -> None:
 
 def test_summaries_say_what_happened() -> None:
     journal = Journal()
-    s = journal.add(exchange(1))
+    journal.add(exchange(1))
+    [s] = journal.list("")
     assert s["tools"] == ["f"] and s["calls"] == [{"name": "f", "id": "c1"}] and s["finish_reasons"] == ["STOP"]
     assert s["input_tokens"] == 5 and s["gemini_model"] == "gemini-2.5-flash"
     assert journal.list("", status="error") == [] and len(journal.list("", model="2.5-flash")) == 1
@@ -138,5 +139,36 @@ def test_a_long_stream_keeps_its_summary_not_all_its_chunks() -> None:
     call.chunk({"candidates": [{"content": {"parts": [{"functionCall": {"name": "g", "id": "c9"}}]},
                                 "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 7}})
     assert call.chunk_bytes <= BODY_CAP and call.dropped_chunks > 1500
-    summary = Journal().add(ex)
+    journal = Journal()
+    journal.add(ex)
+    [summary] = journal.list("")
     assert {"name": "g", "id": "c9"} in summary["calls"] and summary["input_tokens"] == 7
+
+
+def test_a_dead_collector_costs_one_log_line_and_no_spans() -> None:
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from proxy.journal.tracing import Breaker, Tracing
+
+    class Dead:
+        calls = 0
+
+        def export(self, spans):
+            Dead.calls += 1
+            return SpanExportResult.FAILURE
+
+        def shutdown(self):
+            pass
+
+    now = [0.0]
+    tracing = Tracing("http://127.0.0.1:9/v1/traces", exporter=Dead())
+    tracing.breaker.clock = lambda: now[0]
+    assert tracing.breaker.export(["span"]) == SpanExportResult.FAILURE and tracing.breaker.down
+    ex = exchange(1)
+    tracing.export(ex, summarize(ex))  # while it is down: no span is even made
+    assert tracing.breaker.export(["span"]) == SpanExportResult.FAILURE and Dead.calls == 1
+    now[0] += 2.5  # its wait is over: tried again, and down for longer
+    tracing.breaker.export(["span"])
+    assert Dead.calls == 2 and tracing.breaker.down_until == now[0] + 4
+    assert isinstance(tracing.breaker, Breaker)
+    tracing.shutdown()

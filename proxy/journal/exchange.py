@@ -53,6 +53,7 @@ class UpstreamCall:
     usage: dict[str, Any] | None = None
     version: str | None = None
     chunk_bytes: int = 0
+    tools: list[str] = field(default_factory=list)  # the declared tools' names, once the body is settled
 
     def learn(self, answer: Any) -> int:
         """Take the calls, finish reasons, usage and model version from an answer or a chunk; returns
@@ -116,6 +117,7 @@ class Exchange:
     secrets: list[str] = field(default_factory=list)  # this exchange's own secrets (the key it presented)
     traceparent: str | None = None
     end: float | None = None
+    cut: bool = False  # too large for the journal: kept without its bodies
 
     def note(self, kind: str, message: str, **detail: Any) -> None:
         if len(self.notes) < MAX_NOTES:

@@ -73,17 +73,16 @@ class Recorder:
                         protocol=fields.pop("protocol", None) or protocol_of(path), request_headers=headers,
                         secrets=[s for s in secrets if s], traceparent=headers.get("traceparent"), **fields)
 
-    def finish(self, ex: Exchange) -> dict[str, Any]:
-        """Keep the exchange (journal) and export it (traces); returns its summary."""
+    def finish(self, ex: Exchange) -> None:
+        """Keep the exchange (journal) and export it (traces)."""
         ex.end = ex.end or time.perf_counter()
         try:
-            summary = self.journal.add(ex) if self.journal is not None else summarize(ex)
-            if self.tracing is not None:
-                self.tracing.export(ex, summary)
+            if self.tracing is not None:  # before the journal settles the bodies: spans read the live objects
+                self.tracing.export(ex, summarize(ex))
+            if self.journal is not None:
+                self.journal.add(ex)
         except Exception:  # what the proxy did is recorded on the side: a failure here never fails a request
             log.exception("could not record exchange %s", ex.id)
-            return {}
-        return summary
 
     def close(self) -> None:
         if self.journal is not None and self.journal.shared is not None:

@@ -33,9 +33,6 @@ from proxy.journal.shared import Shared
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-# Bytes counted per kept exchange beyond its document and summary: the entry's tuple, id, filter fields
-# and the ordered dict's slot (measured: sys.getsizeof of each, about 450 bytes).
-ENTRY_OVERHEAD = 512
 LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it misses some
 
 
@@ -43,6 +40,8 @@ def body_value(body: Any, content_type: str = "") -> Any:
     """A body as the document embeds it: JSON as it came (a Fragment), else text; cut at BODY_CAP."""
     if body is None:
         return None
+    if isinstance(body, Truncated):
+        return {"truncated": True, "bytes": body.size, "head": body.head.decode("utf-8", "replace")}
     if isinstance(body, Json):
         if not body.data:
             return None
@@ -78,7 +77,8 @@ def summarize(ex: Exchange) -> dict[str, Any]:
         usage, version = call.usage or usage, call.version or version
     upstream_ms = sum(((c.last_byte or c.start) - c.start) for c in ex.upstreams) * 1000
     total_ms = ((ex.end or time.perf_counter()) - ex.start) * 1000
-    tools = _tool_names(ex.upstreams[0].body_obj) if ex.upstreams else []
+    tools = (ex.upstreams[0].tools if ex.upstreams[0].body_obj is None else _tool_names(ex.upstreams[0].body_obj)
+             ) if ex.upstreams else []
     return {
         "id": ex.id, "time": ex.time, "kind": ex.kind, "protocol": ex.protocol, "method": ex.method,
         "path": ex.path, "status": ex.status, "session": ex.session, "request_id": ex.request_id,
@@ -100,11 +100,9 @@ def _tool_names(body: Any) -> list[str]:
         return []
 
 
-def details(ex: Exchange, bodies: bool = True) -> dict[str, Any]:
-    """The exchange beyond its summary: the four bodies and the decisions (bodies=False: no bodies)."""
-    def b(value: Any, ctype: str = "") -> Any:
-        return body_value(value, ctype) if bodies else ("[cut: the exchange was too large for the journal]"
-                                                        if value is not None else None)
+def details(ex: Exchange) -> dict[str, Any]:
+    """The exchange beyond its summary: the four bodies and the decisions."""
+    b = body_value
 
     upstream = []
     for call in ex.upstreams:
@@ -126,6 +124,81 @@ def details(ex: Exchange, bodies: bool = True) -> dict[str, Any]:
             "decisions": ex.notes, "error_detail": ex.error}
 
 
+# Bytes counted per kept exchange beyond its bodies: the exchange, its upstream calls, headers, notes
+# and the journal's slot (measured with tracemalloc for a small Responses exchange: about 3 KB).
+ENTRY_OVERHEAD = 3072
+PER_ITEM = 160  # each note, attempt, kept chunk and stream block, as held
+
+
+def settle(ex: Exchange, most: int) -> int:
+    """Make a finished exchange safe to keep as it is, and say how many bytes it holds: bodies the
+    proxy built as objects become JSON now (they could change later), a body beyond BODY_CAP keeps
+    only its head, and an exchange past `most` keeps its summary and decisions only."""
+    size = ENTRY_OVERHEAD + PER_ITEM * len(ex.notes)
+    ex.request_body = _kept(ex.request_body)
+    ex.answer_body = _kept(ex.answer_body)
+    size += _len(ex.request_body) + _len(ex.answer_body) + sum(map(len, ex.answer_stream))
+    size += PER_ITEM * len(ex.answer_stream)
+    for call in ex.upstreams:
+        call.tools = _tool_names(call.body_obj)
+        call.body_obj = None
+        call.body, call.answer = _kept(call.body), _kept(call.answer)
+        size += _len(call.body) + _len(call.answer) + call.chunk_bytes
+        size += PER_ITEM * (len(call.chunks) + len(call.attempts) + len(call.calls))
+    if size > most:
+        ex.cut = True
+        ex.request_body, ex.answer_body = _cut(ex.request_body), _cut(ex.answer_body or ex.answer_stream or None)
+        ex.answer_stream = []
+        for call in ex.upstreams:
+            call.body, call.answer = _cut(call.body), _cut(call.answer or call.chunks or None)
+            call.chunks = []
+        size = ENTRY_OVERHEAD + PER_ITEM * len(ex.notes)
+    return size
+
+
+CUT = "[cut: the exchange was too large for the journal (--journal-max-bytes / 4)]"
+
+
+def _cut(body: Any) -> str | None:
+    return None if body is None else CUT
+
+
+def _kept(body: Any) -> Any:
+    """A body as the journal keeps it: bytes (at most BODY_CAP of them, with the whole size), JSON
+    made now of an object (it may change once the request is over)."""
+    if body is None or isinstance(body, Truncated):
+        return body
+    # Kept in objects of their own size: orjson's output holds its whole working buffer (at least
+    # 8 KiB, byte_lru._held), which made the journal hold several times what it counted.
+    if isinstance(body, Json):
+        return Json(memoryview(body.data).tobytes()) if len(body.data) <= BODY_CAP else Truncated(body.data)
+    if isinstance(body, bytes | bytearray | memoryview):
+        return memoryview(body).tobytes() if len(body) <= BODY_CAP else Truncated(bytes(body))
+    try:
+        raw = orjson.dumps(body, default=_fallback)
+    except TypeError:
+        return repr(body)[:BODY_CAP]
+    return Json(memoryview(raw).tobytes()) if len(raw) <= BODY_CAP else Truncated(raw)
+
+
+def _len(body: Any) -> int:
+    if body is None:
+        return 0
+    if isinstance(body, Json):
+        return len(body.data)
+    if isinstance(body, Truncated):
+        return len(body.head)
+    return len(body) if isinstance(body, bytes | str) else 0
+
+
+class Truncated:
+    """The first BODY_CAP bytes of a body too large to keep whole, and its whole size."""
+    __slots__ = ("head", "size")
+
+    def __init__(self, raw: bytes) -> None:
+        self.head, self.size = memoryview(raw)[:BODY_CAP].tobytes(), len(raw)
+
+
 def _assembled(chunks: list[Any]) -> Any:
     """A stream's chunks as the one answer generateContent would have given (the page shows both)."""
     if not chunks or not all(isinstance(c, dict) for c in chunks):
@@ -145,37 +218,37 @@ class Journal:
         then also kept there, for every instance (shared.py)."""
         self.max_bytes = max_bytes
         self.redactor = redactor or Redactor()
-        self.shared = Shared(shared, max_bytes, self.redactor) if shared is not None else None
+        self.shared = Shared(shared, max_bytes, self.redactor, self.render) if shared is not None else None
         self.total = 0
-        # id -> (scope, the fields filters look at, the scrubbed summary, the document, the exchange's
-        # own secrets). Bytes, strings and numbers only: tens of thousands of small exchanges held as
-        # dicts made every full garbage collection walk them, which cost more than recording them.
-        self._entries: OrderedDict[str, tuple[str, tuple, bytes, bytes, tuple[str, ...]]] = OrderedDict()
+        # id -> (scope, the fields filters look at, the exchange, the bytes it is counted for)
+        self._entries: OrderedDict[str, tuple[str, tuple, Exchange, int]] = OrderedDict()
         self._live: set[tuple[str, asyncio.Queue]] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def add(self, ex: Exchange) -> dict[str, Any]:
-        """Keep a finished exchange; returns its (redacted) summary."""
-        summary = summarize(ex)
-        head, summary = self.redactor.scrub_summary(summary, ex.secrets)
-        doc = self._serialize(ex, head, True)
-        if len(doc) > self.max_bytes // 4:
-            doc = self._serialize(ex, head, False)
-        keys = tuple(summary.get(k) or "" for k in FILTERED) + (bool(summary.get("error")),)
-        # In an object of its own size: orjson's output keeps its 8 KiB working buffer (byte_lru._held).
-        head = memoryview(head).tobytes()
-        self._entries[ex.id] = (ex.scope, keys, head, doc, tuple(ex.secrets))
-        self.total += len(doc) + len(head) + ENTRY_OVERHEAD
+    def add(self, ex: Exchange) -> None:
+        """Keep a finished exchange as it is: it is made into a document only when someone reads it."""
+        size = settle(ex, self.max_bytes // 4)
+        gemini_model = ex.upstreams[-1].model if ex.upstreams else ""
+        keys = (ex.session or "", ex.protocol, ex.kind, ex.status, ex.client_model or "", gemini_model,
+                ex.error is not None)
+        self._entries[ex.id] = (ex.scope, keys, ex, size)
+        self.total += size
         while self.total > self.max_bytes and self._entries:
-            _, (_, _, old_head, old, _) = self._entries.popitem(last=False)
-            self.total -= len(old) + len(old_head) + ENTRY_OVERHEAD
+            _, (_, _, _, old) = self._entries.popitem(last=False)
+            self.total -= old
         metrics.JOURNAL_BYTES.set(self.total)
-        self._deliver(ex.scope, summary)
+        if any(scope == ex.scope for scope, _ in self._live):
+            self._deliver(ex.scope, self.redactor.scrub_summary(summarize(ex), ex.secrets)[1])
         if self.shared is not None:
-            self.shared.publish(ex.id, ex.scope, head, doc, tuple(ex.secrets))
-        return summary
+            self.shared.publish(ex)
+
+    def render(self, ex: Exchange) -> tuple[bytes, bytes]:
+        """An exchange's summary and whole document, scrubbed of secrets."""
+        head, _ = self.redactor.scrub_summary(summarize(ex), ex.secrets)
+        details_doc = orjson.dumps(details(ex), default=_fallback)
+        return head, self.redactor.scrub(head[:-1] + b"," + details_doc[1:], ex.secrets)
 
     def _deliver(self, scope: str, summary: dict[str, Any]) -> None:
         for wanted, queue in list(self._live):
@@ -183,18 +256,13 @@ class Journal:
                 with contextlib.suppress(asyncio.QueueFull):
                     queue.put_nowait(summary)
 
-    @staticmethod
-    def _serialize(ex: Exchange, head: bytes, bodies: bool) -> bytes:
-        """One JSON object: the summary's fields (already serialized), then the details'."""
-        return head[:-1] + b"," + orjson.dumps(details(ex, bodies), default=_fallback)[1:]
-
     def list(self, scope: str, limit: int = 100, **filters: str | None) -> list[dict[str, Any]]:
         """The newest `limit` summaries of a scope, newest first, matching every filter given."""
         out = []
-        for s, keys, summary, _, _ in reversed(self._entries.values()):
+        for s, keys, ex, _ in reversed(self._entries.values()):
             if s != scope or not _matches(dict(zip(FILTERED, keys, strict=False)), keys[-1], filters):
                 continue
-            out.append(orjson.loads(summary))
+            out.append(self.redactor.scrub_summary(summarize(ex), ex.secrets)[1])
             if len(out) >= limit:
                 break
         return out
@@ -223,7 +291,7 @@ class Journal:
         entry = self._entries.get(exchange_id)
         if entry is None or entry[0] != scope:
             return None
-        return self.redactor.scrub(entry[3], entry[4])
+        return self.render(entry[2])[1]
 
     @contextlib.asynccontextmanager
     async def live(self, scope: str) -> AsyncIterator[asyncio.Queue]:

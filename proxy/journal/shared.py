@@ -29,8 +29,11 @@ LIST_WINDOW = 5000  # newest exchanges looked through for a list (all scopes tog
 
 
 class Shared:
-    def __init__(self, client_of: Callable[[], Any], max_bytes: int, redactor: Redactor, prefix: str = "gtp:") -> None:
+    def __init__(self, client_of: Callable[[], Any], max_bytes: int, redactor: Redactor,
+                 render: Callable[[Any], tuple[bytes, bytes]], prefix: str = "gtp:") -> None:
+        """`render`: an exchange's scrubbed summary and document (ring.Journal.render)."""
         self.client_of, self.max_bytes, self.redactor, self.prefix = client_of, max_bytes, redactor, prefix
+        self.render = render
         self.instance = ids.exchange_id()  # tells this instance's announcements from the others'
         self.pending: collections.deque = collections.deque()
         self.dropped = 0
@@ -48,7 +51,7 @@ class Shared:
             self._script, self._script_client = client.register_script(SCRIPT), client
         return self._script
 
-    def publish(self, exchange_id: str, scope: str, head: bytes, doc: bytes, secrets: tuple[str, ...]) -> None:
+    def publish(self, ex: Any) -> None:
         """Queue a finished exchange for Redis (called on the loop, never waits)."""
         if self.client is None:
             return
@@ -58,22 +61,22 @@ class Shared:
             if self.dropped == 1:
                 log.warning("the shared journal falls behind (Redis slow or down): the oldest unpublished "
                             "exchanges are dropped from it (this instance keeps them)")
-        self.pending.append((exchange_id, scope, head, doc, secrets))
+        self.pending.append(ex)
         if self._flusher is None or self._flusher.done():
             with contextlib.suppress(RuntimeError):  # no running loop (a direct caller): nothing to publish on
                 self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
     async def _flush(self) -> None:
         while self.pending:
-            exchange_id, scope, head, doc, secrets = self.pending.popleft()
+            ex = self.pending.popleft()
             client = self.client
             if client is None:
                 return
             try:
-                await self._run(client)(args=[self.prefix, exchange_id, scope, self.redactor.scrub(head, secrets),
-                                              self.redactor.scrub(doc, secrets), self.max_bytes, self.instance])
+                head, doc = self.render(ex)
+                await self._run(client)(args=[self.prefix, ex.id, ex.scope, head, doc, self.max_bytes, self.instance])
             except Exception as e:  # Redis down: the exchange stays in this instance's journal only
-                log.info("could not publish exchange %s to the shared journal: %s", exchange_id, e)
+                log.info("could not publish exchange %s to the shared journal: %s", ex.id, e)
 
     async def list(self, scope: str, limit: int, matches: Callable[[dict], bool]) -> list[dict[str, Any]]:
         client = self.client

@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 SYSTEM = "gemini"
 PROVIDER = "gcp.gemini"
 OPERATION = "chat"
+EXPORT_TIMEOUT = 2  # seconds an export (with the exporter's own retries) may take on its thread
+MAX_EVENTS = 16    # tool-call events, and decision kinds, per span
+MAX_MESSAGES = 50  # messages one decision event carries
 
 
 def endpoint_from(option: str | None, env: Mapping[str, str]) -> str | None:
@@ -37,6 +40,52 @@ def endpoint_from(option: str | None, env: Mapping[str, str]) -> str | None:
     if env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         return env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
     return None
+
+
+class Breaker:
+    """Wraps the OTLP exporter: once the collector fails, spans are neither sent nor even made until a
+    wait has passed (2 s, doubling to a minute), so a dead collector costs requests nothing and the
+    log one line per outage, not one per dropped span."""
+
+    def __init__(self, inner: Any, endpoint: str, clock: Any = None) -> None:
+        import time
+        self.inner, self.endpoint, self.clock = inner, endpoint, clock or time.monotonic
+        self.failures, self.down_until, self.dropped = 0, 0.0, 0
+
+    @property
+    def down(self) -> bool:
+        return self.failures > 0 and self.clock() < self.down_until
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+        if self.down:
+            self.dropped += len(spans)
+            return SpanExportResult.FAILURE
+        try:
+            result = self.inner.export(spans)
+        except Exception as e:  # the exporter's own errors: the same as a failed export
+            log.debug("OTLP export raised %r", e)
+            result = SpanExportResult.FAILURE
+        if result == SpanExportResult.SUCCESS:
+            if self.failures:
+                log.warning("the OTLP collector at %s answers again (%d spans were dropped meanwhile)",
+                            self.endpoint, self.dropped)
+            self.failures, self.dropped = 0, 0
+            return result
+        self.failures += 1
+        wait = min(60.0, 2.0 ** min(self.failures, 6))
+        self.down_until = self.clock() + wait
+        if self.failures == 1:
+            log.warning("the OTLP collector at %s does not take spans; traces are dropped until it does "
+                        "(trying again in %gs, then less often)", self.endpoint, wait)
+        self.dropped += len(spans)
+        return result
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
 
 
 class Tracing:
@@ -56,7 +105,10 @@ class Tracing:
         resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "gemini-tool-proxy"),
                                     "service.version": __version__})
         self.provider = TracerProvider(resource=resource)
-        self.processor = BatchSpanProcessor(exporter or OTLPSpanExporter(endpoint=endpoint, timeout=5))
+        # The exporter retries within its timeout, logging each retry; the breaker reports outages, once.
+        logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter").setLevel(logging.ERROR)
+        self.breaker = Breaker(exporter or OTLPSpanExporter(endpoint=endpoint, timeout=EXPORT_TIMEOUT), endpoint)
+        self.processor = BatchSpanProcessor(self.breaker)
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("gemini-tool-proxy")
         self.propagator = TraceContextTextMapPropagator()
@@ -66,8 +118,26 @@ class Tracing:
             return self.redactor.scrub(value.encode()).decode("utf-8", "replace")
         return value
 
+    def _free_text(self, ex: Exchange) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+        """The exchange's free text, scrubbed in one pass: [request id, session, error], and the
+        decisions as span events, one per kind (a long tool list repairs dozens of keywords)."""
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for n in ex.notes:
+            by_kind.setdefault(n["kind"], []).append(n)
+        kinds = list(by_kind)[:MAX_EVENTS]
+        texts = [ex.request_id or "", ex.session or "", (ex.error or {}).get("message") or "",
+                 *("\x00".join(n["message"] for n in by_kind[k][:MAX_MESSAGES]) for k in kinds)]
+        clean = self._clean("\x01".join(texts)).split("\x01")
+        events = [(f"gtp.{kind}", {"gtp.count": len(by_kind[kind]), "gtp.messages": text.split("\x00")})
+                  for kind, text in zip(kinds, clean[3:], strict=False)]
+        return clean[:3], events
+
     def export(self, ex: Exchange, summary: dict[str, Any]) -> None:
-        """The exchange's spans, handed to the batch processor (never waits on the collector)."""
+        """The exchange's spans, handed to the batch processor (never waits on the collector); none
+        while the collector is down."""
+        if self.breaker.down:
+            self.breaker.dropped += 1 + sum(len(c.attempts) or 1 for c in ex.upstreams)
+            return
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         def ns(perf: float) -> int:  # a perf_counter reading as wall-clock nanoseconds
@@ -83,11 +153,12 @@ class Tracing:
             "http.response.status_code": ex.status, "gtp.protocol": ex.protocol, "gtp.exchange.id": ex.id,
             "gtp.kind": ex.kind,
         }
+        (request_id, session, error), events = self._free_text(ex)
         for name, value in (("gen_ai.usage.input_tokens", summary.get("input_tokens")),
                             ("gen_ai.usage.output_tokens", summary.get("output_tokens")),
-                            ("gtp.request_id", ex.request_id), ("gtp.session", ex.session)):
+                            ("gtp.request_id", request_id or None), ("gtp.session", session or None)):
             if value is not None:
-                attrs[name] = self._clean(value)
+                attrs[name] = value
         if summary.get("finish_reasons"):
             attrs["gen_ai.response.finish_reasons"] = list(summary["finish_reasons"])
         end = ns(ex.end or ex.start)
@@ -115,21 +186,16 @@ class Tracing:
                 elif last and summary.get("gemini_model") == call.model:
                     child.set_attribute("gen_ai.response.model", summary.get("model_version") or call.model)
                 child.end(end_time=ns(a_end or call.start))
-        for c in summary.get("calls") or []:
+        for c in (summary.get("calls") or [])[:MAX_EVENTS]:
             span.add_event("gen_ai.tool.call", {"gen_ai.tool.name": c.get("name") or "",
                                                 "gen_ai.tool.call.id": c.get("id") or ""}, timestamp=end)
-        for n in ex.notes:
-            span.add_event(f"gtp.{n['kind']}", {k: self._clean(_attr(v)) for k, v in n.items() if k != "kind"},
-                           timestamp=end)
+        for name, attributes in events:
+            span.add_event(name, attributes, timestamp=end)
         if ex.status >= 500 or ex.error:
-            span.set_status(Status(StatusCode.ERROR, self._clean((ex.error or {}).get("message", ""))[:500]))
+            span.set_status(Status(StatusCode.ERROR, error[:500]))
         span.end(end_time=end)
 
     def shutdown(self) -> None:
         self.provider.shutdown()
 
 
-def _attr(value: Any) -> Any:
-    if isinstance(value, str | bool | int | float):
-        return value
-    return str(value)[:1000]

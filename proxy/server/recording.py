@@ -3,6 +3,8 @@ filled in here; the upstream wrappers fill in Gemini's side and the routes' deci
 `journal.exchange.note()` calls. Inside the observe middleware (request id, session) and outside the
 error middleware, so it sees every answer as the client got it, errors rendered in their protocol."""
 
+import asyncio
+import time
 from typing import Any
 
 from aiohttp import web
@@ -49,4 +51,6 @@ async def record_middleware(request: web.Request, handler: Any) -> web.StreamRes
                 ex.answer_body = Json(resp.body) if json_answer else resp.body
         if record is not None and record.failed and ex.error is None:
             ex.error = {"message": "the stream ended with its protocol's failure event"}
-        recorder.finish(ex)
+        ex.end = time.perf_counter()
+        # Kept and exported once the answer is on its way: the client never waits on the journal.
+        asyncio.get_running_loop().call_soon(recorder.finish, ex)
