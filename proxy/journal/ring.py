@@ -223,9 +223,13 @@ class Journal:
         # id -> (scope, the fields filters look at, the exchange, the bytes it is counted for)
         self._entries: OrderedDict[str, tuple[str, tuple, Exchange, int]] = OrderedDict()
         self._live: set[tuple[str, asyncio.Queue]] = set()
+        metrics.SCRAPE_HOOKS.add(self)  # its size is read when /metrics is, not set per request
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def export(self) -> None:
+        metrics.JOURNAL_BYTES.set(self.total)
 
     def add(self, ex: Exchange) -> None:
         """Keep a finished exchange as it is: it is made into a document only when someone reads it."""
@@ -238,8 +242,7 @@ class Journal:
         while self.total > self.max_bytes and self._entries:
             _, (_, _, _, old) = self._entries.popitem(last=False)
             self.total -= old
-        metrics.JOURNAL_BYTES.set(self.total)
-        if any(scope == ex.scope for scope, _ in self._live):
+        if self._live and any(scope == ex.scope for scope, _ in self._live):
             self._deliver(ex.scope, self.redactor.scrub_summary(summarize(ex), ex.secrets)[1])
         if self.shared is not None:
             self.shared.publish(ex)
