@@ -1,17 +1,13 @@
-"""The journal: finished exchanges as JSON documents, newest last, bounded by bytes.
+"""The journal: finished exchanges, newest last, bounded by bytes, each under its client's scope.
 
-An exchange is serialized once, when it ends, into one document (its bodies embedded as they came
-when they are JSON: orjson's Fragment, no re-parse) and kept with a small summary for the list and
-filters. Old documents go first once `max_bytes` is passed; one document may take at most a quarter
-of it (its bodies are cut first). Everything is kept under the client's scope: a key sees its own
-exchanges only, as with sessions.
-
-Secrets: credential headers are replaced when the exchange is recorded (middleware). Bodies are
-scrubbed (redact.py) whenever a document leaves the journal — read by the page, the API or the CLI,
-exported as a span, shared through Redis — never on the request's path: scanning a 150 KB document
-for every secret and credential shape costs about 1 ms on a small machine, against the journal's
-budget of 5 % of a request's CPU. The summary, which the live list sends at once, is scrubbed when
-made.
+An exchange is kept as it finished: the bytes and objects the request made anyway (settle() makes the
+ones that could still change into JSON bytes, and cuts bodies at BODY_CAP), counted by their sizes.
+It becomes a document (its bodies embedded as they came: orjson's Fragment, no re-parse) and is
+scrubbed of secrets (redact.py) only when it leaves the journal — read by the page, the API or the
+CLI, or shared through Redis — never on the request's path: serializing and scanning a 150 KB
+exchange for every secret and credential shape costs about 1 ms on a small machine. Old exchanges go
+first once `max_bytes` is passed; one exchange may take at most a quarter of it (its bodies are cut
+first). A key sees its own exchanges only, as with sessions.
 """
 
 import asyncio
