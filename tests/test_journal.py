@@ -172,3 +172,14 @@ def test_a_dead_collector_costs_one_log_line_and_no_spans() -> None:
     assert Dead.calls == 2 and tracing.breaker.down_until == now[0] + 4
     assert isinstance(tracing.breaker, Breaker)
     tracing.shutdown()
+
+
+def test_hostile_answers_never_break_the_record() -> None:
+    from proxy.journal.exchange import UpstreamCall
+
+    call = UpstreamCall("m", {}, stream=True)
+    for answer in ({"candidates": [{"content": "x"}]}, {"candidates": [{"content": {"parts": "x"}}]},
+                   {"candidates": "x"}, {"usageMetadata": "x", "modelVersion": 3}, [], None,
+                   {"candidates": [{"finishReason": {"a": 1}, "content": {"parts": [None, {"functionCall": None}]}}]}):
+        call.chunk(answer)
+    assert call.calls == [] and call.finish == [] and call.usage is None and call.version is None

@@ -64,7 +64,9 @@ class UpstreamCall:
         for cand in answer.get("candidates") or ():
             if not isinstance(cand, dict):
                 continue
-            for part in (cand.get("content") or {}).get("parts") or ():
+            content = cand.get("content")
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for part in parts if isinstance(parts, list) else ():
                 if not isinstance(part, dict):
                     continue
                 text = part.get("text")
@@ -72,10 +74,11 @@ class UpstreamCall:
                 fc = part.get("functionCall")
                 if isinstance(fc, dict) and len(self.calls) < 200:
                     self.calls.append({"name": fc.get("name"), "id": fc.get("id")})
-            if cand.get("finishReason"):
+            if isinstance(cand.get("finishReason"), str):
                 self.finish.append(cand["finishReason"])
-        self.usage = answer.get("usageMetadata") or self.usage
-        self.version = answer.get("modelVersion") or self.version
+        usage, version = answer.get("usageMetadata"), answer.get("modelVersion")
+        self.usage = usage if isinstance(usage, dict) else self.usage
+        self.version = version if isinstance(version, str) else self.version
         return size
 
     def chunk(self, chunk: Any) -> None:

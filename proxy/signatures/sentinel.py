@@ -28,8 +28,10 @@ def sign_unsigned_turns(contents: list[dict[str, Any]], model: str) -> None:
         calls = [p for p in content.get("parts", []) if "functionCall" in p]
         if calls and not any(p.get("thoughtSignature") for p in calls):
             calls[0]["thoughtSignature"] = SENTINEL
-            exchange.note("signature", f"call {calls[0]['functionCall'].get('name')!r}: no thought signature "
-                                       f"known; sent with the documented sentinel", source="sentinel")
+            call = calls[0]["functionCall"]
+            name = call.get("name") if isinstance(call, dict) else None
+            exchange.note("signature", f"call {name!r}: no thought signature known; sent with the documented "
+                                       "sentinel", source="sentinel")
 
 
 def sign_current_turn(contents: list[dict[str, Any]], model: str) -> None:
