@@ -1,9 +1,10 @@
 """The journal shared by every instance on one Redis (`--store redis://...`): each instance keeps
 its own exchanges (ring.py) and publishes them, scrubbed, to Redis, where they are kept bounded by
-bytes (journal.lua, one call per exchange) and announced on a channel; the page, the API and the CLI
+bytes (journal.lua, one call per batch) and announced on a channel; the page, the API and the CLI
 of any instance then list, open and follow the exchanges of all of them.
 
-Publishing runs on a background task, after the answer went out: a document is scrubbed of secrets
+Publishing runs on a background task, after the answer went out, in batches (one round trip each,
+so the store's one round trip per request stays about one): a document is scrubbed of secrets
 (redact.py) before it leaves the process, which is the costly part (a large exchange is scanned for
 every secret and credential shape), and the request never waits on Redis. A backlog beyond
 MAX_PENDING exchanges (Redis slow or down) drops the oldest and says so in the log once.
@@ -25,6 +26,8 @@ from proxy.journal.redact import Redactor
 log = logging.getLogger(__name__)
 SCRIPT = (Path(__file__).with_name("journal.lua")).read_text()
 MAX_PENDING = 512  # exchanges waiting to be published
+BATCH = 64  # exchanges published in one round trip
+FLUSH_AFTER = 0.1  # seconds a publication waits for others to share its round trip
 LIST_WINDOW = 5000  # newest exchanges looked through for a list (all scopes together)
 
 
@@ -67,16 +70,21 @@ class Shared:
                 self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
     async def _flush(self) -> None:
+        """Publish what is pending, a batch at a time in one script call, gathered for FLUSH_AFTER."""
+        await asyncio.sleep(FLUSH_AFTER)
         while self.pending:
-            ex = self.pending.popleft()
             client = self.client
             if client is None:
                 return
+            batch = [self.pending.popleft() for _ in range(min(len(self.pending), BATCH))]
             try:
-                head, doc = self.render(ex)
-                await self._run(client)(args=[self.prefix, ex.id, ex.scope, head, doc, self.max_bytes, self.instance])
-            except Exception as e:  # Redis down: the exchange stays in this instance's journal only
-                log.info("could not publish exchange %s to the shared journal: %s", ex.id, e)
+                args: list[Any] = [self.prefix, self.max_bytes, self.instance]
+                for ex in batch:
+                    head, doc = self.render(ex)
+                    args += [ex.id, ex.scope, head, doc]
+                await self._run(client)(args=args)  # one call, one round trip, for the batch
+            except Exception as e:  # Redis down: the exchanges stay in this instance's journal only
+                log.info("could not publish %d exchange(s) to the shared journal: %s", len(batch), e)
 
     async def list(self, scope: str, limit: int, matches: Callable[[dict], bool]) -> list[dict[str, Any]]:
         client = self.client
