@@ -5,6 +5,7 @@ Two addons because mitmproxy calls each hook on the addons in order: the start s
 any rewrite, the end sees it as it leaves and the answer as the app gets it. Only flows the rewrite
 owns (Gemini generate calls on the intercepted hosts) are recorded; the rest pass untouched."""
 
+from time import perf_counter
 from typing import Any
 
 import orjson
@@ -61,7 +62,7 @@ class JournalEnd:
         if ex is None or flow.response is None:
             return
         call = ex.upstreams[-1]
-        call.first_byte = call.last_byte = _now()
+        call.first_byte = call.last_byte = perf_counter()
         call.attempts.append({"start": call.start, "end": call.first_byte, "status": flow.response.status_code,
                               "key": None})
         before = flow.response.stream
@@ -72,7 +73,7 @@ class JournalEnd:
                 out = before(data)
                 if data:
                     ex.streamed(data)
-                    call.last_byte = _now()
+                    call.last_byte = perf_counter()
                     for payload in decoder.feed(data):
                         chunk = _parsed(payload.encode())
                         if chunk is not None:
@@ -104,7 +105,7 @@ class JournalEnd:
                 ex.answer_body = body[: BODY_CAP + 1]
                 call.answer = ex.answer_body
                 call.learn(_inner(_parsed(body), state))
-            call.last_byte = _now()
+            call.last_byte = perf_counter()
         if state is not None and state.capture.calls:
             ex.note("capture", f"captured {len(state.capture.calls)} call(s) for session {state.session!r}",
                     calls=[getattr(c, "name", None) for c in state.capture.calls][:50])
@@ -134,8 +135,3 @@ def _inner(doc: Any, state: FlowState | None) -> Any:
     if isinstance(doc, dict) and state is not None and state.target.kind == "cloudcode":
         return doc.get("request") or doc.get("response") or doc
     return doc
-
-
-def _now() -> float:
-    import time
-    return time.perf_counter()

@@ -26,6 +26,7 @@ from proxy.journal import redact
 from proxy.journal.exchange import BODY_CAP, Exchange, Json
 from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
+from proxy.store.byte_lru import held
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -33,24 +34,18 @@ LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it
 
 
 def body_value(body: Any, content_type: str = "") -> Any:
-    """A body as the document embeds it: JSON as it came (a Fragment), else text; cut at BODY_CAP."""
+    """A settled body (settle) as the document embeds it: JSON as it came (a Fragment), else text."""
     if body is None:
         return None
     if isinstance(body, Truncated):
         return {"truncated": True, "bytes": body.size, "head": body.head.decode("utf-8", "replace")}
-    if isinstance(body, Json):
-        if not body.data:
-            return None
-        if len(body.data) <= BODY_CAP:
-            return orjson.Fragment(body.data)
-        body = body.data
-    if not isinstance(body, bytes | bytearray | memoryview):
-        return body  # an object the proxy built: serialized with the document
+    if isinstance(body, Json):  # settle() cut every body to BODY_CAP
+        return orjson.Fragment(body.data) if body.data else None
+    if not isinstance(body, bytes):
+        return body  # text, or chunks: serialized with the document
     if not body:
         return None
-    raw = bytes(body)
-    if len(raw) > BODY_CAP:
-        return {"truncated": True, "bytes": len(raw), "head": raw[:BODY_CAP].decode("utf-8", "replace")}
+    raw = body
     if raw[:1] in (b"{", b"[") and ("json" in content_type or not content_type):
         try:
             orjson.loads(raw)  # only well-formed JSON may be embedded as it is
@@ -164,17 +159,17 @@ def _kept(body: Any) -> Any:
     made now of an object (it may change once the request is over)."""
     if body is None or isinstance(body, Truncated):
         return body
-    # Kept in objects of their own size: orjson's output holds its whole working buffer (at least
-    # 8 KiB, byte_lru._held), which made the journal hold several times what it counted.
+    # Kept in objects of their own size (byte_lru.held): orjson's output holds its whole working
+    # buffer, which made the journal hold several times what it counted.
     if isinstance(body, Json):
-        return Json(memoryview(body.data).tobytes()) if len(body.data) <= BODY_CAP else Truncated(body.data)
+        return Json(held(body.data)) if len(body.data) <= BODY_CAP else Truncated(body.data)
     if isinstance(body, bytes | bytearray | memoryview):
-        return memoryview(body).tobytes() if len(body) <= BODY_CAP else Truncated(bytes(body))
+        return held(body) if len(body) <= BODY_CAP else Truncated(bytes(body))
     try:
         raw = orjson.dumps(body, default=_fallback)
     except TypeError:
         return repr(body)[:BODY_CAP]
-    return Json(memoryview(raw).tobytes()) if len(raw) <= BODY_CAP else Truncated(raw)
+    return Json(held(raw)) if len(raw) <= BODY_CAP else Truncated(raw)
 
 
 def _len(body: Any) -> int:
@@ -192,7 +187,7 @@ class Truncated:
     __slots__ = ("head", "size")
 
     def __init__(self, raw: bytes) -> None:
-        self.head, self.size = memoryview(raw)[:BODY_CAP].tobytes(), len(raw)
+        self.head, self.size = held(memoryview(raw)[:BODY_CAP]), len(raw)
 
 
 def _assembled(chunks: list[Any]) -> Any:
@@ -214,7 +209,7 @@ class Journal:
         then also kept there, for every instance (shared.py)."""
         self.max_bytes = max_bytes
         self.redactor = redactor or Redactor()
-        self.shared = Shared(shared, max_bytes, self.redactor, self.render) if shared is not None else None
+        self.shared = Shared(shared, max_bytes, self.render) if shared is not None else None
         self.total = 0
         # id -> (scope, the fields filters look at, the exchange, the bytes it is counted for)
         self._entries: OrderedDict[str, tuple[str, tuple, Exchange, int]] = OrderedDict()

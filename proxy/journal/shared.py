@@ -21,7 +21,6 @@ from typing import Any
 import orjson
 
 from proxy import ids
-from proxy.journal.redact import Redactor
 
 log = logging.getLogger(__name__)
 SCRIPT = (Path(__file__).with_name("journal.lua")).read_text()
@@ -32,11 +31,10 @@ LIST_WINDOW = 5000  # newest exchanges looked through for a list (all scopes tog
 
 
 class Shared:
-    def __init__(self, client_of: Callable[[], Any], max_bytes: int, redactor: Redactor,
-                 render: Callable[[Any], tuple[bytes, bytes]], prefix: str = "gtp:") -> None:
+    def __init__(self, client_of: Callable[[], Any], max_bytes: int, render: Callable[[Any], tuple[bytes, bytes]],
+                 prefix: str = "gtp:") -> None:
         """`render`: an exchange's scrubbed summary and document (ring.Journal.render)."""
-        self.client_of, self.max_bytes, self.redactor, self.prefix = client_of, max_bytes, redactor, prefix
-        self.render = render
+        self.client_of, self.max_bytes, self.render, self.prefix = client_of, max_bytes, render, prefix
         self.instance = ids.exchange_id()  # tells this instance's announcements from the others'
         self.pending: collections.deque = collections.deque()
         self.dropped = 0

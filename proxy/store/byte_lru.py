@@ -25,7 +25,7 @@ ENTRY_OVERHEAD = 400
 DOC_OVERHEAD = 40
 
 
-def _held(doc: bytes) -> bytes:
+def held(doc: bytes) -> bytes:
     """The document in an object of its own size: orjson's output keeps its whole 8 KiB working
     buffer (a 1.7 KB answer held 8 KB), which made the process hold several times the budget."""
     return memoryview(doc).tobytes()
@@ -71,7 +71,7 @@ class ByteLRU:
         return entry.value
 
     def put(self, key: Key, value: list[bytes]) -> None:
-        value = [_held(v) for v in value]
+        value = [held(v) for v in value]
         size = _size(key, value)
         if size > self.session_bytes:
             self._drop(key, tombstone=True)
@@ -94,7 +94,7 @@ class ByteLRU:
             self.put(key, [doc])
             return
         value = entry.value
-        value.append(_held(doc))
+        value.append(held(doc))
         grown = len(doc) + DOC_OVERHEAD - (sum(len(d) + DOC_OVERHEAD for d in value[:-keep])
                                            if 0 < keep < len(value) else 0)
         if 0 < keep < len(value):
