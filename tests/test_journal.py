@@ -183,3 +183,61 @@ def test_hostile_answers_never_break_the_record() -> None:
                    {"candidates": [{"finishReason": {"a": 1}, "content": {"parts": [None, {"functionCall": None}]}}]}):
         call.chunk(answer)
     assert call.calls == [] and call.finish == [] and call.usage is None and call.version is None
+
+
+CLIENT_HEADERS = {"host": "127.0.0.1:8080", "user-agent": "OpenAI/Python 1.99.9", "accept": "application/json",
+                  "content-type": "application/json", "authorization": "Bearer sk-test-0123456789abcdef",
+                  "x-stainless-lang": "python", "x-stainless-package-version": "1.99.9", "x-stainless-os": "Linux",
+                  "x-stainless-arch": "x64", "x-stainless-runtime": "CPython", "x-stainless-runtime-version": "3.13.0",
+                  "content-length": "24100", "accept-encoding": "gzip, deflate", "connection": "keep-alive"}
+
+
+def realistic(i: int, text: int) -> Exchange:
+    """An exchange as the front-end leaves it: aiohttp's headers, bodies as bytes (orjson's for what the
+    proxy made), one attempt, a note, a usage with its details."""
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    ex = Exchange(id=f"ex_{i:020d}", kind="frontend", method="POST", path="/v1/responses?x=1",
+                  request_headers=CIMultiDictProxy(CIMultiDict(CLIENT_HEADERS)), request_id=f"req_{i:024d}")
+    ex.request_body = Json(orjson.dumps({"input": "x" * text}), exact=True)
+    body = {"contents": [{"parts": [{"text": "x" * text}]}], "tools": [{"functionDeclarations": [{"name": "f"}]}]}
+    call = ex.upstream("gemini-2.5-flash", body, stream=False)
+    call.raw, call.body = True, Json(orjson.dumps(body))
+    answer = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "id": "c1"}}]},
+                              "finishReason": "STOP"}], "modelVersion": "gemini-2.5-flash",
+              "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 7,
+                                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 5}]}}
+    call.answer, call.parsed = Json(orjson.dumps(answer), exact=True), answer
+    call.attempts.append({"start": 1.0, "key": "k-0123456789ab", "status": 200, "end": 2.0})
+    ex.note("schema", "tool 'f': exclusiveMinimum at /properties/days moved into the description", tool="f")
+    ex.answer_body = orjson.dumps({"id": "resp_x", "output": "x" * text})
+    ex.answer_headers = CIMultiDict({"content-type": "application/json", "x-request-id": "req_x"})
+    ex.status = 200
+    return ex
+
+
+def test_the_journal_counts_what_it_holds_and_hides_it_from_the_collector() -> None:
+    """The byte bound is honest (tracemalloc's count of what the kept exchanges hold stays within what
+    the journal counts), and what it keeps is invisible to the garbage collector: a kept exchange is
+    one tuple of plain values, untracked after one collection, so a full journal adds nothing to the
+    collections every request pays for (kept as objects, exchanges cost a third of the journal's CPU)."""
+    import gc
+    import tracemalloc
+
+    for text, most in ((100, 1 << 30), (24_000, 256 * 1024)):  # small exchanges; exchanges cut to their summary
+        journal = Journal(max_bytes=most)
+        made = [realistic(i, text) for i in range(300)]
+        gc.collect()
+        tracemalloc.start()
+        for ex in made:
+            journal.add(ex)
+        del made, ex
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert held <= journal.total <= 2 * held, (text, held, journal.total)
+        assert not any(gc.is_tracked(kept) for kept in journal._entries.values())
+    [row] = journal.list("", limit=1)
+    assert row["calls"] == [{"name": "f", "id": "c1"}] and row["tools"] == ["f"] and row["input_tokens"] == 5
+    doc = orjson.loads(journal.get("", row["id"]))
+    assert doc["client_request"]["headers"]["authorization"] == REDACTED and doc["decisions"][0]["tool"] == "f"

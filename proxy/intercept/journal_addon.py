@@ -14,6 +14,7 @@ from mitmproxy import http
 from proxy.intercept.flow_selection import META, FlowState
 from proxy.journal.exchange import BODY_CAP, Exchange
 from proxy.journal.recorder import Recorder
+from proxy.journal.ring import tool_names
 from proxy.server.auth import SCOPED_NAME
 from proxy.wire.sse import SSEDecoder
 
@@ -51,7 +52,7 @@ class JournalEnd:
         ex.request_body = content
         sent = flow.request.raw_content if flow.request.raw_content is not content else content
         call = ex.upstream(state.model, sent, stream=state.target.stream)
-        call.body_obj = _inner(_parsed(sent), state)  # for the summary's tool names
+        call.tools = tool_names(_inner(_parsed(sent), state))
         if flow.request.raw_content is not content:
             ex.note("rewrite", f"the request was rewritten for session {state.session!r}: the session's tools and "
                                "history went to Gemini (compare the two request bodies)")
@@ -99,7 +100,7 @@ class JournalEnd:
         call = ex.upstreams[-1]
         if flow.response is not None:
             ex.status = flow.response.status_code
-            ex.answer_headers = {k.lower(): v for k, v in flow.response.headers.items()}
+            ex.answer_headers = flow.response.headers
             if not flow.response.stream:
                 body = flow.response.get_content(strict=False) or b""
                 ex.answer_body = body[: BODY_CAP + 1]

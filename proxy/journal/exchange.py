@@ -1,13 +1,20 @@
 """One exchange as it is recorded: filled in by the middleware (client side), the upstream wrappers
-(Gemini side) and `note()` calls where the proxy decides something. Bodies are kept as the objects or
-bytes they already are and serialized once, when the exchange ends (ring.py), so recording costs a
-few appends per request."""
+(Gemini side) and `note()` calls where the proxy decides something. Bodies are kept as the bytes
+they already are (ring.settle copies those that are not objects of their own size), the finished
+exchange is frozen into one tuple of plain values (freeze) and made into a document only when
+someone reads it (ring.py), so recording costs a few references and appends per request."""
 
 import contextvars
-from dataclasses import dataclass, field
+from operator import attrgetter
 from time import perf_counter
 from time import time as wall_clock
+from types import MappingProxyType
 from typing import Any
+
+import orjson
+
+from proxy.journal import redact
+from proxy.store.byte_lru import held
 
 # A body larger than this is kept as its first BODY_CAP bytes (the page says how much was cut).
 BODY_CAP = 256 * 1024
@@ -15,71 +22,119 @@ BODY_CAP = 256 * 1024
 MAX_CHUNKS = 2000
 # Notes kept per exchange (a pathological schema could otherwise note thousands).
 MAX_NOTES = 200
+EMPTY: Any = MappingProxyType({})
 
 
 class Json:
     """Bytes known to be well-formed JSON (parsed by the proxy already, or made by it): embedded in
     the journal's document as they are, without parsing them again."""
-    __slots__ = ("data",)
+    __slots__ = ("data", "exact")
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self, data: bytes, exact: bool = False) -> None:
+        """`exact`: `data` is an object of its own size (aiohttp's reads are; orjson's output is not,
+        ring._kept copies it)."""
+        self.data, self.exact = data, exact
 
     def __len__(self) -> int:
         return len(self.data)
 
 
-@dataclass(slots=True)
+def protocol_of(path: str) -> str:
+    p = path.split("?", 1)[0]
+    if p.startswith("/v1/responses") or p == "/v1/realtime":
+        return "responses"
+    if p.startswith("/v1/chat/completions"):
+        return "chat"
+    if p.startswith("/v1/messages"):
+        return "anthropic"
+    if "interactions" in p:
+        return "interactions"
+    if p.startswith("/v1/sessions"):
+        return "sessions"
+    if p.startswith(("/v1beta", "/v1alpha", "/v1/models/", "/v1/gemini", "/v1/files", "/upload")):
+        return "gemini"
+    return "other"
+
+
 class UpstreamCall:
-    """One call of the upstream: the body sent, each attempt (retries, the key used), the answer."""
-    model: str
-    body: Any
-    stream: bool
-    start: float = field(default_factory=perf_counter)
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    answer: Any = None
-    chunks: list[Any] = field(default_factory=list)
-    dropped_chunks: int = 0
-    first_byte: float | None = None
-    last_byte: float | None = None
-    error: str | None = None
-    raw: bool = False  # the upstream records its own bytes (body, answer, chunks as they came)
-    # The body and answer as objects, for the summary (tools, calls, tokens) when `body`/`answer` are bytes.
-    body_obj: Any = None
-    # What the summary shows of the answer, gathered as it arrives (a stream's chunks are kept only up
-    # to BODY_CAP bytes, its calls and usage always).
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    finish: list[str] = field(default_factory=list)
-    usage: dict[str, Any] | None = None
-    version: str | None = None
-    chunk_bytes: int = 0
-    tools: list[str] = field(default_factory=list)  # the declared tools' names, once the body is settled
+    """One call of the upstream: the body sent, each attempt (retries, the key used), the answer.
+
+    Plain slots set in one __init__ (a dataclass's field factories cost more than recording the rest
+    of the call). A whole answer the upstream kept as bytes (`raw`) is learnt from (calls, finish
+    reasons, usage) only when someone reads the exchange (ring.summarize); a stream's chunks are
+    learnt from as they pass, since only the first BODY_CAP bytes of them are kept."""
+    __slots__ = ("model", "body", "stream", "start", "attempts", "answer", "chunks", "dropped_chunks",
+                 "first_byte", "last_byte", "error", "raw", "body_obj", "parsed", "calls", "finish", "usage",
+                 "version", "chunk_bytes", "tools", "learnt")
+
+    def __init__(self, model: str, body: Any, stream: bool, body_obj: Any = None) -> None:
+        self.model, self.body, self.stream = model, body, stream
+        self.start = perf_counter()
+        self.attempts: list[dict[str, Any]] = []
+        self.answer: Any = None
+        self.chunks: list[Any] = []
+        self.dropped_chunks = 0
+        self.first_byte: float | None = None
+        self.last_byte: float | None = None
+        self.error: str | None = None
+        self.raw = False  # the upstream records its own bytes (body, answer, chunks as they came)
+        # The body as the object it was made from: its tools' names are read from it only when the
+        # body itself is too large to keep whole (else from the kept body, when someone reads it).
+        self.body_obj = body_obj
+        self.parsed: Any = None  # the answer object the upstream parsed from the bytes it kept
+        # What the summary shows of the answer (a stream's chunks are kept only up to BODY_CAP bytes,
+        # its calls and usage always).
+        self.calls: list[dict[str, Any]] = []
+        self.finish: list[str] = []
+        self.usage: dict[str, Any] | None = None
+        self.version: str | None = None
+        self.chunk_bytes = 0
+        self.tools: list[str] | None = None  # the declared tools' names, once known (ring.summarize)
+        self.learnt = False  # calls, finish reasons, usage and version taken from the answer
 
     def learn(self, answer: Any) -> int:
         """Take the calls, finish reasons, usage and model version from an answer or a chunk; returns
         the size of its text (a cheap measure of what keeping it costs)."""
-        if not isinstance(answer, dict):
+        self.learnt = True
+        if type(answer) is not dict:
             return 0
         size = 0
-        for cand in answer.get("candidates") or ():
-            if not isinstance(cand, dict):
+        cands = answer.get("candidates")
+        for cand in cands if type(cands) is list else ():
+            if type(cand) is not dict:
                 continue
             content = cand.get("content")
-            parts = content.get("parts") if isinstance(content, dict) else None
-            for part in parts if isinstance(parts, list) else ():
-                if not isinstance(part, dict):
+            parts = content.get("parts") if type(content) is dict else None
+            for part in parts if type(parts) is list else ():
+                if type(part) is not dict:
                     continue
                 text = part.get("text")
-                size += len(text) if isinstance(text, str) else 64
+                size += len(text) if type(text) is str else 64
                 fc = part.get("functionCall")
-                if isinstance(fc, dict) and len(self.calls) < 200:
+                if type(fc) is dict and len(self.calls) < 200:
                     self.calls.append({"name": fc.get("name"), "id": fc.get("id")})
-            if isinstance(cand.get("finishReason"), str):
-                self.finish.append(cand["finishReason"])
+            reason = cand.get("finishReason")
+            if type(reason) is str:
+                self.finish.append(reason)
         usage, version = answer.get("usageMetadata"), answer.get("modelVersion")
-        self.usage = usage if isinstance(usage, dict) else self.usage
-        self.version = version if isinstance(version, str) else self.version
+        if type(usage) is dict:
+            self.usage = usage
+        if type(version) is str:
+            self.version = version
         return size
+
+    def learn_kept(self) -> None:
+        """learn() from the answer as kept, for a whole answer not learnt from when it came."""
+        if self.learnt:
+            return
+        answer, kept = self.parsed, self.answer
+        if answer is None and type(kept) in (Json, bytes):
+            try:
+                answer = orjson.loads(kept.data if type(kept) is Json else kept)
+            except orjson.JSONDecodeError:
+                answer = None
+        self.learn(answer)
+        self.parsed = None
 
     def chunk(self, chunk: Any) -> None:
         now = perf_counter()
@@ -94,33 +149,56 @@ class UpstreamCall:
             self.dropped_chunks += 1
 
 
-@dataclass(slots=True)
 class Exchange:
-    id: str
-    kind: str                      # "frontend" or "mitm"
-    method: str
-    path: str
-    protocol: str
-    scope: str = ""                # the client key's scope ("" without keys)
-    session: str | None = None
-    request_id: str | None = None
-    client_model: str | None = None
-    time: float = field(default_factory=wall_clock)
-    start: float = field(default_factory=perf_counter)
-    request_headers: Any = field(default_factory=dict)  # a mapping, as received (redacted when serialized)
-    request_body: Any = None
-    upstreams: list[UpstreamCall] = field(default_factory=list)
-    status: int = 0
-    answer_headers: dict[str, str] = field(default_factory=dict)
-    answer_body: Any = None
-    answer_stream: list[bytes] = field(default_factory=list)
-    answer_stream_bytes: int = 0
-    notes: list[dict[str, Any]] = field(default_factory=list)
-    error: dict[str, Any] | None = None
-    secrets: list[str] = field(default_factory=list)  # this exchange's own secrets (the key it presented)
-    traceparent: str | None = None
-    end: float | None = None
-    cut: bool = False  # too large for the journal: kept without its bodies
+    """One request and what the proxy did for it (see the module's docstring)."""
+    __slots__ = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model",
+                 "time", "start", "request_headers", "request_body", "upstreams", "status", "answer_headers",
+                 "answer_body", "answer_stream", "answer_stream_bytes", "notes", "error", "secrets", "traceparent",
+                 "end", "cut", "identified", "complete")
+
+    def __init__(self, id: str, kind: str, method: str, path: str, protocol: str = "", scope: str = "",
+                 session: str | None = None, request_id: str | None = None, client_model: str | None = None,
+                 request_headers: Any = EMPTY) -> None:
+        self.id, self.kind, self.method = id, kind, method  # kind: "frontend" or "mitm"
+        self.path = path  # as requested; identify() takes the key out of its query
+        self.protocol = protocol  # set from the path when empty (identify)
+        self.scope = scope  # the client key's scope ("" without keys)
+        self.session, self.request_id, self.client_model = session, request_id, client_model
+        self.time = wall_clock()
+        self.start = perf_counter()
+        self.request_headers = request_headers  # a mapping, as received (redacted when serialized)
+        self.request_body: Any = None
+        self.upstreams: list[UpstreamCall] = []
+        self.status = 0
+        self.answer_headers: Any = None  # a mapping, as sent (redacted when serialized)
+        self.answer_body: Any = None
+        self.answer_stream: list[bytes] = []
+        self.answer_stream_bytes = 0
+        self.notes: list[dict[str, Any]] = []
+        self.error: dict[str, Any] | None = None
+        self.secrets: tuple[str, ...] = ()  # this exchange's own secrets (the key it presented)
+        self.traceparent: str | None = None
+        self.end: float | None = None
+        self.cut = False  # too large for the journal: kept without its bodies
+        self.identified = False  # identify() ran
+        # (function, *arguments): what the request's side left to be read once it is over, in a batch
+        # off the request's path (Recorder.finish).
+        self.complete: tuple | None = None
+
+    def identify(self) -> None:
+        """What the request says of itself, read when the exchange is first read (or traced), never on
+        the request's path: the key it presented (a secret of this exchange, scrubbed wherever it
+        appears), its path without that key, its protocol, and the trace it continues."""
+        if self.identified:
+            return
+        lowered = {k.lower(): v for k, v in pairs(self.request_headers)}
+        key = redact.presented(lowered, self.path)
+        if key:
+            self.secrets = (*self.secrets, key)
+        self.path = redact.path(self.path)
+        self.protocol = self.protocol or protocol_of(self.path)
+        self.traceparent = lowered.get("traceparent")
+        self.identified = True
 
     def note(self, kind: str, message: str, **detail: Any) -> None:
         if len(self.notes) < MAX_NOTES:
@@ -134,9 +212,65 @@ class Exchange:
         self.answer_stream_bytes += len(data)
 
     def upstream(self, model: str, body: Any, stream: bool) -> UpstreamCall:
-        call = UpstreamCall(model, body, stream, body_obj=body)
+        call = UpstreamCall(model, body, stream, body)
         self.upstreams.append(call)
         return call
+
+
+# What freeze() keeps as they are (plain values and bytes), in this order; the rest (headers, notes,
+# attempts, calls...) goes into one JSON document after them.
+_FROZEN = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model", "time",
+           "start", "status", "answer_stream_bytes", "traceparent", "end", "cut", "identified", "request_body",
+           "answer_body", "answer_stream")
+_FROZEN_CALL = ("model", "stream", "start", "dropped_chunks", "first_byte", "last_byte", "error", "raw",
+                "chunk_bytes", "learnt", "version", "body", "answer", "chunks")
+_exchange_fields, _call_fields = attrgetter(*_FROZEN), attrgetter(*_FROZEN_CALL)
+META = len(_FROZEN)  # where the JSON of the rest is
+
+
+def freeze(ex: Exchange) -> tuple:
+    """A finished (settled: its bodies bytes) exchange as one flat tuple of plain values: what the
+    journal keeps. The collector stops looking at such a tuple after one pass, and counts one
+    allocation for it: each container kept per exchange (a tuple of headers, a dict of an attempt)
+    made its young collections run that much more often. thaw() makes the exchange again."""
+    meta = orjson.dumps({
+        "request_headers": list(pairs(ex.request_headers)), "answer_headers": list(pairs(ex.answer_headers)),
+        "notes": ex.notes, "error": ex.error, "secrets": list(ex.secrets),
+        "calls": [{"attempts": c.attempts, "calls": c.calls, "finish": c.finish, "usage": c.usage, "tools": c.tools}
+                  for c in ex.upstreams]}, default=repr)
+    out = [*_exchange_fields(ex), held(meta)]
+    for call in ex.upstreams:
+        out += _call_fields(call)
+    return tuple(out)
+
+
+def thaw(frozen: tuple) -> Exchange:
+    """The exchange freeze() was given, as an object again (changing it changes nothing kept)."""
+    ex = Exchange.__new__(Exchange)
+    for name, value in zip(_FROZEN, frozen, strict=False):
+        setattr(ex, name, value)
+    meta = orjson.loads(frozen[META])
+    ex.request_headers = tuple(map(tuple, meta["request_headers"]))
+    ex.answer_headers = tuple(map(tuple, meta["answer_headers"]))
+    ex.notes, ex.error, ex.secrets, ex.complete = meta["notes"], meta["error"], tuple(meta["secrets"]), None
+    ex.upstreams = []
+    width = len(_FROZEN_CALL)
+    for i, rest in enumerate(meta["calls"]):
+        call = UpstreamCall.__new__(UpstreamCall)
+        start = META + 1 + i * width
+        for name, value in zip(_FROZEN_CALL, frozen[start:start + width], strict=True):
+            setattr(call, name, value)
+        call.attempts, call.calls, call.finish = rest["attempts"], rest["calls"], rest["finish"]
+        call.usage, call.tools, call.body_obj, call.parsed = rest["usage"], rest["tools"], None, None
+        ex.upstreams.append(call)
+    return ex
+
+
+def pairs(headers: Any) -> Any:
+    """Headers as (name, value) pairs: a mapping's items (or pairs already)."""
+    if headers is None:
+        return ()
+    return headers if type(headers) is tuple else headers.items()
 
 
 CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar("gtp_exchange", default=None)

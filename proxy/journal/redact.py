@@ -11,6 +11,7 @@ Three nets, each catching what the others may not:
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import re2
@@ -40,6 +41,18 @@ def headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
+def presented(lowered: Mapping[str, str], target: str) -> str | None:
+    """The key a request presented, where clients put it (server.auth.presented_key's places), from
+    its headers (`lowered`: by lower-case name) and its path's query."""
+    auth = lowered.get("authorization") or ""
+    if auth[:7].lower() == "bearer " and auth[7:].strip():
+        return auth[7:].strip()
+    found = lowered.get("x-goog-api-key") or lowered.get("x-api-key")
+    if not found and "key=" in target:
+        found = parse_qs(urlsplit(target).query).get("key", [None])[0]
+    return found or None
+
+
 def path(text: str) -> str:
     """A path with its query's key parameters replaced."""
     return _QUERY_KEY.sub(lambda m: m.group(1) + REDACTED, text) if "=" in text else text
@@ -57,15 +70,13 @@ class Redactor:
             if s and len(s) >= MIN_SECRET:
                 self.secrets.add(s.encode())
 
-    def scrub_summary(self, summary: dict, extra: Iterable[str] = ()) -> tuple[bytes, dict]:
+    def scrub_summary(self, doc: bytes, extra: Iterable[str] = ()) -> tuple[bytes, dict]:
         """A summary (small, sent live at once) as JSON and as an object, without the known secrets;
         its free text (the error, which may quote what the client sent) also without credential shapes."""
-        doc = orjson.dumps(summary)
         secrets = (*self.secrets, *(s.encode() for s in extra if s and len(s) >= MIN_SECRET))
-        if summary.get("error") or any(secret in doc for secret in secrets):
+        if not doc.endswith(b'"error":null}') or any(secret in doc for secret in secrets):
             doc = self.scrub(doc, extra)
-            return doc, orjson.loads(doc)
-        return doc, summary
+        return doc, orjson.loads(doc)
 
     def scrub(self, doc: bytes, extra: Iterable[str] = ()) -> bytes:
         for secret in (*self.secrets, *(s.encode() for s in extra if s and len(s) >= MIN_SECRET)):

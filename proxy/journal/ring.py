@@ -1,10 +1,15 @@
 """The journal: finished exchanges, newest last, bounded by bytes, each under its client's scope.
 
-An exchange is kept as it finished: the bytes and objects the request made anyway (settle() makes the
-ones that could still change into JSON bytes, and cuts bodies at BODY_CAP), counted by their sizes.
-It becomes a document (its bodies embedded as they came: orjson's Fragment, no re-parse) and is
-scrubbed of secrets (redact.py) only when it leaves the journal — read by the page, the API or the
-CLI, or shared through Redis — never on the request's path: serializing and scanning a 150 KB
+A finished exchange is kept as it finished, frozen (exchange.freeze): the bytes the request made
+anyway (settle() makes what could still change into JSON bytes, and cuts bodies at BODY_CAP) and its
+other fields, in plain tuples. The collector stops looking at a tuple of plain values after one
+pass; kept as objects (an exchange, its calls, their lists and dicts: about 15 tracked objects
+each), thousands of exchanges made every collection slower in proportion, a third of the journal's
+cost per request. Making the document at once instead (summary and all) cost more than that.
+
+An exchange becomes a document (its bodies embedded as they came: orjson's Fragment, no re-parse)
+and is scrubbed of secrets (redact.py) only when it leaves the journal — read by the page, the API or
+the CLI, or shared through Redis — never on the request's path: serializing and scanning a 150 KB
 exchange for every secret and credential shape costs about 1 ms on a small machine. Old exchanges go
 first once `max_bytes` is passed; one exchange may take at most a quarter of it (its bodies are cut
 first). A key sees its own exchanges only, as with sessions.
@@ -23,7 +28,7 @@ import orjson
 from proxy import metrics
 from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.journal import redact
-from proxy.journal.exchange import BODY_CAP, Exchange, Json
+from proxy.journal.exchange import BODY_CAP, META, Exchange, Json, UpstreamCall, freeze, pairs, protocol_of, thaw
 from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
 from proxy.store.byte_lru import held
@@ -32,44 +37,56 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it misses some
 
+# A kept exchange: (scope, the bytes it is counted for, what the filters look at (FILTERED, then
+# whether it failed), the frozen exchange).
+SCOPE, SIZE, FILTERS, FROZEN = 0, 1, slice(2, 9), slice(9, None)
+Kept = tuple
+# What the filters look at, in FILTERS' order (the last: whether it failed).
+FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_model")
+# Bytes counted per kept exchange beyond its bodies and the JSON of its headers, notes and attempts:
+# the tuple, its strings and numbers, and the journal's slot (tests/test_journal.py holds the count
+# to what tracemalloc measures).
+ENTRY_OVERHEAD = 1024
+CUT = "[cut: the exchange was too large for the journal (--journal-max-bytes / 4)]"
+
 
 def body_value(body: Any, content_type: str = "") -> Any:
-    """A settled body (settle) as the document embeds it: JSON as it came (a Fragment), else text."""
+    """A kept body as the document embeds it: JSON as it came (a Fragment), else text."""
     if body is None:
         return None
-    if isinstance(body, Truncated):
-        return {"truncated": True, "bytes": body.size, "head": body.head.decode("utf-8", "replace")}
-    if isinstance(body, Json):  # settle() cut every body to BODY_CAP
-        return orjson.Fragment(body.data) if body.data else None
+    if type(body) is tuple:  # (whole size, head): cut at BODY_CAP
+        return {"truncated": True, "bytes": body[0], "head": body[1].decode("utf-8", "replace")}
+    if isinstance(body, Json):
+        body = body.data
     if not isinstance(body, bytes):
-        return body  # text, or chunks: serialized with the document
+        return body  # text
     if not body:
         return None
-    raw = body
-    if raw[:1] in (b"{", b"[") and ("json" in content_type or not content_type):
+    if body[:1] in (b"{", b"[") and ("json" in content_type or not content_type):
         try:
-            orjson.loads(raw)  # only well-formed JSON may be embedded as it is
-            return orjson.Fragment(raw)
+            orjson.loads(body)  # only well-formed JSON may be embedded as it is
+            return orjson.Fragment(body)
         except orjson.JSONDecodeError:
             pass
     if content_type.startswith(("image/", "audio/", "video/", "application/octet-stream")):
-        return {"binary": True, "bytes": len(raw), "content_type": content_type}
-    return raw.decode("utf-8", "replace")
+        return {"binary": True, "bytes": len(body), "content_type": content_type}
+    return body.decode("utf-8", "replace")
 
 
 def summarize(ex: Exchange) -> dict[str, Any]:
     """The list's row: what a person scans for (model, calls, status, times, tokens)."""
+    ex.identify()
     calls: list[dict[str, Any]] = []
     finish: list[str] = []
     usage, version = None, None
     for call in ex.upstreams:
+        call.learn_kept()
         calls += call.calls
         finish += call.finish
         usage, version = call.usage or usage, call.version or version
     upstream_ms = sum(((c.last_byte or c.start) - c.start) for c in ex.upstreams) * 1000
     total_ms = ((ex.end or time.perf_counter()) - ex.start) * 1000
-    tools = (ex.upstreams[0].tools if ex.upstreams[0].body_obj is None else _tool_names(ex.upstreams[0].body_obj)
-             ) if ex.upstreams else []
+    tools = _tools_of(ex.upstreams[0]) if ex.upstreams else []
     return {
         "id": ex.id, "time": ex.time, "kind": ex.kind, "protocol": ex.protocol, "method": ex.method,
         "path": ex.path, "status": ex.status, "session": ex.session, "request_id": ex.request_id,
@@ -84,115 +101,145 @@ def summarize(ex: Exchange) -> dict[str, Any]:
     }
 
 
-def _tool_names(body: Any) -> list[str]:
+def _tools_of(call: UpstreamCall) -> list[str]:
+    """The names of the tools a call declared: from the object the body was made of while there is
+    one (no parse), else from the body."""
+    if call.tools is None:
+        body = call.body_obj
+        if body is None and isinstance(call.body, Json | bytes):
+            try:
+                body = orjson.loads(call.body.data if isinstance(call.body, Json) else call.body)
+            except orjson.JSONDecodeError:
+                body = None
+        call.tools = tool_names(body)
+    return call.tools
+
+
+def tool_names(body: Any) -> list[str]:
+    """The names of a Gemini request body's function declarations ([] for anything else)."""
     try:
         return [d["name"] for t in body.get("tools") or () for d in t.get("functionDeclarations") or ()]
     except (AttributeError, KeyError, TypeError):  # not a body the proxy built: no names
         return []
 
 
-def details(ex: Exchange) -> dict[str, Any]:
-    """The exchange beyond its summary: the four bodies and the decisions."""
-    b = body_value
-
-    upstream = []
-    for call in ex.upstreams:
-        upstream.append({
-            "model": call.model, "stream": call.stream, "attempts": call.attempts, "error": call.error,
-            "first_byte_ms": None if call.first_byte is None else round((call.first_byte - call.start) * 1000, 2),
-            "last_byte_ms": None if call.last_byte is None else round((call.last_byte - call.start) * 1000, 2),
-            "request": b(call.body), "answer": b(call.answer) if call.answer is not None else _assembled(call.chunks),
-            "chunks": b(call.chunks) if call.chunks else None, "chunks_dropped": call.dropped_chunks})
-    answer_ct = ex.answer_headers.get("content-type", "")
-    answer = (b(b"".join(ex.answer_stream).decode("utf-8", "replace")) if ex.answer_stream
-              else b(ex.answer_body, answer_ct))
-    return {"traceparent": ex.traceparent,
-            "client_request": {"headers": redact.headers(ex.request_headers.items()),
-                               "body": b(ex.request_body, ex.request_headers.get("content-type", ""))},
-            "upstream": upstream,
-            "client_answer": {"status": ex.status, "headers": ex.answer_headers, "body": answer,
-                              "streamed_bytes": ex.answer_stream_bytes or None},
-            "decisions": ex.notes, "error_detail": ex.error}
-
-
-# Bytes counted per kept exchange beyond its bodies: the exchange, its upstream calls, headers, notes
-# and the journal's slot (measured with tracemalloc for a small Responses exchange: about 3 KB).
-ENTRY_OVERHEAD = 3072
-PER_ITEM = 160  # each note, attempt, kept chunk and stream block, as held
-
-
 def settle(ex: Exchange, most: int) -> int:
     """Make a finished exchange safe to keep as it is, and say how many bytes it holds: bodies the
     proxy built as objects become JSON now (they could change later), a body beyond BODY_CAP keeps
     only its head, and an exchange past `most` keeps its summary and decisions only."""
-    size = ENTRY_OVERHEAD + PER_ITEM * len(ex.notes)
-    ex.request_body = _kept(ex.request_body)
-    ex.answer_body = _kept(ex.answer_body)
-    size += _len(ex.request_body) + _len(ex.answer_body) + sum(map(len, ex.answer_stream))
-    size += PER_ITEM * len(ex.answer_stream)
+    answer = ex.answer_body
+    if type(answer) is bytes and answer[:1] in (b"{", b"[") and "json" in _content_type(ex.answer_headers):
+        answer = Json(answer)
+    stream = ex.answer_stream
+    ex.answer_stream = b"".join(stream) if stream else b""
+    ex.request_body, size = _kept(ex.request_body)
+    ex.answer_body, n = _kept(answer)
+    size += n + ENTRY_OVERHEAD + len(ex.answer_stream)
     for call in ex.upstreams:
-        call.tools = _tool_names(call.body_obj)
+        answer = call.answer
+        if not call.learnt and answer is not None and (type(answer) is not Json or len(answer.data) > BODY_CAP):
+            call.learn_kept()  # its head alone would not tell
+        call.parsed = None
+        if call.tools is None and (call.body_obj is not None and (type(call.body) is not Json
+                                                                  or len(call.body.data) > BODY_CAP)):
+            _tools_of(call)  # its head alone would not tell
         call.body_obj = None
-        call.body, call.answer = _kept(call.body), _kept(call.answer)
-        size += _len(call.body) + _len(call.answer) + call.chunk_bytes
-        size += PER_ITEM * (len(call.chunks) + len(call.attempts) + len(call.calls))
+        call.body, n = _kept(call.body)
+        call.answer, m = _kept(answer)
+        call.chunks, k = _kept(call.chunks) if call.chunks else (None, 0)  # a stream's: kept as JSON
+        size += n + m + k
     if size > most:
         ex.cut = True
         ex.request_body, ex.answer_body = _cut(ex.request_body), _cut(ex.answer_body or ex.answer_stream or None)
-        ex.answer_stream = []
+        ex.answer_stream = b""
         for call in ex.upstreams:
-            call.body, call.answer = _cut(call.body), _cut(call.answer or call.chunks or None)
-            call.chunks = []
-        size = ENTRY_OVERHEAD + PER_ITEM * len(ex.notes)
+            call.learn_kept()
+            _tools_of(call)  # while the body is still there
+            call.body, call.answer, call.chunks = _cut(call.body), _cut(call.answer or call.chunks), None
+        size = ENTRY_OVERHEAD
     return size
-
-
-CUT = "[cut: the exchange was too large for the journal (--journal-max-bytes / 4)]"
 
 
 def _cut(body: Any) -> str | None:
     return None if body is None else CUT
 
 
-def _kept(body: Any) -> Any:
-    """A body as the journal keeps it: bytes (at most BODY_CAP of them, with the whole size), JSON
-    made now of an object (it may change once the request is over)."""
-    if body is None or isinstance(body, Truncated):
-        return body
+def _content_type(headers: Any) -> str:
+    if headers is not None and type(headers) is not tuple:  # a mapping as sent: it looks up by any case
+        return headers.get("content-type", "")
+    for name, value in pairs(headers):
+        if name.lower() == "content-type":
+            return value
+    return ""
+
+
+def _kept(body: Any) -> tuple[Any, int]:
+    """A body as the journal keeps it and the bytes it holds: bytes of their own size, at most BODY_CAP
+    of them (else the tuple (whole size, head)), JSON made now of an object (it may change once the
+    request is over)."""
+    kind = type(body)
     # Kept in objects of their own size (byte_lru.held): orjson's output holds its whole working
     # buffer, which made the journal hold several times what it counted.
-    if isinstance(body, Json):
-        return Json(held(body.data)) if len(body.data) <= BODY_CAP else Truncated(body.data)
+    if kind is Json:
+        data = body.data
+        if len(data) > BODY_CAP:
+            return (len(data), held(memoryview(data)[:BODY_CAP])), BODY_CAP
+        return (data if body.exact else held(data)), len(data)
+    if body is None:
+        return None, 0
+    if kind is str:
+        return body, len(body)
+    if kind is tuple:
+        return body, len(body[1])
     if isinstance(body, bytes | bytearray | memoryview):
-        return held(body) if len(body) <= BODY_CAP else Truncated(bytes(body))
+        if len(body) <= BODY_CAP:
+            return held(body), len(body)
+        return (len(body), held(memoryview(body)[:BODY_CAP])), BODY_CAP
     try:
         raw = orjson.dumps(body, default=_fallback)
     except TypeError:
-        return repr(body)[:BODY_CAP]
-    return Json(held(raw)) if len(raw) <= BODY_CAP else Truncated(raw)
+        text = repr(body)[:BODY_CAP]
+        return text, len(text)
+    if kind is list or len(raw) <= BODY_CAP:  # a stream's chunks are kept whole (bounded as they came)
+        return held(raw), len(raw)
+    return (len(raw), held(memoryview(raw)[:BODY_CAP])), BODY_CAP
 
 
-def _len(body: Any) -> int:
-    if body is None:
-        return 0
-    if isinstance(body, Json):
-        return len(body.data)
-    if isinstance(body, Truncated):
-        return len(body.head)
-    return len(body) if isinstance(body, bytes | str) else 0
+def details(ex: Exchange) -> dict[str, Any]:
+    """The exchange beyond its summary: the four bodies and the decisions."""
+    ex.identify()
+    b = body_value
+    upstream = []
+    for call in ex.upstreams:
+        chunks = call.chunks
+        upstream.append({
+            "model": call.model, "stream": call.stream, "attempts": call.attempts, "error": call.error,
+            "first_byte_ms": None if call.first_byte is None else round((call.first_byte - call.start) * 1000, 2),
+            "last_byte_ms": None if call.last_byte is None else round((call.last_byte - call.start) * 1000, 2),
+            "request": b(call.body), "answer": b(call.answer) if call.answer is not None else _assembled(chunks),
+            "chunks": b(chunks) if chunks else None, "chunks_dropped": call.dropped_chunks})
+    stream = ex.answer_stream
+    if stream:  # the events as the client got them
+        answer = (stream if type(stream) is bytes else b"".join(stream)).decode("utf-8", "replace")
+    else:
+        answer = b(ex.answer_body, _content_type(ex.answer_headers))
+    return {"traceparent": ex.traceparent,
+            "client_request": {"headers": redact.headers(pairs(ex.request_headers)),
+                               "body": b(ex.request_body, _content_type(ex.request_headers))},
+            "upstream": upstream,
+            "client_answer": {"status": ex.status, "headers": redact.headers(pairs(ex.answer_headers)),
+                              "body": answer, "streamed_bytes": ex.answer_stream_bytes or None},
+            "decisions": list(ex.notes), "error_detail": ex.error}
 
 
-class Truncated:
-    """The first BODY_CAP bytes of a body too large to keep whole, and its whole size."""
-    __slots__ = ("head", "size")
-
-    def __init__(self, raw: bytes) -> None:
-        self.head, self.size = held(memoryview(raw)[:BODY_CAP]), len(raw)
-
-
-def _assembled(chunks: list[Any]) -> Any:
+def _assembled(chunks: Any) -> Any:
     """A stream's chunks as the one answer generateContent would have given (the page shows both)."""
-    if not chunks or not all(isinstance(c, dict) for c in chunks):
+    if type(chunks) is bytes:
+        try:
+            chunks = orjson.loads(chunks)
+        except orjson.JSONDecodeError:
+            return None
+    if not chunks or type(chunks) is not list or not all(isinstance(c, dict) for c in chunks):
         return None
     try:
         return merge_chunks(chunks)
@@ -211,38 +258,46 @@ class Journal:
         self.redactor = redactor or Redactor()
         self.shared = Shared(shared, max_bytes, self.render) if shared is not None else None
         self.total = 0
-        # id -> (scope, the fields filters look at, the exchange, the bytes it is counted for)
-        self._entries: OrderedDict[str, tuple[str, tuple, Exchange, int]] = OrderedDict()
+        self._entries: OrderedDict[str, Kept] = OrderedDict()
         self._live: set[tuple[str, asyncio.Queue]] = set()
+        self.before_read: Callable[[], None] = _nothing  # finishes exchanges still pending (Recorder)
         metrics.SCRAPE_HOOKS.add(self)  # its size is read when /metrics is, not set per request
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def export(self) -> None:
+        self.before_read()
         metrics.JOURNAL_BYTES.set(self.total)
 
-    def add(self, ex: Exchange) -> None:
-        """Keep a finished exchange as it is: it is made into a document only when someone reads it."""
+    def add(self, ex: Exchange, summary: dict[str, Any] | None = None) -> None:
+        """Keep a finished exchange as it is (frozen): it is made into a document only when someone
+        reads it. `summary` (summarize(ex)): for the live view, when made already."""
         size = settle(ex, self.max_bytes // 4)
-        gemini_model = ex.upstreams[-1].model if ex.upstreams else ""
-        keys = (ex.session or "", ex.protocol, ex.kind, ex.status, ex.client_model or "", gemini_model,
-                ex.error is not None)
-        self._entries[ex.id] = (ex.scope, keys, ex, size)
+        ex.protocol = ex.protocol or protocol_of(ex.path)
+        frozen = freeze(ex)
+        size += len(frozen[META])
+        kept = (ex.scope, size, ex.session or "", ex.protocol, ex.kind, ex.status, ex.client_model or "",
+                ex.upstreams[-1].model if ex.upstreams else "", ex.error is not None, *frozen)
+        self._entries[ex.id] = kept
         self.total += size
         while self.total > self.max_bytes and self._entries:
-            _, (_, _, _, old) = self._entries.popitem(last=False)
-            self.total -= old
+            self.total -= self._entries.popitem(last=False)[1][SIZE]
         if self._live and any(scope == ex.scope for scope, _ in self._live):
-            self._deliver(ex.scope, self.redactor.scrub_summary(summarize(ex), ex.secrets)[1])
+            self._deliver(ex.scope, self._summary(thaw(kept[FROZEN]))[1])
         if self.shared is not None:
-            self.shared.publish(ex)
+            self.shared.publish(kept)
 
-    def render(self, ex: Exchange) -> tuple[bytes, bytes]:
-        """An exchange's summary and whole document, scrubbed of secrets."""
-        head, _ = self.redactor.scrub_summary(summarize(ex), ex.secrets)
-        details_doc = orjson.dumps(details(ex), default=_fallback)
-        return head, self.redactor.scrub(head[:-1] + b"," + details_doc[1:], ex.secrets)
+    def _summary(self, ex: Exchange) -> tuple[bytes, dict[str, Any]]:
+        head = orjson.dumps(summarize(ex), default=_fallback)
+        return self.redactor.scrub_summary(head, ex.secrets)
+
+    def render(self, kept: Kept) -> tuple[str, str, bytes, bytes]:
+        """A kept exchange's id, scope, summary and whole document, scrubbed of secrets."""
+        ex = thaw(kept[FROZEN])
+        head, _ = self._summary(ex)
+        rest = orjson.dumps(details(ex), default=_fallback)
+        return ex.id, ex.scope, head, self.redactor.scrub(head[:-1] + b"," + rest[1:], ex.secrets)
 
     def _deliver(self, scope: str, summary: dict[str, Any]) -> None:
         for wanted, queue in list(self._live):
@@ -252,17 +307,20 @@ class Journal:
 
     def list(self, scope: str, limit: int = 100, **filters: str | None) -> list[dict[str, Any]]:
         """The newest `limit` summaries of a scope, newest first, matching every filter given."""
+        self.before_read()
         out = []
-        for s, keys, ex, _ in reversed(self._entries.values()):
-            if s != scope or not _matches(dict(zip(FILTERED, keys, strict=False)), keys[-1], filters):
+        for kept in reversed(self._entries.values()):
+            keys = kept[FILTERS]
+            if kept[SCOPE] != scope or not _matches(dict(zip(FILTERED, keys, strict=False)), keys[-1], filters):
                 continue
-            out.append(self.redactor.scrub_summary(summarize(ex), ex.secrets)[1])
+            out.append(self._summary(thaw(kept[FROZEN]))[1])
             if len(out) >= limit:
                 break
         return out
 
     async def list_all(self, scope: str, limit: int = 100, **filters: str | None) -> "list[dict[str, Any]]":
         """`list`, over every instance's exchanges when the journal is shared (else this one's)."""
+        self.before_read()
         if self.shared is not None and self.shared.client is not None:
             try:
                 return await self.shared.list(scope, limit, lambda s: _matches(s, bool(s.get("error")), filters))
@@ -282,10 +340,11 @@ class Journal:
 
     def get(self, scope: str, exchange_id: str) -> bytes | None:
         """One exchange's whole document, scrubbed of secrets, or None (unknown, or another scope's)."""
-        entry = self._entries.get(exchange_id)
-        if entry is None or entry[0] != scope:
+        self.before_read()
+        kept = self._entries.get(exchange_id)
+        if kept is None or kept[SCOPE] != scope:
             return None
-        return self.render(entry[2])[1]
+        return self.render(kept)[3]
 
     @contextlib.asynccontextmanager
     async def live(self, scope: str) -> AsyncIterator[asyncio.Queue]:
@@ -300,7 +359,8 @@ class Journal:
             self._live.discard(entry)
 
 
-FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_model")
+def _nothing() -> None:
+    pass
 
 
 def _matches(summary: dict[str, Any], failed: bool, filters: dict[str, str | None]) -> bool:

@@ -31,9 +31,9 @@ LIST_WINDOW = 5000  # newest exchanges looked through for a list (all scopes tog
 
 
 class Shared:
-    def __init__(self, client_of: Callable[[], Any], max_bytes: int, render: Callable[[Any], tuple[bytes, bytes]],
-                 prefix: str = "gtp:") -> None:
-        """`render`: an exchange's scrubbed summary and document (ring.Journal.render)."""
+    def __init__(self, client_of: Callable[[], Any], max_bytes: int,
+                 render: Callable[[Any], tuple[str, str, bytes, bytes]], prefix: str = "gtp:") -> None:
+        """`render`: a kept exchange's id, scope, scrubbed summary and document (ring.Journal.render)."""
         self.client_of, self.max_bytes, self.render, self.prefix = client_of, max_bytes, render, prefix
         self.instance = ids.exchange_id()  # tells this instance's announcements from the others'
         self.pending: collections.deque = collections.deque()
@@ -77,9 +77,8 @@ class Shared:
             batch = [self.pending.popleft() for _ in range(min(len(self.pending), BATCH))]
             try:
                 args: list[Any] = [self.prefix, self.max_bytes, self.instance]
-                for ex in batch:
-                    head, doc = self.render(ex)
-                    args += [ex.id, ex.scope, head, doc]
+                for kept in batch:
+                    args += self.render(kept)  # id, scope, summary, document
                 await self._run(client)(args=args)  # one call, one round trip, for the batch
             except Exception as e:  # Redis down: the exchanges stay in this instance's journal only
                 log.info("could not publish %d exchange(s) to the shared journal: %s", len(batch), e)

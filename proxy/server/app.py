@@ -16,17 +16,16 @@ from proxy.gemini import routes as gemini_routes
 from proxy.inspect.routes import add_routes as add_inspect_routes
 from proxy.interactions import errors as interactions_errors
 from proxy.interactions import routes as interactions_routes
-from proxy.journal import access_log
+from proxy.journal import access_log, exchange
 from proxy.journal.recorder import UNRECORDED, Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
-from proxy.server import object_owners
+from proxy.server import object_owners, recording
 from proxy.server.auth import SCOPE, ClientKeys, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
 from proxy.server.models_route import list_models
-from proxy.server.recording import record_middleware
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
 from proxy.server.workers import shutdown_workers
@@ -61,14 +60,17 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
 
 @web.middleware
 async def observe_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Request and session ids for the logs, and the request's metrics (metrics.py)."""
+    """Request and session ids for the logs, the request's metrics (metrics.py) and its exchange in
+    the journal (recording.py)."""
     route = request.match_info.route.resource
     record = metrics.RequestRecord(route.canonical if route is not None else "other")
     rid = request.headers.get("x-request-id", "")
     rid = rid if REQUEST_ID_OK.match(rid) else ids.request_id()
-    tokens = (metrics.CURRENT.set(record), REQUEST_ID.set(rid),
-              SESSION_ID.set(request.headers.get("x-gtp-session", "")[:128] or None))
-    status = 500
+    session = request.headers.get("x-gtp-session", "")[:128] or None
+    recorder = request.app[CONTEXT].recorder
+    ex = recording.start(recorder, request, rid, session)
+    tokens = (metrics.CURRENT.set(record), REQUEST_ID.set(rid), SESSION_ID.set(session), exchange.CURRENT.set(ex))
+    status, resp = 500, None
     try:
         resp = await handler(request)
         status = 500 if record.failed else resp.status
@@ -86,10 +88,15 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
             access_log.write(access_log.access_fields(
                 request.method, record.route, request.path, status, time.perf_counter() - record.start,
                 record.upstream, record.client_model, record.model, record.input_tokens, record.output_tokens, rid,
-                SESSION_ID.get()))
+                session))
+        exchange.CURRENT.reset(tokens[3])
         metrics.CURRENT.reset(tokens[0])
         REQUEST_ID.reset(tokens[1])
         SESSION_ID.reset(tokens[2])
+        if ex is not None and recorder is not None:
+            # The status as the exchange records it: a stream that failed after its 200 keeps its 200
+            # (its error says what happened).
+            recording.end(recorder, ex, request, resp, resp.status if resp is not None else status, record)
 
 
 async def metrics_route(request: web.Request) -> web.Response:
@@ -134,7 +141,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
              limits: ServerLimits | None = None, rules: ModelRules | None = None,
              recorder: Recorder | None = None) -> web.Application:
-    app = web.Application(middlewares=[observe_middleware, record_middleware, error_middleware, auth_middleware,
+    app = web.Application(middlewares=[observe_middleware, error_middleware, auth_middleware,
                                        identity_middleware], client_max_size=max_body)
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None

@@ -1,56 +1,55 @@
 """The front-end's side of the journal: each request becomes an exchange (journal/), its client side
 filled in here; the upstream wrappers fill in Gemini's side and the routes' decisions arrive as
-`journal.exchange.note()` calls. Inside the observe middleware (request id, session) and outside the
-error middleware, so it sees every answer as the client got it, errors rendered in their protocol."""
+`journal.exchange.note()` calls. The observe middleware (app.py) starts and ends it: outside the
+error middleware, so it sees every answer as the client got it, errors rendered in their protocol.
 
-import asyncio
+On the request's path this only takes references (the raw body aiohttp read, the answer's headers
+and body); everything derived from them is worked out once the answer is on its way
+(Recorder.finish)."""
+
 import time
-from typing import Any
 
 from aiohttp import web
 
 from proxy import metrics
-from proxy.journal.exchange import CURRENT, Json
-from proxy.journal.recorder import UNRECORDED
-from proxy.logs import REQUEST_ID, SESSION_ID
-from proxy.server.auth import SCOPE, presented_key
-from proxy.server.context import CONTEXT
+from proxy.journal.exchange import Exchange, Json
+from proxy.journal.recorder import UNRECORDED, Recorder
+from proxy.server.auth import SCOPE
 
 RAW_BODY = web.RequestKey("raw_body", bytes)  # the request's body once read_json parsed it (well-formed JSON)
 
 
-@web.middleware
-async def record_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    recorder = request.app[CONTEXT].recorder
+def start(recorder: Recorder | None, request: web.Request, request_id: str, session: str | None
+          ) -> Exchange | None:
+    """The request's exchange, or None when nothing records it."""
     if recorder is None or not recorder.active or request.path.startswith(UNRECORDED):
-        return await handler(request)
-    ex = recorder.begin("frontend", request.method, request.path_qs, request.headers,
-                        secrets=[presented_key(request)], request_id=REQUEST_ID.get(), session=SESSION_ID.get())
-    token = CURRENT.set(ex)
-    status, resp = 500, None
-    try:
-        resp = await handler(request)
-        status = resp.status
-        return resp
-    except web.HTTPException as e:
-        status = e.status
-        raise
-    finally:
-        CURRENT.reset(token)
-        record = metrics.CURRENT.get()
-        ex.status = status
-        ex.scope = request.get(SCOPE, "")
-        ex.client_model = (record.client_model if record else None) or None
-        raw = request.get(RAW_BODY)
-        ex.request_body = Json(raw) if raw is not None else None
-        if resp is not None:
-            ex.answer_headers = {k.lower(): v for k, v in resp.headers.items() if k.lower() != "set-cookie"}
-            if isinstance(resp, web.Response) and isinstance(resp.body, bytes):
-                # The front-end's own JSON answers are well formed: embedded without another parse.
-                json_answer = "json" in resp.headers.get("content-type", "") and resp.body[:1] in (b"{", b"[")
-                ex.answer_body = Json(resp.body) if json_answer else resp.body
-        if record is not None and record.failed and ex.error is None:
-            ex.error = {"message": "the stream ended with its protocol's failure event"}
-        ex.end = time.perf_counter()
-        # Kept and exported once the answer is on its way: the client never waits on the journal.
-        asyncio.get_running_loop().call_soon(recorder.finish, ex)
+        return None
+    return recorder.begin("frontend", request.method, request.raw_path, request.headers, request_id=request_id,
+                          session=session)
+
+
+def end(recorder: Recorder, ex: Exchange, request: web.Request, resp: web.StreamResponse | None, status: int,
+        record: metrics.RequestRecord) -> None:
+    """The request is over: its exchange is finished with the others that end about now (the answer
+    is on its way; what the request and the answer hold is read then, by completed())."""
+    ex.end = time.perf_counter()
+    ex.status = status
+    ex.complete = (completed, request, resp, record)
+    recorder.finish_soon(ex)
+
+
+def completed(ex: Exchange, request: web.Request, resp: web.StreamResponse | None,
+              record: metrics.RequestRecord) -> None:
+    ex.scope = request.get(SCOPE, "")
+    ex.client_model = record.client_model or None
+    raw = request.get(RAW_BODY)
+    ex.request_body = Json(raw, exact=True) if raw is not None else None  # as aiohttp read it: its own size
+    if resp is not None:
+        ex.answer_headers = resp.headers
+        if isinstance(resp, web.Response) and isinstance(resp.body, bytes):
+            ex.answer_body = resp.body  # the front-end's own JSON answers are embedded without a parse (ring.py)
+    if record.failed and ex.error is None:
+        ex.error = {"message": "the stream ended with its protocol's failure event"}
+
+
+__all__ = ["RAW_BODY", "completed", "end", "start"]

@@ -51,9 +51,10 @@ class ObservedUpstream:
             if call is not None:
                 call.last_byte = time.perf_counter()
         if call is not None:
-            call.learn(answer)
             if call.answer is None:
                 call.answer = answer  # an upstream that recorded no bytes of its own (gemini.py does)
+            if answer is not call.parsed:  # not the answer kept as bytes (text calls parsed from it): learnt now
+                call.learn(answer)
         _count_usage(model, answer.get("usageMetadata"))
         return answer
 
