@@ -10,10 +10,12 @@ from time import perf_counter
 from time import time as wall_clock
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
 from proxy.journal import redact
+from proxy.server.auth import key_in
 from proxy.store.byte_lru import held
 
 # A body larger than this is kept as its first BODY_CAP bytes (the page says how much was cut).
@@ -192,7 +194,8 @@ class Exchange:
         if self.identified:
             return
         lowered = {k.lower(): v for k, v in pairs(self.request_headers)}
-        key = redact.presented(lowered, self.path)
+        query_key = parse_qs(urlsplit(self.path).query).get("key", [None])[0] if "key=" in self.path else None
+        key = key_in(lowered, query_key)
         if key:
             self.secrets = (*self.secrets, key)
         self.path = redact.path(self.path)

@@ -82,12 +82,10 @@ class Recorder:
             if ex.complete is not None:  # what the request's side left to read now (server/recording.py)
                 complete, ex.complete = ex.complete, None
                 complete[0](ex, *complete[1:])
-            summary = None
             if self.tracing is not None:  # before the journal keeps the bodies: spans read the live objects
-                summary = summarize(ex)
-                self.tracing.export(ex, summary)
+                self.tracing.export(ex, summarize(ex))
             if self.journal is not None:
-                self.journal.add(ex, summary)
+                self.journal.add(ex)
         except Exception:  # what the proxy did is recorded on the side: a failure here never fails a request
             log.exception("could not record exchange %s", ex.id)
 

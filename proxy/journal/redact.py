@@ -11,7 +11,6 @@ Three nets, each catching what the others may not:
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import re2
@@ -39,18 +38,6 @@ def headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
         lower = name.lower()
         out[lower] = REDACTED if lower in SECRET_HEADERS else value
     return out
-
-
-def presented(lowered: Mapping[str, str], target: str) -> str | None:
-    """The key a request presented, where clients put it (server.auth.presented_key's places), from
-    its headers (`lowered`: by lower-case name) and its path's query."""
-    auth = lowered.get("authorization") or ""
-    if auth[:7].lower() == "bearer " and auth[7:].strip():
-        return auth[7:].strip()
-    found = lowered.get("x-goog-api-key") or lowered.get("x-api-key")
-    if not found and "key=" in target:
-        found = parse_qs(urlsplit(target).query).get("key", [None])[0]
-    return found or None
 
 
 def path(text: str) -> str:

@@ -56,8 +56,6 @@ def body_value(body: Any, content_type: str = "") -> Any:
         return None
     if type(body) is tuple:  # (whole size, head): cut at BODY_CAP
         return {"truncated": True, "bytes": body[0], "head": body[1].decode("utf-8", "replace")}
-    if isinstance(body, Json):
-        body = body.data
     if not isinstance(body, bytes):
         return body  # text
     if not body:
@@ -218,9 +216,8 @@ def details(ex: Exchange) -> dict[str, Any]:
             "last_byte_ms": None if call.last_byte is None else round((call.last_byte - call.start) * 1000, 2),
             "request": b(call.body), "answer": b(call.answer) if call.answer is not None else _assembled(chunks),
             "chunks": b(chunks) if chunks else None, "chunks_dropped": call.dropped_chunks})
-    stream = ex.answer_stream
-    if stream:  # the events as the client got them
-        answer = (stream if type(stream) is bytes else b"".join(stream)).decode("utf-8", "replace")
+    if ex.answer_stream:  # the events as the client got them (joined by settle)
+        answer = ex.answer_stream.decode("utf-8", "replace")
     else:
         answer = b(ex.answer_body, _content_type(ex.answer_headers))
     return {"traceparent": ex.traceparent,
@@ -270,9 +267,9 @@ class Journal:
         self.before_read()
         metrics.JOURNAL_BYTES.set(self.total)
 
-    def add(self, ex: Exchange, summary: dict[str, Any] | None = None) -> None:
+    def add(self, ex: Exchange) -> None:
         """Keep a finished exchange as it is (frozen): it is made into a document only when someone
-        reads it. `summary` (summarize(ex)): for the live view, when made already."""
+        reads it."""
         size = settle(ex, self.max_bytes // 4)
         ex.protocol = ex.protocol or protocol_of(ex.path)
         frozen = freeze(ex)
@@ -320,7 +317,6 @@ class Journal:
 
     async def list_all(self, scope: str, limit: int = 100, **filters: str | None) -> "list[dict[str, Any]]":
         """`list`, over every instance's exchanges when the journal is shared (else this one's)."""
-        self.before_read()
         if self.shared is not None and self.shared.client is not None:
             try:
                 return await self.shared.list(scope, limit, lambda s: _matches(s, bool(s.get("error")), filters))

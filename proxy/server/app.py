@@ -68,7 +68,8 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
     rid = rid if REQUEST_ID_OK.match(rid) else ids.request_id()
     session = request.headers.get("x-gtp-session", "")[:128] or None
     recorder = request.app[CONTEXT].recorder
-    ex = recording.start(recorder, request, rid, session)
+    recorded = not request.path.startswith(UNRECORDED)  # in the journal and the access log
+    ex = recording.start(recorder, request, rid, session) if recorded else None
     tokens = (metrics.CURRENT.set(record), REQUEST_ID.set(rid), SESSION_ID.set(session), exchange.CURRENT.set(ex))
     status, resp = 500, None
     try:
@@ -84,7 +85,7 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
     finally:
         if route is not None and record.route != "/metrics":
             metrics.finish(record, status)
-        if access_log.enabled() and not request.path.startswith(UNRECORDED):
+        if recorded and access_log.enabled():
             access_log.write(access_log.access_fields(
                 request.method, record.route, request.path, status, time.perf_counter() - record.start,
                 record.upstream, record.client_model, record.model, record.input_tokens, record.output_tokens, rid,

@@ -14,7 +14,7 @@ import hmac
 import ipaddress
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from aiohttp import web
@@ -117,11 +117,16 @@ def refuse_open_bind(host: str, keys: ClientKeys, allow_unauthenticated: bool, f
 def presented_key(request: web.BaseRequest) -> str | None:
     """The key in the caller's usual place: `Authorization: Bearer` (OpenAI, Claude Code), `x-goog-api-key`
     or `?key=` (Gemini), `x-api-key` (the anthropic SDKs)."""
-    auth = request.headers.get("authorization", "")
+    return key_in(request.headers, request.query.get("key"))
+
+
+def key_in(headers: Mapping[str, str], query_key: str | None) -> str | None:
+    """presented_key's places in `headers` (looked up by lower-case name) and the query's `key`: also
+    what the journal reads of a finished exchange (journal/exchange.py)."""
+    auth = headers.get("authorization") or ""
     if auth[:7].lower() == "bearer " and auth[7:].strip():
         return auth[7:].strip()
-    return (request.headers.get("x-goog-api-key") or request.headers.get("x-api-key") or request.query.get("key")
-            or None)
+    return headers.get("x-goog-api-key") or headers.get("x-api-key") or query_key or None
 
 
 SCOPE = web.RequestKey("scope", str)  # the authenticated client's scope (absent when auth is off)

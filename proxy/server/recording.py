@@ -13,7 +13,7 @@ from aiohttp import web
 
 from proxy import metrics
 from proxy.journal.exchange import Exchange, Json
-from proxy.journal.recorder import UNRECORDED, Recorder
+from proxy.journal.recorder import Recorder
 from proxy.server.auth import SCOPE
 
 RAW_BODY = web.RequestKey("raw_body", bytes)  # the request's body once read_json parsed it (well-formed JSON)
@@ -21,8 +21,8 @@ RAW_BODY = web.RequestKey("raw_body", bytes)  # the request's body once read_jso
 
 def start(recorder: Recorder | None, request: web.Request, request_id: str, session: str | None
           ) -> Exchange | None:
-    """The request's exchange, or None when nothing records it."""
-    if recorder is None or not recorder.active or request.path.startswith(UNRECORDED):
+    """The request's exchange, or None when nothing records it (the caller leaves out UNRECORDED paths)."""
+    if recorder is None or not recorder.active:
         return None
     return recorder.begin("frontend", request.method, request.raw_path, request.headers, request_id=request_id,
                           session=session)
