@@ -33,7 +33,7 @@ def addon() -> GeminiTools:
     return GeminiTools(MemoryStore())
 
 
-# The addon is several small addons (GeminiTools.addons); hooks go through mitmproxy's own manager,
+# The addon is several small addons (GeminiTools.parts); hooks go through mitmproxy's own manager,
 # in order, exactly as mitmdump runs them.
 async def request(tctx: taddons.context, flow: http.HTTPFlow) -> None:
     await tctx.master.addons.handle_lifecycle(HttpRequestHook(flow))
@@ -155,7 +155,7 @@ async def test_each_request_is_routed_after_the_others_saw_it(addon: GeminiTools
         await tctx.cycle(addon, flow)
         assert (flow.request.host, flow.request.port) == ("127.0.0.1", 4443)
         assert flow.request.host_header == "generativelanguage.googleapis.com"
-        assert type(addon.addons[-1]).__name__ == "Route", "last, after every addon that reads the host"
+        assert type(addon.parts[-1]).__name__ == "Route", "last, after every addon that reads the host"
         data = server_hooks.ServerConnectionHookData(server=tflow.tserver_conn(), client=tflow.tclient_conn())
         data.server.address, data.server.sni = ("127.0.0.1", 4443), "127.0.0.1"
         data.client.sni = "generativelanguage.googleapis.com"
@@ -170,3 +170,15 @@ async def test_nothing_to_change_keeps_the_apps_bytes(addon: GeminiTools) -> Non
         await request(tctx, flow)
     assert flow.request.content == b'{"contents":  [{"role": "user", "parts": [{"text": "plain"}]}]}'
     assert "gemini_tool_proxy" in flow.metadata, "its answer is still tapped"
+
+
+def test_the_addon_forwards_every_hook_its_parts_implement() -> None:
+    """mitmproxy sees one addon; a hook a part implements but GeminiTools does not forward would
+    never run."""
+    from mitmproxy.hooks import all_hooks
+
+    from proxy.intercept.addon import HOOKS
+    implemented = {name for part in GeminiTools().parts for name in all_hooks if callable(getattr(part, name, None))}
+    assert implemented <= set(HOOKS), implemented - set(HOOKS)
+    assert all(callable(getattr(GeminiTools, name)) for name in HOOKS)
+    assert not hasattr(GeminiTools(), "addons"), "the parts are not registered one by one (see addon.py)"

@@ -125,26 +125,26 @@ async def test_the_addon_reads_the_same_file(tmp_path: Path) -> None:
     cfg.write_text('model_alias = ["gpt-5.5=gemini-2.5-pro"]\ntools = "replace"\nstore = "memory"\n'
                    'gtp_default_session = "work"\nport = -1\nread_timeout = 30\n')
     addon = GeminiTools(MemoryStore())
-    with taddons.context(*addon.addons) as tctx:
-        tctx.configure(addon.options, listen_host="127.0.0.1", gtp_tools="merge")  # set on the command line: wins
-        tctx.configure(addon.options, gtp_config=str(cfg))
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, listen_host="127.0.0.1", gtp_tools="merge")  # set on the command line: wins
+        tctx.configure(addon, gtp_config=str(cfg))
         opts = tctx.options
         assert addon.options.aliases == {"gpt-5.5": "gemini-2.5-pro"}
         assert opts.gtp_default_session == "work" and opts.gtp_frontend_port == -1 and opts.gtp_read_timeout == 30
         assert opts.gtp_tools == "merge"
         cfg.write_text('tool_modes = ["x=y"]\n')
         with pytest.raises(exceptions.OptionsError, match="unknown option 'tool_modes' \\(did you mean 'tool_mode'"):
-            tctx.configure(addon.options, gtp_config=str(cfg))
+            tctx.configure(addon, gtp_config=str(cfg))
 
 
 async def test_the_addon_takes_the_background_lease(tmp_path: Path) -> None:
     """`serve --mitm --background-lease` passes it on as gtp_background_lease; it reaches the limits."""
     addon = GeminiTools(MemoryStore())
-    with taddons.context(*addon.addons) as tctx:
-        tctx.configure(addon.options, listen_host="127.0.0.1", gtp_background_lease=7)
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, listen_host="127.0.0.1", gtp_background_lease=7)
         assert addon.options.limits().background_lease == 7
         with pytest.raises(exceptions.OptionsError, match="gtp_background_lease must be positive"):
-            tctx.configure(addon.options, gtp_background_lease=0)
+            tctx.configure(addon, gtp_background_lease=0)
 
 
 async def test_the_command_line_beats_the_file_even_at_the_default(tmp_path: Path) -> None:
@@ -157,8 +157,8 @@ async def test_the_command_line_beats_the_file_even_at_the_default(tmp_path: Pat
     with taddons.context() as tctx:
         tctx.options.set("gtp_tools=replace", f"gtp_read_timeout={int(DEFAULT_READ_TIMEOUT)}", "listen_host=127.0.0.1",
                          defer=True)
-        tctx.master.addons.add(*addon.addons)
-        tctx.configure(addon.options, gtp_config=str(cfg))
+        tctx.master.addons.add(addon)
+        tctx.configure(addon, gtp_config=str(cfg))
         assert tctx.options.gtp_tools == "replace"
         assert tctx.options.gtp_read_timeout == DEFAULT_READ_TIMEOUT
         assert tctx.options.gtp_default_session == "from-file", "what the command line left, the file fills"
@@ -183,7 +183,7 @@ def test_every_option_is_declared_once() -> None:
     assert flags("serve") == {o.name for o in options.OPTIONS if o.serve}
     assert flags("mitm") - {"listen-host", "listen-port", "confdir"} == {o.name for o in options.OPTIONS if o.mitm}
     loader = _Collect(MitmOptions())
-    for addon in GeminiTools().addons:
+    for addon in GeminiTools().parts:
         if hasattr(addon, "load"):
             addon.load(loader)
     assert set(loader.typespecs) == {o.addon_name for o in options.OPTIONS if o.addon_name}

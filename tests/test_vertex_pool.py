@@ -247,8 +247,8 @@ def test_the_addon_front_end_pools_the_same_credentials(tmp: Path, mock: str) ->
 
 def test_the_addon_refuses_bad_vertex_options(tmp: Path) -> None:
     addon = GeminiTools(MemoryStore())
-    with taddons.context(*addon.addons) as tctx:
+    with taddons.context(addon) as tctx:
         with pytest.raises(exceptions.OptionsError, match=r"gtp_vertex_credentials .*missing\.json"):
-            tctx.configure(addon.options, gtp_vertex_credentials=[str(tmp / "missing.json")])
+            tctx.configure(addon, gtp_vertex_credentials=[str(tmp / "missing.json")])
         with pytest.raises(exceptions.OptionsError, match="gtp_vertex_location must be a Google Cloud location"):
-            tctx.configure(addon.options, gtp_vertex_location="Mars/1")
+            tctx.configure(addon, gtp_vertex_location="Mars/1")

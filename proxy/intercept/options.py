@@ -51,7 +51,7 @@ def check_config_file(path: str) -> dict[str, Any]:
 
     base = MitmOptions()
     loader = _Collect(base)
-    for addon in GeminiTools().addons:
+    for addon in GeminiTools().parts:
         if hasattr(addon, "load"):
             addon.load(loader)
     return addon_settings(path, option_kinds({**{n: o.typespec for n, o in base.items()}, **loader.typespecs}))
