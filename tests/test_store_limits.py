@@ -46,6 +46,28 @@ def test_entries_are_held_in_objects_of_their_own_size() -> None:
     assert grew <= lru.total * 1.3, (grew, lru.total)
 
 
+def test_kept_entries_are_invisible_to_the_garbage_collector() -> None:
+    """Every stored response is an entry: kept as objects the collector tracks (a dataclass and its
+    list, as before), each collection of the process walked all of them. Kept as tuples of bytes and
+    numbers, they are untracked by the collector's passes, also once read, touched and appended to."""
+    import gc
+
+    lru = ByteLRU(max_bytes=1 << 30, session_bytes=1 << 30, ttl=3600)
+    for i in range(1000):
+        lru.put(("s", "response", f"r{i}"), [b'{"i":%d}' % i])
+    for i in range(0, 1000, 7):
+        assert lru.get(("s", "response", f"r{i}")) == [b'{"i":%d}' % i]
+        lru.append(("s", "response", f"r{i}"), b"[]", keep=2)
+    gc.collect()
+    gc.collect()  # a tuple is untracked once what it holds is: an entry's documents one pass, the entry the next
+    tracked = sum(gc.is_tracked(entry) for entry in lru._all.values())
+    assert tracked == 0, f"{tracked} of {len(lru)} entries are still tracked"
+    got = lru.get(("s", "response", "r7"))
+    assert got == [b'{"i":7}', b"[]"]
+    got.append(b"changed")  # a reader's copy: the store is unchanged
+    assert lru.get(("s", "response", "r7")) == [b'{"i":7}', b"[]"]
+
+
 def test_memory_store_keeps_within_its_bytes() -> None:
     async def go() -> None:
         store = MemoryStore(max_bytes=200_000, session_bytes=100_000)

@@ -11,7 +11,6 @@ tombstone (bounded in count), so the store can say "was evicted" instead of "nev
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 Key = tuple[str, str, str]  # (session, kind, key)
 # Tombstones of evicted entries ("was evicted" instead of "never existed"), about 300 bytes each:
@@ -31,7 +30,7 @@ def held(doc: bytes) -> bytes:
     return memoryview(doc).tobytes()
 
 
-def _size(key: Key, value: list[bytes]) -> int:
+def _size(key: Key, value: tuple[bytes, ...]) -> int:
     return ENTRY_OVERHEAD + sum(map(len, key)) + sum(len(v) + DOC_OVERHEAD for v in value)
 
 
@@ -39,11 +38,13 @@ class TooLarge(Exception):
     """One entry larger than a session's whole budget."""
 
 
-@dataclass
-class _Entry:
-    value: list[bytes]  # one or more JSON documents (a conversation grows by appending turns)
-    size: int
-    expires: float
+# An entry: (its documents, the bytes it is counted for, when it expires). One JSON document or more
+# (a conversation grows by appending turns). A tuple of bytes, numbers and a tuple of bytes: the
+# garbage collector stops tracking it after one pass; as a dataclass and a list, every entry of every
+# session was two more objects each of its collections walked (one per stored response). A change
+# makes a new tuple.
+_Entry = tuple[tuple[bytes, ...], int, float]
+VALUE, SIZE, EXPIRES = 0, 1, 2
 
 
 class ByteLRU:
@@ -58,20 +59,21 @@ class ByteLRU:
         self._tombstones: OrderedDict[Key, None] = OrderedDict()
 
     def get(self, key: Key) -> list[bytes] | None:
+        """The entry's documents (a list of its own), or None; its time to live starts again."""
         entry = self._all.get(key)
         if entry is None:
             return None
         now = self.clock()
-        if entry.expires <= now:
+        if entry[EXPIRES] <= now:
             self._drop(key, tombstone=False)
             return None
-        entry.expires = now + self.ttl
+        self._all[key] = (entry[VALUE], entry[SIZE], now + self.ttl)
         self._all.move_to_end(key)
         self._sessions[key[0]].move_to_end(key)
-        return entry.value
+        return list(entry[VALUE])
 
     def put(self, key: Key, value: list[bytes]) -> None:
-        value = [held(v) for v in value]
+        value = tuple(held(v) for v in value)
         size = _size(key, value)
         if size > self.session_bytes:
             self._drop(key, tombstone=True)
@@ -80,30 +82,30 @@ class ByteLRU:
         self._tombstones.pop(key, None)
         self._expire()
         session = key[0]
-        self._all[key] = _Entry(value, size, self.clock() + self.ttl)
+        self._all[key] = (value, size, self.clock() + self.ttl)
         self._sessions.setdefault(session, OrderedDict())[key] = None
         self._session_size[session] = self._session_size.get(session, 0) + size
         self.total += size
         self._evict(key)
 
     def append(self, key: Key, doc: bytes, keep: int = 0) -> None:
-        """Add a document to an entry in place (a new entry if there is none); with keep > 0 only the
-        last `keep` documents stay. Costs the new document, not the entry's size."""
+        """Add a document to an entry (a new entry if there is none); with keep > 0 only the last
+        `keep` documents stay. Costs the new document, not the entry's size (the entry's tuple of
+        documents is copied, not their bytes)."""
         entry = self._all.get(key)
-        if entry is None or entry.expires <= self.clock():
+        if entry is None or entry[EXPIRES] <= self.clock():
             self.put(key, [doc])
             return
-        value = entry.value
-        value.append(held(doc))
-        grown = len(doc) + DOC_OVERHEAD - (sum(len(d) + DOC_OVERHEAD for d in value[:-keep])
-                                           if 0 < keep < len(value) else 0)
+        value = (*entry[VALUE], held(doc))
+        grown = len(doc) + DOC_OVERHEAD
         if 0 < keep < len(value):
-            del value[:-keep]
-        if entry.size + grown > self.session_bytes:
+            grown -= sum(len(d) + DOC_OVERHEAD for d in value[:-keep])
+            value = value[-keep:]
+        size = entry[SIZE] + grown
+        if size > self.session_bytes:
             self._drop(key, tombstone=True)
-            raise TooLarge(f"{entry.size + grown} bytes is more than a session may keep ({self.session_bytes} bytes)")
-        entry.size += grown
-        entry.expires = self.clock() + self.ttl
+            raise TooLarge(f"{size} bytes is more than a session may keep ({self.session_bytes} bytes)")
+        self._all[key] = (value, size, self.clock() + self.ttl)
         self._session_size[key[0]] += grown
         self.total += grown
         self._all.move_to_end(key)
@@ -127,7 +129,7 @@ class ByteLRU:
         now = self.clock()
         while self._all:
             key, entry = next(iter(self._all.items()))
-            if entry.expires > now:
+            if entry[EXPIRES] > now:
                 break
             self._drop(key, tombstone=False)
 
@@ -147,8 +149,8 @@ class ByteLRU:
             return
         session = key[0]
         del self._sessions[session][key]
-        self._session_size[session] -= entry.size
-        self.total -= entry.size
+        self._session_size[session] -= entry[SIZE]
+        self.total -= entry[SIZE]
         if not self._sessions[session]:
             del self._sessions[session], self._session_size[session]
         if tombstone:
