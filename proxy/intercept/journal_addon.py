@@ -30,7 +30,8 @@ class JournalStart:
     def request(self, flow: http.HTTPFlow) -> None:
         if self.recorder.get() is not None and flow.response is None:
             # References, not copies: a rewrite replaces the content object rather than changing it.
-            flow.metadata[SNAPSHOT] = (dict(flow.request.headers.items()), flow.request.raw_content)
+            # The headers' pairs as read (a tuple: a change to the headers makes a new one).
+            flow.metadata[SNAPSHOT] = (flow.request.headers.fields, flow.request.raw_content)
 
 
 class JournalEnd:
@@ -100,7 +101,7 @@ class JournalEnd:
         call = ex.upstreams[-1]
         if flow.response is not None:
             ex.status = flow.response.status_code
-            ex.answer_headers = flow.response.headers
+            ex.answer_headers = flow.response.headers.fields
             if not flow.response.stream:
                 body = flow.response.get_content(strict=False) or b""
                 ex.answer_body = body[: BODY_CAP + 1]

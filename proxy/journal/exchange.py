@@ -5,6 +5,7 @@ exchange is frozen into one tuple of plain values (freeze) and made into a docum
 someone reads it (ring.py), so recording costs a few references and appends per request."""
 
 import contextvars
+from itertools import chain
 from operator import attrgetter
 from time import perf_counter
 from time import time as wall_clock
@@ -25,6 +26,8 @@ MAX_CHUNKS = 2000
 # Notes kept per exchange (a pathological schema could otherwise note thousands).
 MAX_NOTES = 200
 EMPTY: Any = MappingProxyType({})
+# What one kept header name or value holds beyond its bytes: its object's header and its slot.
+HEADER_OVERHEAD = 48
 
 
 class Json:
@@ -168,11 +171,11 @@ class Exchange:
         self.session, self.request_id, self.client_model = session, request_id, client_model
         self.time = wall_clock()
         self.start = perf_counter()
-        self.request_headers = request_headers  # a mapping, as received (redacted when serialized)
+        self.request_headers = request_headers  # raw pairs or a mapping, as received (redacted when serialized)
         self.request_body: Any = None
         self.upstreams: list[UpstreamCall] = []
         self.status = 0
-        self.answer_headers: Any = None  # a mapping, as sent (redacted when serialized)
+        self.answer_headers: Any = None  # raw pairs or a mapping, as sent (redacted when serialized)
         self.answer_body: Any = None
         self.answer_stream: list[bytes] = []
         self.answer_stream_bytes = 0
@@ -220,11 +223,11 @@ class Exchange:
         return call
 
 
-# What freeze() keeps as they are (plain values and bytes), in this order; the rest (headers, notes,
-# attempts, calls...) goes into one JSON document after them.
+# What freeze() keeps as they are (plain values, bytes, headers as pairs: ring.settle made them so),
+# in this order; the rest (notes, attempts, calls...) goes into one JSON document after them.
 _FROZEN = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model", "time",
            "start", "status", "answer_stream_bytes", "traceparent", "end", "cut", "identified", "request_body",
-           "answer_body", "answer_stream")
+           "answer_body", "answer_stream", "request_headers", "answer_headers")
 _FROZEN_CALL = ("model", "stream", "start", "dropped_chunks", "first_byte", "last_byte", "error", "raw",
                 "chunk_bytes", "learnt", "version", "body", "answer", "chunks")
 _exchange_fields, _call_fields = attrgetter(*_FROZEN), attrgetter(*_FROZEN_CALL)
@@ -237,7 +240,6 @@ def freeze(ex: Exchange) -> tuple:
     allocation for it: each container kept per exchange (a tuple of headers, a dict of an attempt)
     made its young collections run that much more often. thaw() makes the exchange again."""
     meta = orjson.dumps({
-        "request_headers": list(pairs(ex.request_headers)), "answer_headers": list(pairs(ex.answer_headers)),
         "notes": ex.notes, "error": ex.error, "secrets": list(ex.secrets),
         "calls": [{"attempts": c.attempts, "calls": c.calls, "finish": c.finish, "usage": c.usage, "tools": c.tools}
                   for c in ex.upstreams]}, default=repr)
@@ -253,8 +255,6 @@ def thaw(frozen: tuple) -> Exchange:
     for name, value in zip(_FROZEN, frozen, strict=False):
         setattr(ex, name, value)
     meta = orjson.loads(frozen[META])
-    ex.request_headers = tuple(map(tuple, meta["request_headers"]))
-    ex.answer_headers = tuple(map(tuple, meta["answer_headers"]))
     ex.notes, ex.error, ex.secrets, ex.complete = meta["notes"], meta["error"], tuple(meta["secrets"]), None
     ex.upstreams = []
     width = len(_FROZEN_CALL)
@@ -270,10 +270,36 @@ def thaw(frozen: tuple) -> Exchange:
 
 
 def pairs(headers: Any) -> Any:
-    """Headers as (name, value) pairs: a mapping's items (or pairs already)."""
+    """Headers as (name, value) pairs of text: a mapping's items, pairs already (of bytes as the server
+    read them: aiohttp's raw_headers, mitmproxy's Headers.fields), or kept_headers()' flat tuple;
+    bytes are decoded only now, when someone reads them."""
     if headers is None:
         return ()
-    return headers if type(headers) is tuple else headers.items()
+    if type(headers) is not tuple:
+        return headers.items()
+    if headers and type(headers[0]) is not tuple:  # flat: name, value, name, value...
+        headers = zip(headers[::2], headers[1::2], strict=True)
+    return [(k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) if type(k) is bytes else (k, v)
+            for k, v in headers]
+
+
+def kept_headers(headers: Any) -> tuple:
+    """Headers as the journal keeps them: one flat tuple of names and values (bytes as read, or text).
+    Flat, it holds only strings: the collector untracks it, and the exchange's tuple, in one pass
+    (pairs in a tuple take one pass per level)."""
+    if headers is None:
+        return ()
+    if type(headers) is not tuple:
+        # str(): aiohttp's names are multidict's istr, an object the collector tracks.
+        return tuple(chain.from_iterable((str(k), v) for k, v in headers.items()))
+    if headers and type(headers[0]) is tuple:
+        return tuple(chain.from_iterable(headers))
+    return headers
+
+
+def headers_size(headers: tuple) -> int:
+    """The bytes kept headers hold: each string's object header beside its text."""
+    return sum(map(len, headers)) + HEADER_OVERHEAD * len(headers)
 
 
 CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar("gtp_exchange", default=None)

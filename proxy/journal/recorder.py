@@ -56,9 +56,10 @@ class Recorder:
         return self.journal is not None or self.tracing is not None
 
     def begin(self, kind: str, method: str, path: str, headers: Any, **fields: Any) -> Exchange:
-        """A new exchange. `headers`: a mapping, kept as it is (its credential headers are replaced when
-        the exchange is serialized, redact.headers); what is derived from it and from `path` (the
-        presented key, the protocol, the traceparent) is worked out in finish(), off the request's path."""
+        """A new exchange. `headers`: the pairs as the server read them (bytes), or a mapping; kept as they
+        are (credential headers are replaced when the exchange is serialized, redact.headers); what is
+        derived from them and from `path` (the presented key, the protocol, the traceparent) is worked
+        out when the exchange is read (Exchange.identify), off the request's path."""
         return Exchange(ids.exchange_id(), kind, method, path, request_headers=headers, **fields)
 
     def finish_soon(self, ex: Exchange) -> None:

@@ -29,6 +29,8 @@ from proxy import metrics
 from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.journal import redact
 from proxy.journal.exchange import BODY_CAP, META, Exchange, Json, UpstreamCall, freeze, pairs, protocol_of, thaw
+from proxy.journal.exchange import headers_size as _headers_size
+from proxy.journal.exchange import kept_headers as _kept_headers
 from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
 from proxy.store.byte_lru import held
@@ -43,7 +45,7 @@ SCOPE, SIZE, FILTERS, FROZEN = 0, 1, slice(2, 9), slice(9, None)
 Kept = tuple
 # What the filters look at, in FILTERS' order (the last: whether it failed).
 FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_model")
-# Bytes counted per kept exchange beyond its bodies and the JSON of its headers, notes and attempts:
+# Bytes counted per kept exchange beyond its bodies, its headers and the JSON of its notes and attempts:
 # the tuple, its strings and numbers, and the journal's slot (tests/test_journal.py holds the count
 # to what tracemalloc measures).
 ENTRY_OVERHEAD = 1024
@@ -130,7 +132,9 @@ def settle(ex: Exchange, most: int) -> int:
         answer = Json(answer)
     stream = ex.answer_stream
     ex.answer_stream = b"".join(stream) if stream else b""
+    ex.request_headers, ex.answer_headers = _kept_headers(ex.request_headers), _kept_headers(ex.answer_headers)
     ex.request_body, size = _kept(ex.request_body)
+    size += _headers_size(ex.request_headers) + _headers_size(ex.answer_headers)
     ex.answer_body, n = _kept(answer)
     size += n + ENTRY_OVERHEAD + len(ex.answer_stream)
     for call in ex.upstreams:
@@ -154,7 +158,7 @@ def settle(ex: Exchange, most: int) -> int:
             call.learn_kept()
             _tools_of(call)  # while the body is still there
             call.body, call.answer, call.chunks = _cut(call.body), _cut(call.answer or call.chunks), None
-        size = ENTRY_OVERHEAD
+        size = ENTRY_OVERHEAD + _headers_size(ex.request_headers) + _headers_size(ex.answer_headers)
     return size
 
 

@@ -24,7 +24,7 @@ def start(recorder: Recorder | None, request: web.Request, request_id: str, sess
     """The request's exchange, or None when nothing records it (the caller leaves out UNRECORDED paths)."""
     if recorder is None or not recorder.active:
         return None
-    return recorder.begin("frontend", request.method, request.raw_path, request.headers, request_id=request_id,
+    return recorder.begin("frontend", request.method, request.raw_path, request.raw_headers, request_id=request_id,
                           session=session)
 
 
