@@ -54,9 +54,10 @@ class GeminiTools:
         self.options.store = self.store
         self.frontend = Frontend(self.store, self.relay, self.options)
         # Route last: it reroutes a request only once every other part has seen it as sent.
-        self.parts = [self.options, SharedStore(self.store), JournalStart(self.options.recorder), Relay(self.relay),
-                      Rewrite(self.store, self.options), TextCalls(self.options), Capture(self.store),
-                      InteractionsTraffic(self.store), JournalEnd(self.options.recorder), self.frontend, Route()]
+        o = self.options
+        self.parts = [o, SharedStore(self.store), JournalStart(o.recorder), Relay(self.relay, o),
+                      Rewrite(self.store, o), TextCalls(o), Capture(self.store), InteractionsTraffic(self.store, o),
+                      JournalEnd(o.recorder), self.frontend, Route()]
         self._hooks: dict[str, tuple[Hook, ...]] = {
             name: tuple((f, inspect.iscoroutinefunction(f)) for f in (getattr(p, name, None) for p in self.parts)
                         if f is not None) for name in HOOKS}

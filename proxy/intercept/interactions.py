@@ -14,13 +14,14 @@ import json
 import logging
 from typing import Any
 
-from mitmproxy import ctx, http
+from mitmproxy import http
 
 from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.interactions_upstream.request import generation_of, openapi_to_json_schema
 from proxy.intercept.capture import record_round
 from proxy.intercept.flow_selection import destination
+from proxy.intercept.options import FlowOptions, Options
 from proxy.intercept.refusal import gemini_error_response
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
@@ -168,8 +169,8 @@ def rewrite_steps(steps: list[Any], rounds: list[ToolRound], placeholder: str, c
 
 
 class InteractionsTraffic:
-    def __init__(self, store: SessionStore) -> None:
-        self.store = store
+    def __init__(self, store: SessionStore, options: Options) -> None:
+        self.store, self.options = store, options
 
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error or not flow.live or flow.request.method != "POST":
@@ -177,7 +178,8 @@ class InteractionsTraffic:
         if flow.request.path.split("?", 1)[0] not in CREATE_PATHS:
             return
         host = destination(flow)
-        if host is None or not any(fnmatch.fnmatch(host, p) for p in ctx.options.gtp_intercept_hosts):
+        o = self.options.flow
+        if host is None or not any(fnmatch.fnmatch(host, p) for p in o.intercept_hosts):
             return
         try:
             body = json.loads(flow.request.get_content(strict=False) or b"")
@@ -185,11 +187,11 @@ class InteractionsTraffic:
             return  # Google will answer it in its own words
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             return  # agents and odd shapes pass through
-        session = flow.request.headers.pop(ctx.options.gtp_session_header, None) or ctx.options.gtp_default_session
+        session = flow.request.headers.pop(o.session_header, None) or o.default_session
         steps = body.get("input")
         if isinstance(steps, str):
             steps = [{"type": "user_input", "content": [{"type": "text", "text": steps}]}]
-        needed = len(placeholder_steps(steps, ctx.options.gtp_placeholder, bool(body.get(
+        needed = len(placeholder_steps(steps, o.placeholder, bool(body.get(
             "previous_interaction_id")))) if isinstance(steps, list) else 0
         try:
             tctx = await self.store.get_tool_context(session, rounds=needed) if session else None
@@ -198,32 +200,32 @@ class InteractionsTraffic:
             return
         if tctx is not None:
             try:
-                body = self._rewritten(body, tctx)
+                body = self._rewritten(body, tctx, o)
             except ProxyError as e:
                 log.warning("refused intercepted interaction for session %s: %s", session, e.message)
                 flow.response = gemini_error_response(e, "FAILED_PRECONDITION")
                 return
-            flow.request.set_content(json.dumps(body, ensure_ascii=False).encode())
+            flow.request.set_content(fast_json.dumps(body))
         if body.get("stream"):
             flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
         flow.metadata[STATE] = (session, StepCapture())
 
     @staticmethod
-    def _rewritten(body: dict[str, Any], tctx: ToolContext) -> dict[str, Any]:
+    def _rewritten(body: dict[str, Any], tctx: ToolContext, o: FlowOptions) -> dict[str, Any]:
         body = fast_json.clone(body)
         if tctx.declarations:
-            body["tools"] = session_tools(body.get("tools"), tctx, ctx.options.gtp_tools == "merge")
+            body["tools"] = session_tools(body.get("tools"), tctx, o.merge_tools)
             if tctx.tool_config:
                 choice = generation_of({"toolConfig": tctx.tool_config}).get("tool_choice")
                 body.setdefault("generation_config", {})["tool_choice"] = choice
         steps = body.get("input")
         if isinstance(steps, list):
-            body["input"] = rewrite_steps(steps, tctx.rounds, ctx.options.gtp_placeholder,
+            body["input"] = rewrite_steps(steps, tctx.rounds, o.placeholder,
                                           bool(body.get("previous_interaction_id")))
         elif isinstance(steps, str) and body.get("previous_interaction_id") and \
-                steps.strip() == ctx.options.gtp_placeholder:
+                steps.strip() == o.placeholder:
             body["input"] = rewrite_steps([{"type": "user_input", "content": [{"type": "text", "text": steps}]}],
-                                          tctx.rounds, ctx.options.gtp_placeholder, True)
+                                          tctx.rounds, o.placeholder, True)
         return body
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:

@@ -2,6 +2,7 @@
 too), validated here once; parsed values are kept here for the other addons."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -57,6 +58,18 @@ def check_config_file(path: str) -> dict[str, Any]:
     return addon_settings(path, option_kinds({**{n: o.typespec for n, o in base.items()}, **loader.typespecs}))
 
 
+@dataclass(frozen=True)
+class FlowOptions:
+    """The options every flow's hooks read, read once per change of the options: mitmproxy's
+    `ctx.options.X` deep-copies the value at each read (a list of hosts, per hook, per flow)."""
+
+    intercept_hosts: tuple[str, ...]
+    session_header: str
+    default_session: str | None
+    placeholder: str
+    merge_tools: bool  # gtp_tools=merge
+
+
 class Options:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
@@ -69,6 +82,7 @@ class Options:
         self.given: set[str] = set()  # gtp_* options the command line set, even to their defaults
         self.recorder = RecorderRef()  # the journal and traces (journal/), remade when their options change
         self.store: Any = None  # the addon's session store (the journal is shared through it when it is Redis)
+        self._flow: FlowOptions | None = None
 
     def load(self, loader: Any) -> None:
         # mitmdump holds `--set gtp_...` back (deferred) until the addon declares its options: what is
@@ -106,7 +120,17 @@ class Options:
         return ServerLimits.configured(opts.gtp_client_timeout, opts.gtp_shutdown_timeout, opts.gtp_max_connections,
                                        opts.gtp_background_lease)
 
+    @property
+    def flow(self) -> FlowOptions:
+        """The options flows read, as they are now."""
+        if self._flow is None:
+            o = ctx.options
+            self._flow = FlowOptions(tuple(o.gtp_intercept_hosts), o.gtp_session_header, o.gtp_default_session,
+                                     o.gtp_placeholder, o.gtp_tools == "merge")
+        return self._flow
+
     def configure(self, updated: set[str]) -> None:
+        self._flow = None  # read again at the next flow
         opts = ctx.options
         if "gtp_config" in updated and opts.gtp_config:
             self._load_config(opts.gtp_config)

@@ -8,10 +8,11 @@ import json
 import logging
 from typing import Any
 
-from mitmproxy import ctx, http
+from mitmproxy import http
 
 from proxy.intercept.capture_calls import unwrap
 from proxy.intercept.flow_selection import META, FlowState, GeminiRequest, select
+from proxy.intercept.options import Options
 from proxy.intercept.relay import RelayBroker, RelayTurn, fake_stop
 from proxy.wire.sse import SSEDecoder
 
@@ -19,12 +20,12 @@ log = logging.getLogger(__name__)
 
 
 class Relay:
-    def __init__(self, broker: RelayBroker) -> None:
-        self.broker = broker
+    def __init__(self, broker: RelayBroker, options: Options) -> None:
+        self.broker, self.options = broker, options
 
     def request(self, flow: http.HTTPFlow) -> None:
-        req = select(flow, ctx.options.gtp_intercept_hosts, ctx.options.gtp_session_header,
-                     ctx.options.gtp_default_session)
+        o = self.options.flow
+        req = select(flow, o.intercept_hosts, o.session_header, o.default_session)
         turn = self.broker.get(req.session) if req is not None else None
         if req is None or turn is None:
             return
@@ -32,7 +33,7 @@ class Relay:
         target = req.target
         if turn.state != "waiting":
             flow.response = http.Response.make(
-                200, fake_stop(ctx.options.gtp_placeholder, sse, target.kind == "cloudcode", target.stream and not sse),
+                200, fake_stop(o.placeholder, sse, target.kind == "cloudcode", target.stream and not sse),
                 {"content-type": "text/event-stream" if sse else "application/json"})
             return
         turn.state = "forwarded"
@@ -75,7 +76,7 @@ class Relay:
                 return []  # nothing for the app yet (b"" would be an empty chunk: end of body in HTTP/1)
             turn.push("end")
             turn.state = "done"
-            return fake_stop(ctx.options.gtp_placeholder, True, wrapped)
+            return fake_stop(self.options.flow.placeholder, True, wrapped)
 
         return tap
 
@@ -101,7 +102,7 @@ class Relay:
             turn.push("end")
         turn.state = "done"
         wrapped, stream_json = state.target.kind == "cloudcode", state.target.stream and not sse
-        flow.response = http.Response.make(200, fake_stop(ctx.options.gtp_placeholder, sse, wrapped, stream_json),
+        flow.response = http.Response.make(200, fake_stop(self.options.flow.placeholder, sse, wrapped, stream_json),
                                            {"content-type": "text/event-stream" if sse else "application/json"})
 
     def error(self, flow: http.HTTPFlow) -> None:

@@ -1,11 +1,11 @@
 """`Rewrite`: apply the bound session's tool context to an owned request (tool_context.py) and make
 its answer readable for the capture (identity encoding). Unchanged requests keep the app's bytes."""
 
-import json
 import logging
 
-from mitmproxy import ctx, http
+from mitmproxy import http
 
+from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.intercept.flow_selection import META, FlowState, select
 from proxy.intercept.options import Options
@@ -24,11 +24,11 @@ class Rewrite:
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or META in flow.metadata:
             return  # answered already, or the relay took it
-        req = select(flow, ctx.options.gtp_intercept_hosts, ctx.options.gtp_session_header,
-                     ctx.options.gtp_default_session)
+        o = self.options.flow
+        req = select(flow, o.intercept_hosts, o.session_header, o.default_session)
         if req is None:
             return
-        placeholder = ctx.options.gtp_placeholder
+        placeholder = o.placeholder
         contents = req.inner.get("contents")
         needed = placeholder_count(contents, placeholder) if isinstance(contents, list) else 0
         try:
@@ -37,7 +37,7 @@ class Rewrite:
             flow.response = gemini_error_response(e)
             return
         try:
-            rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=ctx.options.gtp_tools == "merge",
+            rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=o.merge_tools,
                                            placeholder=placeholder,
                                            result_parts=self.options.rules.result_parts(req.model))
         except ProxyError as e:
@@ -46,7 +46,7 @@ class Rewrite:
             return
         if rewritten != req.inner or req.marked:  # otherwise the app's bytes go out exactly as sent
             body = {**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten
-            flow.request.set_content(json.dumps(body, ensure_ascii=False).encode())
+            flow.request.set_content(fast_json.dumps(body))
         if req.target.stream:
             flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
         flow.metadata[META] = FlowState(req.target, req.model, req.session)
