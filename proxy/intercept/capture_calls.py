@@ -4,7 +4,7 @@ import json
 import logging
 from typing import Any
 
-from proxy import ids
+from proxy import fast_json, ids
 from proxy.from_gemini.partial_args import PartialArgsError, PartialCalls
 from proxy.signatures.call_record import CallRecord
 from proxy.wire.gemini import first_candidate_parts
@@ -63,7 +63,7 @@ class CallCapture:
 
     def feed_body(self, body: bytes) -> None:
         """A whole (non-SSE) answer: one object, or the JSON array `streamGenerateContent` sends without alt=sse."""
-        data = json.loads(body)
+        data = fast_json.loads(body)
         for chunk in data if isinstance(data, list) else [data]:
             self.feed(chunk)
 
@@ -86,7 +86,7 @@ class SSETap:
             payloads = self._decoder.feed(data) if data else self._decoder.close()
             for payload in payloads:
                 try:
-                    self.capture.feed(json.loads(payload))
+                    self.capture.feed(fast_json.loads(payload))
                 except json.JSONDecodeError:
                     log.warning("unreadable SSE event from Gemini skipped")
         except Exception:

@@ -67,13 +67,14 @@ def select(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], session_head
 def destination(flow: http.HTTPFlow) -> str | None:
     """The host name the request really goes to, or None when its Host header names another."""
     host = flow.request.host.lower().rstrip(".")
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        host = (flow.client_conn.sni or host).lower().rstrip(".")  # transparent mode: the verified server name
-    except ValueError:
-        pass
+    if host[-1:].isdigit() or ":" in host:  # possibly an address (a name ends in a letter, IPv6 has colons)
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+            host = (flow.client_conn.sni or host).lower().rstrip(".")  # transparent mode: the verified server name
+        except ValueError:
+            pass
     header = flow.request.host_header
-    if header:
+    if header and header.lower().rstrip(".") != host:  # the same name as written: nothing to parse
         try:
             claimed = url.parse_authority(header, check=True)[0].lower().rstrip(".")
         except ValueError:

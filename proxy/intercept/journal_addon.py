@@ -45,7 +45,7 @@ class JournalEnd:
         if recorder is None or snapshot is None or state is None or state.relay is not None:
             return
         headers, content = snapshot
-        ex = recorder.begin("mitm", flow.request.method, flow.request.pretty_url, headers, protocol="gemini",
+        ex = recorder.begin("mitm", flow.request.method, flow.request.url, headers, protocol="gemini",
                             session=state.session)
         ex.client_model = state.model
         if state.session and SCOPED_NAME.match(state.session):
