@@ -245,3 +245,22 @@ def test_the_journal_counts_what_it_holds_and_hides_it_from_the_collector() -> N
     assert row["calls"] == [{"name": "f", "id": "c1"}] and row["tools"] == ["f"] and row["input_tokens"] == 5
     doc = orjson.loads(journal.get("", row["id"]))
     assert doc["client_request"]["headers"]["authorization"] == REDACTED and doc["decisions"][0]["tool"] == "f"
+
+
+def test_a_cloud_code_exchange_is_read_through_its_wrappers() -> None:
+    """Cloud Code wraps the request in {"request": ...} and the answer in {"response": ...}; the
+    addon keeps both as they went, and the summary reads the tools and calls inside them."""
+    journal = Journal()
+    ex = Exchange(id="ex_cc", kind="mitm", method="POST", path="https://cloudcode-pa.googleapis.com/v1internal:x",
+                  protocol="gemini")
+    sent = orjson.dumps({"model": "gemini-2.5-pro", "request": {"contents": [], "tools": [
+        {"functionDeclarations": [{"name": "read_file"}]}]}})
+    call = ex.upstream("gemini-2.5-pro", sent, stream=False)
+    call.answer = orjson.dumps({"response": {"candidates": [{"content": {"parts": [
+        {"functionCall": {"name": "read_file", "args": {}}}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 9}}})
+    ex.status = 200
+    journal.add(ex)
+    [row] = journal.list("")
+    assert row["tools"] == ["read_file"] and row["calls"][0]["name"] == "read_file"
+    assert row["finish_reasons"] == ["STOP"] and row["input_tokens"] == 9

@@ -346,6 +346,7 @@ def test_intercepted_flows_are_in_the_journal(mitm: MitmStack) -> None:
 
     rows = json.loads(run(read("/inspect/api/exchanges?kind=mitm&session=journal")))["exchanges"]
     assert rows and rows[0]["kind"] == "mitm" and rows[0]["calls"][0]["name"] == "get_weather"
+    assert rows[0]["tools"] == ["get_weather"] and rows[0]["finish_reasons"]  # read from the kept bodies
     raw = run(read(f"/inspect/api/exchanges/{rows[0]['id']}"))
     assert app_key.encode() not in raw
     doc = json.loads(raw)

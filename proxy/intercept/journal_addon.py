@@ -14,7 +14,6 @@ from mitmproxy import http
 from proxy.intercept.flow_selection import META, FlowState
 from proxy.journal.exchange import BODY_CAP, Exchange
 from proxy.journal.recorder import Recorder
-from proxy.journal.ring import tool_names
 from proxy.server.auth import SCOPED_NAME
 from proxy.wire.sse import SSEDecoder
 
@@ -52,8 +51,7 @@ class JournalEnd:
             ex.scope = state.session.split(":", 1)[0]  # a keyed client's session: that client's exchange
         ex.request_body = content
         sent = flow.request.raw_content if flow.request.raw_content is not content else content
-        call = ex.upstream(state.model, sent, stream=state.target.stream)
-        call.tools = tool_names(_inner(_parsed(sent), state))
+        ex.upstream(state.model, sent, stream=state.target.stream)  # its tools' names are read from it when read
         if flow.request.raw_content is not content:
             ex.note("rewrite", f"the request was rewritten for session {state.session!r}: the session's tools and "
                                "history went to Gemini (compare the two request bodies)")
@@ -105,8 +103,9 @@ class JournalEnd:
             if not flow.response.stream:
                 body = flow.response.get_content(strict=False) or b""
                 ex.answer_body = body[: BODY_CAP + 1]
-                call.answer = ex.answer_body
-                call.learn(_inner(_parsed(body), state))
+                call.answer = ex.answer_body  # learnt from (calls, usage) when read
+                if len(body) > BODY_CAP:  # only its head is kept: learnt from now, whole
+                    call.learn(_inner(_parsed(body), state))
             call.last_byte = perf_counter()
         if state is not None and state.capture.calls:
             ex.note("capture", f"captured {len(state.capture.calls)} call(s) for session {state.session!r}",

@@ -103,6 +103,8 @@ class UpstreamCall:
         self.learnt = True
         if type(answer) is not dict:
             return 0
+        if "candidates" not in answer and type(answer.get("response")) is dict:  # Cloud Code's {"response": ...}
+            answer = answer["response"]
         size = 0
         cands = answer.get("candidates")
         for cand in cands if type(cands) is list else ():
@@ -218,7 +220,9 @@ class Exchange:
         self.answer_stream_bytes += len(data)
 
     def upstream(self, model: str, body: Any, stream: bool) -> UpstreamCall:
-        call = UpstreamCall(model, body, stream, body)
+        """A new call of the upstream; `body`: the object sent (its tools' names are read from it), or
+        the bytes sent (read from them when the exchange is read)."""
+        call = UpstreamCall(model, body, stream, body if type(body) is dict else None)
         self.upstreams.append(call)
         return call
 

@@ -116,7 +116,10 @@ def _tools_of(call: UpstreamCall) -> list[str]:
 
 
 def tool_names(body: Any) -> list[str]:
-    """The names of a Gemini request body's function declarations ([] for anything else)."""
+    """The names of a Gemini request body's function declarations (Cloud Code's wraps the request in
+    {"request": ...}; [] for anything else)."""
+    if isinstance(body, dict) and "tools" not in body and isinstance(body.get("request"), dict):
+        body = body["request"]
     try:
         return [d["name"] for t in body.get("tools") or () for d in t.get("functionDeclarations") or ()]
     except (AttributeError, KeyError, TypeError):  # not a body the proxy built: no names
@@ -139,8 +142,8 @@ def settle(ex: Exchange, most: int) -> int:
     size += n + ENTRY_OVERHEAD + len(ex.answer_stream)
     for call in ex.upstreams:
         answer = call.answer
-        if not call.learnt and answer is not None and (type(answer) is not Json or len(answer.data) > BODY_CAP):
-            call.learn_kept()  # its head alone would not tell
+        if not call.learnt and answer is not None and (type(answer) not in (Json, bytes) or len(answer) > BODY_CAP):
+            call.learn_kept()  # its head alone would not tell (bytes or JSON kept whole are learnt from when read)
         call.parsed = None
         if call.tools is None and (call.body_obj is not None and (type(call.body) is not Json
                                                                   or len(call.body.data) > BODY_CAP)):
