@@ -1,7 +1,8 @@
 """The journal's cost (issue 28): CPU per request of `serve` with the journal on (the default) and
 with `--journal off`, and with traces exported to a collector that is down (`--otlp-endpoint` to a
 closed port): small and large Responses and Chat requests, measured alternately in one run against
-the same mock. `--write` puts the table in docs/benchmarks-journal.md (bench.sh does)."""
+the same mock; and small Responses requests on a Redis store, where the journal is also shared.
+`--write` puts the table in docs/benchmarks-journal.md (bench.sh does)."""
 
 import asyncio
 import sys
@@ -13,6 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.bench import Process, bodies, free_port, measure  # noqa: E402
 from tests.otlp_collector import Collector  # noqa: E402
+from tests.servers import RedisServer  # noqa: E402
 
 ROUNDS = 7  # on/off alternations; the median of the rounds' ratios is reported (single runs vary by about 10 %)
 
@@ -42,6 +44,7 @@ def main(write: bool) -> None:
                 on, off = _median(got["on"], "cpu_ms"), _median(got["off"], "cpu_ms")
                 rows.append((workload, kind, off, on, _ratio(got, "on", "off"), _ratio(got, "dead", "on"),
                              _ratio(got, "dead", "on", "p50"), _ratio(got, "traced", "on")))
+        rows.append(_shared_row(tmp, mport))
     finally:
         for proc, _ in procs.values():
             proc.stop()
@@ -52,15 +55,40 @@ def main(write: bool) -> None:
              "with traces exported to a collector that is down, and to one that is up; same mock, same run, "
              f"{ROUNDS} alternations: CPU ms are medians, ratios the median of each round's ratio. "
              "Goal: on/off <= 1.05; a dead collector changes nothing (ratios "
-             "near 1).", "",
+             "near 1). The last row runs both on a Redis store, where the journal is also shared: each exchange "
+             "is rendered, scrubbed of secrets and published to Redis (journal/shared.py).", "",
              "| workload | protocol | CPU ms/request, journal off | journal on | on/off | dead collector/on, CPU | "
              "dead collector/on, p50 | collector up/on, CPU |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {w} | {k} | {off:.3f} | {on:.3f} | {ratio:.3f} | {dead:.3f} | {dead_p50:.3f} | {traced:.3f} |"
-              for w, k, off, on, ratio, dead, dead_p50, traced in rows]
+    lines += [f"| {w} | {k} | {off:.3f} | {on:.3f} | {ratio:.3f} | {_cell(dead)} | {_cell(dead_p50)} | "
+              f"{_cell(traced)} |" for w, k, off, on, ratio, dead, dead_p50, traced in rows]
     text = "\n".join(lines) + "\n"
     print(text)
     if write:
         (ROOT / "docs" / "benchmarks-journal.md").write_text(text)
+
+
+def _shared_row(tmp: Path, mport: int) -> tuple:
+    """On a Redis store the journal is shared: each exchange is also rendered, scrubbed and published
+    to Redis (journal/shared.py). Small Responses requests, journal on against off, both on Redis."""
+    redis = RedisServer(tmp / "redis", fsync="everysec")
+    procs = {}
+    try:
+        for mode, extra in (("on", []), ("off", ["--journal", "off"])):
+            port = free_port()
+            procs[mode] = (Process(tmp, f"proxy-redis-{mode}", [
+                sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port", str(port), "--upstream",
+                f"http://127.0.0.1:{mport}", "--store", redis.url, *extra], "ready"), f"http://127.0.0.1:{port}")
+        path, body = bodies("responses", "small")
+        got: dict[str, list[dict]] = {mode: [] for mode in procs}
+        for _ in range(ROUNDS):
+            for mode, (proc, url) in procs.items():
+                got[mode].append(asyncio.run(measure(url + path, body, [proc.proc.pid])))
+    finally:
+        for proc, _ in procs.values():
+            proc.stop()
+        redis.stop()
+    return ("small", "responses, store on Redis (the journal shared)", _median(got["off"], "cpu_ms"),
+            _median(got["on"], "cpu_ms"), _ratio(got, "on", "off"), None, None, None)
 
 
 def _ratio(got: dict[str, list[dict]], a: str, b: str, key: str = "cpu_ms") -> float:
@@ -68,6 +96,10 @@ def _ratio(got: dict[str, list[dict]], a: str, b: str, key: str = "cpu_ms") -> f
     drift over a run (10 % here) cancels out of each round's ratio."""
     ratios = sorted(x[key] / y[key] for x, y in zip(got[a], got[b], strict=True))
     return ratios[len(ratios) // 2]
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
 
 
 def _median(rows: list[dict], key: str) -> float:
