@@ -259,6 +259,7 @@ def thaw(frozen: tuple) -> Exchange:
     for name, value in zip(_FROZEN, frozen, strict=False):
         setattr(ex, name, value)
     meta = orjson.loads(frozen[META])
+    ex.request_headers, ex.answer_headers = pairs(ex.request_headers), pairs(ex.answer_headers)  # decoded once
     ex.notes, ex.error, ex.secrets, ex.complete = meta["notes"], meta["error"], tuple(meta["secrets"]), None
     ex.upstreams = []
     width = len(_FROZEN_CALL)
@@ -281,10 +282,12 @@ def pairs(headers: Any) -> Any:
         return ()
     if type(headers) is not tuple:
         return headers.items()
-    if headers and type(headers[0]) is not tuple:  # flat: name, value, name, value...
+    if not headers or (type(headers[0]) is tuple and type(headers[0][0]) is str):
+        return headers  # text pairs already (thaw decodes a kept exchange's once)
+    if type(headers[0]) is not tuple:  # flat: name, value, name, value...
         headers = zip(headers[::2], headers[1::2], strict=True)
-    return [(k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) if type(k) is bytes else (k, v)
-            for k, v in headers]
+    return tuple((k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) if type(k) is bytes else (k, v)
+                 for k, v in headers)
 
 
 def kept_headers(headers: Any) -> tuple:
