@@ -130,15 +130,12 @@ def settle(ex: Exchange, most: int) -> int:
     """Make a finished exchange safe to keep as it is, and say how many bytes it holds: bodies the
     proxy built as objects become JSON now (they could change later), a body beyond BODY_CAP keeps
     only its head, and an exchange past `most` keeps its summary and decisions only."""
-    answer = ex.answer_body
-    if type(answer) is bytes and answer[:1] in (b"{", b"[") and "json" in _content_type(ex.answer_headers):
-        answer = Json(answer)
     stream = ex.answer_stream
     ex.answer_stream = b"".join(stream) if stream else b""
     ex.request_headers, ex.answer_headers = _kept_headers(ex.request_headers), _kept_headers(ex.answer_headers)
     ex.request_body, size = _kept(ex.request_body)
     size += _headers_size(ex.request_headers) + _headers_size(ex.answer_headers)
-    ex.answer_body, n = _kept(answer)
+    ex.answer_body, n = _kept(ex.answer_body)  # JSON or not, embedded as JSON only once a read checks it
     size += n + ENTRY_OVERHEAD + len(ex.answer_stream)
     for call in ex.upstreams:
         answer = call.answer

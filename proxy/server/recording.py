@@ -47,7 +47,7 @@ def completed(ex: Exchange, request: web.Request, resp: web.StreamResponse | Non
     if resp is not None:
         ex.answer_headers = resp.headers
         if isinstance(resp, web.Response) and isinstance(resp.body, bytes):
-            ex.answer_body = resp.body  # the front-end's own JSON answers are embedded without a parse (ring.py)
+            ex.answer_body = resp.body  # as sent (ring.body_value embeds it as JSON once it checks it is)
     if record.failed and ex.error is None:
         ex.error = {"message": "the stream ended with its protocol's failure event"}
 
