@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Install (first run: Python packages, and redis-server and haproxy) and run ruff, then the whole test suite. Arguments go to pytest.
+# Install (first run: Python packages, and redis-server and haproxy) and run ruff, then the whole test suite
+# in two passes: the tests not marked `serial` on two workers (pytest-xdist; GTP_TEST_WORKERS=N to change),
+# then the `serial` ones (bound by time or memory) alone, on a machine the other pass no longer loads.
+# Arguments go to both passes (a `-m` of yours replaces the split); a pass that selects nothing is fine.
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/system_deps.sh"
 cd "$ROOT"
 "$VENV_PY" -m ruff check .
-exec "$VENV_PY" -m pytest "$@"
+parallel=0 serial=0
+"$VENV_PY" -m pytest -n "${GTP_TEST_WORKERS:-2}" --dist worksteal -m "not serial" "$@" || parallel=$?
+"$VENV_PY" -m pytest -m serial "$@" || serial=$?
+# pytest's 5 means "no tests selected": fine for one pass, not for both.
+if [ "$parallel" = 5 ] && [ "$serial" = 5 ]; then exit 5; fi
+for rc in "$parallel" "$serial"; do
+    if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then exit "$rc"; fi
+done

@@ -3,6 +3,7 @@ under Google's host names (a throwaway upstream CA; the proxy routes those hosts
 
 import datetime
 import os
+import random
 import re
 import socket
 import ssl
@@ -40,9 +41,25 @@ def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, for a process about to listen on it. Under pytest-xdist each worker draws from its
+    own slice of the ephemeral range, so two workers never pick the same port in the moment between this
+    check and the process's bind (the kernel's own choice for port 0 is even-only, so no residue split)."""
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if count == 1:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    worker = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
+    lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    width = (hi - lo) // count
+    while True:
+        port = random.randrange(lo + worker * width, lo + (worker + 1) * width)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def upstream_tls(tmp: Path) -> tuple[ssl.SSLContext, Path]:

@@ -1,7 +1,10 @@
 """Real client programs from the npm registry, installed once into the project's .cache/."""
 
+import contextlib
+import fcntl
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -11,7 +14,9 @@ def npm_binary(package: str, version: str, binary: str) -> Path:
     """Path to `binary` from `package@version`, installing it into .cache/ the first time."""
     prefix = ROOT / ".cache" / f"{package.rsplit('/', 1)[-1]}-{version}"
     path = prefix / "node_modules" / ".bin" / binary
-    if not path.exists():
+    with _installing(prefix):
+        if path.exists():
+            return path
         npm = shutil.which("npm")
         assert npm and shutil.which("node"), f"Node.js and npm are needed to run {package}"
         subprocess.run([npm, "install", "--prefix", str(prefix), f"{package}@{version}", "--no-audit", "--no-fund",
@@ -24,7 +29,9 @@ def npm_packages(name: str, *specs: str) -> Path:
     a script copied into it resolves them."""
     prefix = ROOT / ".cache" / name
     marker = prefix / ".installed"
-    if not marker.exists() or marker.read_text() != " ".join(specs):
+    with _installing(prefix):
+        if marker.exists() and marker.read_text() == " ".join(specs):
+            return prefix
         npm = shutil.which("npm")
         assert npm and shutil.which("node"), "Node.js and npm are needed to run the Node SDK tests"
         prefix.mkdir(parents=True, exist_ok=True)
@@ -32,3 +39,12 @@ def npm_packages(name: str, *specs: str) -> Path:
                         "--loglevel=error"], check=True, timeout=600)
         marker.write_text(" ".join(specs))
     return prefix
+
+
+@contextlib.contextmanager
+def _installing(prefix: Path) -> Iterator[None]:
+    """One installer per prefix at a time: the suite's workers (pytest-xdist) may want the same program at once."""
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f"{prefix.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -57,6 +57,7 @@ def _healthy(url: str) -> bool:
         return r.status == 200
 
 
+@pytest.mark.serial  # timing-bound: run alone (scripts/test.sh)
 def test_slowloris_headers_are_closed_within_the_timeout(strict: Stack) -> None:
     socks = [_connect(strict.url) for _ in range(30)]
     start = time.monotonic()
@@ -83,6 +84,7 @@ def test_slowloris_headers_are_closed_within_the_timeout(strict: Stack) -> None:
             s.close()
 
 
+@pytest.mark.serial  # timing-bound: run alone (scripts/test.sh)
 def test_a_trickled_body_gets_408_in_the_callers_protocol(strict: Stack) -> None:
     for path, check in (("/v1/responses", lambda e: e["code"] == "request_timeout"),
                         ("/v1beta/models/gemini-2.5-flash:generateContent",

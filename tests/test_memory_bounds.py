@@ -13,6 +13,8 @@ import pytest
 
 from tests.mitm_harness import ROOT, free_port
 
+pytestmark = pytest.mark.serial  # timing- or memory-bound: run alone (scripts/test.sh)
+
 MB = 1 << 20
 BULK = "[[mock:bulk 5000000]] a long answer"
 # Generous: ten 5 MB streams read at once on a slow CI machine may leave one write pending for a

@@ -15,6 +15,8 @@ import pytest
 from proxy.wire.json_body import MAX_TOOLS, MAX_TOOLS_BYTES
 from tests.servers import mock_gemini, proxy_instance
 
+pytestmark = pytest.mark.serial  # timing- or memory-bound: run alone (scripts/test.sh)
+
 PROBE_LIMIT = 0.25
 
 

@@ -17,6 +17,8 @@ import pytest
 
 from tests.mitm_harness import ROOT, MitmStack, free_port
 
+pytestmark = pytest.mark.serial  # timing- or memory-bound: run alone (scripts/test.sh)
+
 STALL = "[[mock:slow 60]] say something long enough to need two chunks please"
 
 

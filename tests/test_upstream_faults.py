@@ -171,6 +171,7 @@ def _front_with(mode: str, handler: Any = None, **timeouts: float):
     return url, close
 
 
+@pytest.mark.serial  # timing-bound: run alone (scripts/test.sh)
 @pytest.mark.parametrize("mode,what", [("comment", "sent nothing meaningful for 1s"),
                                        ("bytes", "sent nothing meaningful for 1s"),
                                        ("silent", "sent nothing meaningful for 1s"),
@@ -209,6 +210,7 @@ async def _sync_misbehaving(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+@pytest.mark.serial  # timing-bound: run alone (scripts/test.sh)
 @pytest.mark.parametrize(("mode", "what"), [("nothing", "did not answer within 1s"),
                                             ("one", "sent nothing more of its answer for 1s"),
                                             ("slow", "sent nothing more of its answer for 1s"),
