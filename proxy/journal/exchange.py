@@ -297,8 +297,8 @@ def kept_headers(headers: Any) -> tuple:
     if headers is None:
         return ()
     if type(headers) is not tuple:
-        # str(): aiohttp's names are multidict's istr, an object the collector tracks.
-        return tuple(chain.from_iterable((str(k), v) for k, v in headers.items()))
+        # str(): aiohttp's names are multidict's istr, an object the collector tracks (map: no frame per pair).
+        return tuple(map(str, chain.from_iterable(headers.items())))
     if headers and type(headers[0]) is tuple:
         return tuple(chain.from_iterable(headers))
     return headers
