@@ -10,10 +10,10 @@ families, parsed once (serve's flags, the addon's `gtp_*` options) and asked per
   PATTERN`, `--think-open PATTERN`: models that speak tools as text (dialects/tool_modes.py).
 """
 
-import fnmatch
 from dataclasses import dataclass, field
 
 from proxy.dialects.tool_modes import ToolModes
+from proxy.pattern_rules import matches
 from proxy.to_gemini.tool_result_media import parse_media_rules, parts_in_results
 from proxy.tools.hosted_tools import parse_hosted_rules
 
@@ -42,4 +42,4 @@ class ModelRules:
 
     def streams_arguments(self, model: str) -> bool:
         """Only models with native tools stream arguments (a dialect's calls come whole)."""
-        return any(fnmatch.fnmatch(model, p) for p in self.stream_arguments) and self.text_calls.dialect(model) is None
+        return matches(model, self.stream_arguments) and self.text_calls.dialect(model) is None

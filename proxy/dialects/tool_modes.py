@@ -2,11 +2,10 @@
 (`--tool-mode PATTERN=native|DIALECT`, first match wins, then the defaults below), and where text
 calls are rescued from a native model's answer (`--rescue-text-calls PATTERN=DIALECT|off`)."""
 
-import fnmatch
 from dataclasses import dataclass, field
 
 from proxy.dialects import DIALECTS, Dialect, dialect
-from proxy.pattern_rules import parse_rules, rule_for
+from proxy.pattern_rules import matches, parse_rules, rule_for
 
 # Gemini's API refuses native tools for Gemma ("Function calling is not enabled for models/gemma-...").
 DEFAULT_TOOL_MODES = [("gemma-4*", "gemma4"), ("gemma-3*", "gemma3"), ("*functiongemma*", "functiongemma")]
@@ -45,12 +44,12 @@ class ToolModes:
         return None if mode in (None, "off") else dialect(mode)
 
     def single(self, model: str) -> bool:
-        return any(fnmatch.fnmatch(_model_id(model), p) for p in self.single_call)
+        return matches(_model_id(model), self.single_call)
 
     def thinks_open(self, model: str) -> bool:
         """The model's template ends the prompt with an open think tag (Qwen3-thinking-2507,
         DeepSeek-R1, GLM-4.5): its answer starts inside reasoning and shows only the closing tag."""
-        return any(fnmatch.fnmatch(_model_id(model), p) for p in self.think_open)
+        return matches(_model_id(model), self.think_open)
 
 
 def _patterns(specs: list[str] | tuple[str, ...], option: str) -> tuple[str, ...]:

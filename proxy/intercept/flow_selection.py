@@ -8,7 +8,6 @@ the client wrote: a request whose Host header names another host than where it g
 The decision is made once per flow (the first addon to ask); the result rides in flow.metadata.
 """
 
-import fnmatch
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from proxy.intercept.capture_calls import CallCapture
 from proxy.intercept.relay import RelayTurn
 from proxy.intercept.session_marker import take_marker
 from proxy.intercept.targets import Target, classify
+from proxy.pattern_rules import matches
 from proxy.wire.gemini import check_cloudcode_request, check_generate_request
 from proxy.wire.gemini_keys import to_camel_request
 from proxy.wire.json_body import parse_json
@@ -88,7 +88,7 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiReq
     if flow.response or flow.error or not flow.live or flow.request.method != "POST":
         return None
     host = destination(flow)
-    if host is None or not any(fnmatch.fnmatch(host, pattern) for pattern in hosts):
+    if host is None or not matches(host, hosts):
         return None
     target = classify(flow.request.path)
     if target is None:

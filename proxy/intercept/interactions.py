@@ -9,7 +9,6 @@ placeholder text stands for a captured round (its calls, then their results); wi
 is only the placeholder stands for the latest round's results. No round to put there is a refusal.
 """
 
-import fnmatch
 import json
 import logging
 from typing import Any
@@ -23,6 +22,7 @@ from proxy.intercept.capture import record_round
 from proxy.intercept.flow_selection import destination
 from proxy.intercept.options import FlowOptions, Options
 from proxy.intercept.refusal import gemini_error_response
+from proxy.pattern_rules import matches
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import SessionStore
@@ -179,7 +179,7 @@ class InteractionsTraffic:
             return
         host = destination(flow)
         o = self.options.flow
-        if host is None or not any(fnmatch.fnmatch(host, p) for p in o.intercept_hosts):
+        if host is None or not matches(host, o.intercept_hosts):
             return
         try:
             body = json.loads(flow.request.get_content(strict=False) or b"")

@@ -13,7 +13,6 @@ Model names choose the behaviour:
 - `*-brokenparser`: takes `tools` but its parser misses the calls, which stay text in `content`.
 """
 
-import fnmatch
 import json
 import re
 import time
@@ -23,6 +22,7 @@ from aiohttp import web
 
 from proxy.mock.dialect_model import calls_as_text, detect, dialect_reply
 from proxy.mock.model import respond
+from proxy.pattern_rules import first_match
 
 NO_PARSER = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 SINGLE_CALL = "This model only supports single tool-calls at once!"
@@ -36,7 +36,8 @@ LOCAL_RECEIVED = web.AppKey("local_received", list)
 
 
 def family(model: str) -> str | None:
-    return next((d for p, d in FAMILIES if fnmatch.fnmatch(model, p)), None)
+    i = first_match(model, FAMILIES)
+    return None if i is None else FAMILIES[i][1]
 
 
 def _error(status: int, message: str) -> web.Response:

@@ -15,13 +15,13 @@
 Signing (the sentinel for unsigned calls) is left to the caller: its scope differs per path.
 """
 
-import fnmatch
 import json
 import logging
 from typing import Any
 
 from proxy.from_gemini.server_tools import SERVER_PARTS, is_server_part
 from proxy.journal import exchange
+from proxy.pattern_rules import matches
 from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
 from proxy.tools.hosted_tools import combines_search
 
@@ -33,7 +33,7 @@ PREFILL_REJECTED = ("gemini-3.5*", "gemini-3.6*", "gemini-3.7*", "gemini-3.8*", 
 
 
 def rejects_prefill(model: str) -> bool:
-    return any(fnmatch.fnmatch(model, p) for p in PREFILL_REJECTED)
+    return matches(model, PREFILL_REJECTED)
 
 
 def drop_trailing_prefill(contents: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:

@@ -11,11 +11,10 @@ The history builders always write the `parts` form; `media_as_siblings` rewrites
 that need the other, so the front-end and the interceptor share one rule.
 """
 
-import fnmatch
 import mimetypes
 from typing import Any
 
-from proxy.pattern_rules import parse_rules, rule_for
+from proxy.pattern_rules import matches, parse_rules, rule_for
 
 MODES = ("parts", "siblings")
 # Which models take functionResponse.parts when no rule matches: Gemini 3 onwards.
@@ -23,8 +22,8 @@ DEFAULT_PARTS_MODELS = ("gemini-3*", "gemini-[4-9]*", "models/gemini-3*", "model
 
 
 def parts_in_results(model: str, rules: list[tuple[str, str]] | None = None) -> bool:
-    mode = rule_for(model, rules or [])
-    return mode == "parts" if mode else any(fnmatch.fnmatch(model, p) for p in DEFAULT_PARTS_MODELS)
+    mode = rule_for(model, rules or ())
+    return mode == "parts" if mode else matches(model, DEFAULT_PARTS_MODELS)
 
 
 def parse_media_rules(specs: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:

@@ -13,12 +13,11 @@ and the answer says so, never silently: `x-gtp-warning` and, on Responses, `meta
 or `error` (a 400 naming `tools[i]`).
 """
 
-import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
 from proxy.errors import ProxyError
-from proxy.pattern_rules import parse_rules, rule_for
+from proxy.pattern_rules import matches, parse_rules, rule_for
 
 SEARCH_TYPES = frozenset({"web_search", "web_search_2025_08_26", "web_search_preview",
                           "web_search_preview_2025_03_11"})
@@ -42,7 +41,7 @@ def parse_hosted_rules(specs: list[str] | tuple[str, ...]) -> list[tuple[str, st
 
 
 def combines_search(model: str) -> bool:
-    return any(fnmatch.fnmatch(model, p) for p in COMBINING_MODELS)
+    return matches(model, COMBINING_MODELS)
 
 
 def serve_hosted(hosted: list[HostedTool], has_functions: bool, model: str, rules: list[tuple[str, str]]

@@ -12,7 +12,6 @@ is at most BUDGET tokens); the second streams as it comes.
 """
 
 import asyncio
-import fnmatch
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ import aiohttp
 from proxy.errors import UpstreamError
 from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
 from proxy.openai_upstream.request import chat_request
+from proxy.pattern_rules import first_match, matches
 from proxy.upstream.gemini import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, PROXY_TOKEN
 from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy
@@ -139,7 +139,8 @@ class OpenAIUpstream(HttpSession):
 
     def _budget(self, model: str) -> int | None:
         """The first pass's token budget for `model` (first matching --two-pass rule), or None."""
-        return next((b for p, b in self.two_pass if fnmatch.fnmatch(model.removeprefix("models/"), p)), None)
+        i = first_match(model.removeprefix("models/"), self.two_pass)
+        return None if i is None else self.two_pass[i][1]
 
     async def _first_pass(self, model: str, req: dict[str, Any], budget_tokens: int, deadline: float) -> FirstPass:
         budget = {**req, "max_tokens": budget_tokens, "stop": [THINK_CLOSE]}
@@ -148,7 +149,7 @@ class OpenAIUpstream(HttpSession):
         answer = await self._whole(budget, deadline)
         choice = (answer.get("choices") or [{}])[0]
         message = choice.get("message") or {}
-        opened = any(fnmatch.fnmatch(model.removeprefix("models/"), p) for p in self.think_open)
+        opened = matches(model.removeprefix("models/"), self.think_open)
         return first_pass(str(message.get("content") or ""), choice.get("finish_reason"), choice.get("stop_reason"),
                           opened)
 

@@ -1,11 +1,10 @@
 """Which upstream answers which model: `--openai-upstream PATTERN=BASE_URL` routes matching models
 to an OpenAI-compatible server, everything else goes to Gemini (first match wins)."""
 
-import fnmatch
 from collections.abc import AsyncIterator
 from typing import Any
 
-from proxy.pattern_rules import parse_rules
+from proxy.pattern_rules import first_match, parse_rules
 from proxy.upstream.base import Upstream
 
 UPSTREAM_APIS = ("generate", "interactions")
@@ -50,7 +49,8 @@ class RoutedUpstream:
 
     def pick(self, model: str) -> Upstream:
         name = model.removeprefix("models/")
-        return next((u for p, u in self.routes if fnmatch.fnmatch(name, p)), self.default)
+        i = first_match(name, self.routes)
+        return self.default if i is None else self.routes[i][1]
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         return await self.pick(model).generate(model, body, api_key)
