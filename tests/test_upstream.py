@@ -6,6 +6,7 @@ import socket
 import openai
 import pytest
 
+from proxy.errors import ProxyError
 from proxy.upstream.gemini import GeminiUpstream
 from tests.harness import Stack
 from tests.test_bad_input import post
@@ -45,3 +46,23 @@ def test_unreachable_upstream_is_a_clear_502() -> None:
             assert status == 502 and body["error"]["status"] == "UNAVAILABLE"
     finally:
         s.close()
+
+
+def test_upstream_urls_are_built_once_and_bounded() -> None:
+    """The URL for a model is kept once built (it is the same every request); a model Gemini's grammar
+    refuses is refused every time (never kept), and client-chosen names cannot grow the memo."""
+    from proxy.upstream.gemini import MAX_URLS
+
+    up = GeminiUpstream("http://127.0.0.1:1")
+    url = up._url("gemini-2.5-flash", True)
+    assert str(url) == "http://127.0.0.1:1/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    assert up._url("gemini-2.5-flash", True) is url
+    assert str(up._url("gemini-2.5-flash", False)) == "http://127.0.0.1:1/v1beta/models/gemini-2.5-flash:generateContent"
+    for _ in range(2):
+        with pytest.raises(ProxyError):
+            up._url("../../v1/files", False)
+    for i in range(MAX_URLS * 2):
+        up._url(f"gemini-x-{i}", False)
+    assert len(up._urls) <= MAX_URLS
+    up.base_url = "http://127.0.0.1:2"  # a moved upstream gets URLs of its own
+    assert str(up._url("gemini-2.5-flash", False)).startswith("http://127.0.0.1:2/")

@@ -57,6 +57,9 @@ RETURNED_HEADERS = ("content-type", "x-goog-upload-url", "x-goog-upload-status",
                     "x-goog-upload-control-url", "x-goog-upload-size-received")
 
 
+# Upstream URLs kept built, per upstream (one per model and kind of call).
+MAX_URLS = 256
+
 # An upstream URL, or the URL for the credential a request is sent with (Vertex's names its project).
 Target = URL | Callable[[Credential | None], URL]
 
@@ -87,15 +90,24 @@ class GeminiUpstream(HttpSession):
         self.api_version = api_version
         self.read_timeout, self.total_timeout = read_timeout, total_timeout
         self.retry = retry or RetryPolicy()
+        # By (model, stream, base URL): built once (yarl's joins cost about 1 % of a small request).
+        self._urls: dict[tuple[str, bool, str], URL] = {}
         super().__init__(connect_timeout)
 
     def _url(self, model: str, stream: bool) -> Target:
         """Built from validated parts only: the model is checked against Gemini's grammar (a 400
         before any request otherwise) and becomes one path segment; the query is ours alone."""
+        url = self._urls.get((model, stream, self.base_url))
+        if url is not None:
+            return url
         collection, model_id = model_resource(model)
         method = "streamGenerateContent" if stream else "generateContent"
         url = URL(self.base_url).joinpath(self.api_version, collection, f"{model_id}:{method}")
-        return url.with_query(alt="sse") if stream else url
+        url = url.with_query(alt="sse") if stream else url
+        if len(self._urls) >= MAX_URLS:  # model names come from clients: a bounded few
+            self._urls.clear()
+        self._urls[(model, stream, self.base_url)] = url
+        return url
 
     async def _headers(self, key: Credential | None) -> dict[str, str]:
         headers = {"content-type": "application/json", "user-agent": PROXY_TOKEN, **(CLIENT_HEADERS.get() or {})}
