@@ -24,8 +24,8 @@ def parse_rules(specs: list[str] | tuple[str, ...], modes: tuple[str, ...], what
     return rules
 
 
-def rule_for(model: str, rules: list[tuple[str, str]]) -> str | None:
-    """The mode of the first rule whose pattern matches `model`, or None."""
+def rule_for[T](model: str, rules: Sequence[tuple[str, T]]) -> T | None:
+    """The value (a mode, an upstream, a budget...) of the first rule whose pattern matches `model`, or None."""
     i = first_match(model, rules)
     return None if i is None else rules[i][1]
 

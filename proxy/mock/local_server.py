@@ -22,7 +22,7 @@ from aiohttp import web
 
 from proxy.mock.dialect_model import calls_as_text, detect, dialect_reply
 from proxy.mock.model import respond
-from proxy.pattern_rules import first_match
+from proxy.pattern_rules import rule_for
 
 NO_PARSER = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 SINGLE_CALL = "This model only supports single tool-calls at once!"
@@ -36,8 +36,7 @@ LOCAL_RECEIVED = web.AppKey("local_received", list)
 
 
 def family(model: str) -> str | None:
-    i = first_match(model, FAMILIES)
-    return None if i is None else FAMILIES[i][1]
+    return rule_for(model, FAMILIES)
 
 
 def _error(status: int, message: str) -> web.Response:

@@ -24,7 +24,7 @@ import aiohttp
 from proxy.errors import UpstreamError
 from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
 from proxy.openai_upstream.request import chat_request
-from proxy.pattern_rules import first_match, matches
+from proxy.pattern_rules import matches, rule_for
 from proxy.upstream.gemini import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, PROXY_TOKEN
 from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy
@@ -139,8 +139,7 @@ class OpenAIUpstream(HttpSession):
 
     def _budget(self, model: str) -> int | None:
         """The first pass's token budget for `model` (first matching --two-pass rule), or None."""
-        i = first_match(model.removeprefix("models/"), self.two_pass)
-        return None if i is None else self.two_pass[i][1]
+        return rule_for(model.removeprefix("models/"), self.two_pass)
 
     async def _first_pass(self, model: str, req: dict[str, Any], budget_tokens: int, deadline: float) -> FirstPass:
         budget = {**req, "max_tokens": budget_tokens, "stop": [THINK_CLOSE]}

@@ -4,7 +4,7 @@ to an OpenAI-compatible server, everything else goes to Gemini (first match wins
 from collections.abc import AsyncIterator
 from typing import Any
 
-from proxy.pattern_rules import first_match, parse_rules
+from proxy.pattern_rules import parse_rules, rule_for
 from proxy.upstream.base import Upstream
 
 UPSTREAM_APIS = ("generate", "interactions")
@@ -49,8 +49,8 @@ class RoutedUpstream:
 
     def pick(self, model: str) -> Upstream:
         name = model.removeprefix("models/")
-        i = first_match(name, self.routes)
-        return self.default if i is None else self.routes[i][1]
+        routed = rule_for(name, self.routes)
+        return self.default if routed is None else routed
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         return await self.pick(model).generate(model, body, api_key)
