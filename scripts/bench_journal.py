@@ -29,18 +29,11 @@ def main(write: bool) -> None:
         collector = Collector()  # a receiver on opentelemetry-proto (tests/otlp_collector.py), in this process
         for mode, extra in (("on", []), ("off", ["--journal", "off"]), ("dead", ["--otlp-endpoint", dead]),
                             ("traced", ["--otlp-endpoint", collector.url])):
-            port = free_port()
-            procs[mode] = (Process(tmp, f"proxy-{mode}", [
-                sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port", str(port), "--upstream",
-                f"http://127.0.0.1:{mport}", *extra], "ready"), f"http://127.0.0.1:{port}")
+            procs[mode] = _proxy(tmp, f"proxy-{mode}", mport, *extra)
         rows = []
         for workload in ("small", "large"):
             for kind in ("responses", "chat"):
-                path, body = bodies(kind, workload)
-                got: dict[str, list[dict]] = {mode: [] for mode in procs}
-                for _ in range(ROUNDS):
-                    for mode, (proc, url) in procs.items():
-                        got[mode].append(asyncio.run(measure(url + path, body, [proc.proc.pid])))
+                got = _alternated(procs, *bodies(kind, workload))
                 on, off = _median(got["on"], "cpu_ms"), _median(got["off"], "cpu_ms")
                 rows.append((workload, kind, off, on, _ratio(got, "on", "off"), _ratio(got, "dead", "on"),
                              _ratio(got, "dead", "on", "p50"), _ratio(got, "traced", "on")))
@@ -74,15 +67,8 @@ def _shared_row(tmp: Path, mport: int) -> tuple:
     procs = {}
     try:
         for mode, extra in (("on", []), ("off", ["--journal", "off"])):
-            port = free_port()
-            procs[mode] = (Process(tmp, f"proxy-redis-{mode}", [
-                sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port", str(port), "--upstream",
-                f"http://127.0.0.1:{mport}", "--store", redis.url, *extra], "ready"), f"http://127.0.0.1:{port}")
-        path, body = bodies("responses", "small")
-        got: dict[str, list[dict]] = {mode: [] for mode in procs}
-        for _ in range(ROUNDS):
-            for mode, (proc, url) in procs.items():
-                got[mode].append(asyncio.run(measure(url + path, body, [proc.proc.pid])))
+            procs[mode] = _proxy(tmp, f"proxy-redis-{mode}", mport, "--store", redis.url, *extra)
+        got = _alternated(procs, *bodies("responses", "small"))
     finally:
         for proc, _ in procs.values():
             proc.stop()
@@ -96,6 +82,22 @@ def _ratio(got: dict[str, list[dict]], a: str, b: str, key: str = "cpu_ms") -> f
     drift over a run (10 % here) cancels out of each round's ratio."""
     ratios = sorted(x[key] / y[key] for x, y in zip(got[a], got[b], strict=True))
     return ratios[len(ratios) // 2]
+
+
+def _proxy(tmp: Path, name: str, mport: int, *extra: str) -> tuple[Process, str]:
+    """A `serve` process in front of the mock, and its URL."""
+    port = free_port()
+    return Process(tmp, name, [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port", str(port),
+                               "--upstream", f"http://127.0.0.1:{mport}", *extra], "ready"), f"http://127.0.0.1:{port}"
+
+
+def _alternated(procs: dict[str, tuple[Process, str]], path: str, body: dict) -> dict[str, list[dict]]:
+    """ROUNDS measurements of each process, taken in turn (so each round's ratios share the machine's state)."""
+    got: dict[str, list[dict]] = {mode: [] for mode in procs}
+    for _ in range(ROUNDS):
+        for mode, (proc, url) in procs.items():
+            got[mode].append(asyncio.run(measure(url + path, body, [proc.proc.pid])))
+    return got
 
 
 def _cell(value: float | None) -> str:
