@@ -5,7 +5,6 @@ exchange is frozen into one tuple of plain values (freeze) and made into a docum
 someone reads it (ring.py), so recording costs a few references and appends per request."""
 
 import contextvars
-from itertools import chain
 from operator import attrgetter
 from time import perf_counter
 from time import time as wall_clock
@@ -26,7 +25,7 @@ MAX_CHUNKS = 2000
 # Notes kept per exchange (a pathological schema could otherwise note thousands).
 MAX_NOTES = 200
 EMPTY: Any = MappingProxyType({})
-# What one kept header name or value holds beyond its bytes: its object's header and its slot.
+# What a kept block of headers holds beyond its text: its object's header and its slot.
 HEADER_OVERHEAD = 48
 
 
@@ -227,7 +226,7 @@ class Exchange:
         return call
 
 
-# What freeze() keeps as they are (plain values, bytes, headers as pairs: ring.settle made them so),
+# What freeze() keeps as they are (plain values, bytes, headers as one block: ring.settle made them so),
 # in this order; the rest (notes, attempts, calls...) goes into one JSON document after them.
 _FROZEN = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model", "time",
            "start", "status", "answer_stream_bytes", "traceparent", "end", "cut", "identified", "request_body",
@@ -238,75 +237,91 @@ _exchange_fields, _call_fields = attrgetter(*_FROZEN), attrgetter(*_FROZEN_CALL)
 META = len(_FROZEN)  # where the JSON of the rest is
 
 
-def freeze(ex: Exchange) -> tuple:
-    """A finished (settled: its bodies bytes) exchange as one flat tuple of plain values: what the
-    journal keeps. The collector stops looking at such a tuple after one pass, and counts one
-    allocation for it: each container kept per exchange (a tuple of headers, a dict of an attempt)
-    made its young collections run that much more often. thaw() makes the exchange again."""
-    meta = orjson.dumps({
-        "notes": ex.notes, "error": ex.error, "secrets": list(ex.secrets),
-        "calls": [{"attempts": c.attempts, "calls": c.calls, "finish": c.finish, "usage": c.usage, "tools": c.tools}
-                  for c in ex.upstreams]}, default=repr)
-    out = [*_exchange_fields(ex), held(meta)]
-    for call in ex.upstreams:
+def freeze(ex: Exchange, head: tuple, size: int) -> tuple:
+    """A finished (settled: its bodies bytes) exchange as one flat tuple of plain values, after `head`
+    and before the bytes it holds (`size` and its JSON): what the journal keeps. The collector stops
+    looking at such a tuple after one pass, and counts one allocation for it: each container kept per
+    exchange (a tuple of headers, a dict of an attempt) made its young collections run that much more
+    often. thaw() makes the exchange again from the part after `head`."""
+    calls = ex.upstreams
+    # [notes, error, secrets, [[attempts, calls, finish reasons, usage, tools] per call]]
+    meta = held(orjson.dumps((ex.notes, ex.error, ex.secrets, [(c.attempts, c.calls, c.finish, c.usage, c.tools)
+                                                               for c in calls]), default=repr))
+    size += len(meta)
+    if len(calls) == 1:  # the usual exchange: one call, no list to grow
+        return (*head, *_exchange_fields(ex), meta, *_call_fields(calls[0]), size)
+    out = [*head, *_exchange_fields(ex), meta]
+    for call in calls:
         out += _call_fields(call)
+    out.append(size)
     return tuple(out)
 
 
 def thaw(frozen: tuple) -> Exchange:
-    """The exchange freeze() was given, as an object again (changing it changes nothing kept)."""
+    """The exchange freeze() was given, as an object again (changing it changes nothing kept), from
+    what freeze() made after its head."""
     ex = Exchange.__new__(Exchange)
     for name, value in zip(_FROZEN, frozen, strict=False):
         setattr(ex, name, value)
-    meta = orjson.loads(frozen[META])
+    notes, error, secrets, rests = orjson.loads(frozen[META])
     ex.request_headers, ex.answer_headers = pairs(ex.request_headers), pairs(ex.answer_headers)  # decoded once
-    ex.notes, ex.error, ex.secrets, ex.complete = meta["notes"], meta["error"], tuple(meta["secrets"]), None
+    ex.notes, ex.error, ex.secrets, ex.complete = notes, error, tuple(secrets), None
     ex.upstreams = []
     width = len(_FROZEN_CALL)
-    for i, rest in enumerate(meta["calls"]):
+    for i, rest in enumerate(rests):
         call = UpstreamCall.__new__(UpstreamCall)
         start = META + 1 + i * width
-        for name, value in zip(_FROZEN_CALL, frozen[start:start + width], strict=True):
+        for name, value in zip(_FROZEN_CALL, frozen[start:start + width], strict=True):  # (the size after them)
             setattr(call, name, value)
-        call.attempts, call.calls, call.finish = rest["attempts"], rest["calls"], rest["finish"]
-        call.usage, call.tools, call.body_obj, call.parsed = rest["usage"], rest["tools"], None, None
+        call.attempts, call.calls, call.finish, call.usage, call.tools = rest
+        call.body_obj, call.parsed = None, None
         ex.upstreams.append(call)
     return ex
 
 
 def pairs(headers: Any) -> Any:
     """Headers as (name, value) pairs of text: a mapping's items, pairs already (of bytes as the server
-    read them: aiohttp's raw_headers, mitmproxy's Headers.fields), or kept_headers()' flat tuple;
-    bytes are decoded only now, when someone reads them."""
+    read them: aiohttp's raw_headers, mitmproxy's Headers.fields), or kept_headers()' block; bytes are
+    decoded only now, when someone reads them."""
     if headers is None:
         return ()
-    if type(headers) is not tuple:
+    kind = type(headers)
+    if kind is bytes:
+        headers, kind = headers.decode("utf-8", "replace"), str
+    if kind is str:  # a kept block: "name: value" lines
+        return tuple((name, value) for name, _, value in (line.partition(": ") for line in headers.split("\n"))
+                     ) if headers else ()
+    if kind is not tuple:
         return headers.items()
-    if not headers or (type(headers[0]) is tuple and type(headers[0][0]) is str):
-        return headers  # text pairs already (thaw decodes a kept exchange's once)
-    if type(headers[0]) is not tuple:  # flat: name, value, name, value...
-        headers = zip(headers[::2], headers[1::2], strict=True)
     return tuple((k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) if type(k) is bytes else (k, v)
                  for k, v in headers)
 
 
-def kept_headers(headers: Any) -> tuple:
-    """Headers as the journal keeps them: one flat tuple of names and values (bytes as read, or text).
-    Flat, it holds only strings: the collector untracks it, and the exchange's tuple, in one pass
-    (pairs in a tuple take one pass per level)."""
+def kept_headers(headers: Any) -> bytes | str:
+    """Headers as the journal keeps them: one block of "name: value" lines, bytes as read (the server's
+    pairs of bytes) or text (a mapping). One object the collector never tracks, whose length is what it
+    holds; made in one pass (no header may hold a line break: HTTP forbids it, aiohttp and mitmproxy
+    refuse it)."""
     if headers is None:
-        return ()
-    if type(headers) is not tuple:
-        # str(): aiohttp's names are multidict's istr, an object the collector tracks (map: no frame per pair).
-        return tuple(map(str, chain.from_iterable(headers.items())))
-    if headers and type(headers[0]) is tuple:
-        return tuple(chain.from_iterable(headers))
-    return headers
+        return b""
+    kind = type(headers)
+    if kind is bytes or kind is str:
+        return headers  # kept already
+    if kind is tuple:
+        if not headers:
+            return b""
+        if type(headers[0][0]) is bytes:
+            return b"\n".join(map(b": ".join, headers))
+        return "\n".join(map(": ".join, headers))
+    try:  # a mapping: aiohttp's answer headers (names are multidict's istr, values text)
+        return "\n".join(map(": ".join, headers.items()))
+    except TypeError:  # values that are not text
+        return "\n".join(f"{k}: {v}" for k, v in headers.items())
 
 
-def headers_size(headers: tuple) -> int:
-    """The bytes kept headers hold: each string's object header beside its text."""
-    return sum(map(len, headers)) + HEADER_OVERHEAD * len(headers)
+def headers_size(headers: bytes | str) -> int:
+    """The bytes a kept block holds: its text and its object's header."""
+    return len(headers) + HEADER_OVERHEAD
 
 
 CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar("gtp_exchange", default=None)

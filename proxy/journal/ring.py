@@ -28,7 +28,8 @@ import orjson
 from proxy import metrics
 from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.journal import redact
-from proxy.journal.exchange import BODY_CAP, META, Exchange, Json, UpstreamCall, freeze, pairs, protocol_of, thaw
+from proxy.journal.exchange import BODY_CAP, Exchange, Json, UpstreamCall, freeze, pairs, protocol_of, thaw
+from proxy.journal.exchange import HEADER_OVERHEAD as _HEADER_OVERHEAD
 from proxy.journal.exchange import headers_size as _headers_size
 from proxy.journal.exchange import kept_headers as _kept_headers
 from proxy.journal.redact import Redactor
@@ -39,9 +40,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it misses some
 
-# A kept exchange: (scope, the bytes it is counted for, what the filters look at (FILTERED, then
-# whether it failed), the frozen exchange).
-SCOPE, SIZE, FILTERS, FROZEN = 0, 1, slice(2, 9), slice(9, None)
+# A kept exchange: (scope, what the filters look at (FILTERED, then whether it failed), the frozen
+# exchange, the bytes it is counted for).
+SCOPE, FILTERS, FROZEN, SIZE = 0, slice(1, 8), slice(8, -1), -1
 Kept = tuple
 # What the filters look at, in FILTERS' order (the last: whether it failed).
 FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_model")
@@ -131,12 +132,12 @@ def settle(ex: Exchange, most: int) -> int:
     proxy built as objects become JSON now (they could change later), a body beyond BODY_CAP keeps
     only its head, and an exchange past `most` keeps its summary and decisions only."""
     stream = ex.answer_stream
-    ex.answer_stream = b"".join(stream) if stream else b""
-    ex.request_headers, ex.answer_headers = _kept_headers(ex.request_headers), _kept_headers(ex.answer_headers)
+    ex.answer_stream = stream = b"".join(stream) if stream else b""
+    ex.request_headers = request_headers = _kept_headers(ex.request_headers)
+    ex.answer_headers = answer_headers = _kept_headers(ex.answer_headers)
     ex.request_body, size = _kept(ex.request_body)
-    size += _headers_size(ex.request_headers) + _headers_size(ex.answer_headers)
     ex.answer_body, n = _kept(ex.answer_body)  # JSON or not, embedded as JSON only once a read checks it
-    size += n + ENTRY_OVERHEAD + len(ex.answer_stream)
+    size += n + ENTRY_OVERHEAD + len(stream) + len(request_headers) + len(answer_headers) + 2 * _HEADER_OVERHEAD
     for call in ex.upstreams:
         answer = call.answer
         if not call.learnt and answer is not None and (type(answer) not in (Json, bytes) or len(answer) > BODY_CAP):
@@ -182,6 +183,8 @@ def _kept(body: Any) -> tuple[Any, int]:
     kind = type(body)
     # Kept in objects of their own size (byte_lru.held): orjson's output holds its whole working
     # buffer, which made the journal hold several times what it counted.
+    if kind is bytes and len(body) <= BODY_CAP:  # the usual: an answer as sent
+        return held(body), len(body)
     if kind is Json:
         data = body.data
         if len(data) > BODY_CAP:
@@ -276,10 +279,9 @@ class Journal:
         reads it."""
         size = settle(ex, self.max_bytes // 4)
         ex.protocol = ex.protocol or protocol_of(ex.path)
-        frozen = freeze(ex)
-        size += len(frozen[META])
-        kept = (ex.scope, size, ex.session or "", ex.protocol, ex.kind, ex.status, ex.client_model or "",
-                ex.upstreams[-1].model if ex.upstreams else "", ex.error is not None, *frozen)
+        kept = freeze(ex, (ex.scope, ex.session or "", ex.protocol, ex.kind, ex.status, ex.client_model or "",
+                           ex.upstreams[-1].model if ex.upstreams else "", ex.error is not None), size)
+        size = kept[SIZE]
         self._entries[ex.id] = kept
         self.total += size
         while self.total > self.max_bytes and self._entries:
