@@ -278,3 +278,15 @@ def test_a_cloud_code_exchange_is_read_through_its_wrappers() -> None:
     [row] = journal.list("")
     assert row["tools"] == ["read_file"] and row["calls"][0]["name"] == "read_file"
     assert row["finish_reasons"] == ["STOP"] and row["input_tokens"] == 9
+
+
+def test_exchange_ids_are_unique_within_and_across_processes() -> None:
+    """An exchange id is this process's 64 random bits and a count: two ids never repeat, and a forked
+    child (the hook os.register_at_fork runs in it) mints under a prefix of its own."""
+    from proxy import ids
+
+    minted = [ids.exchange_id() for _ in range(1000)]
+    assert len(set(minted)) == 1000 and all(m.startswith("ex_") for m in minted)
+    parent = ids.exchange_id()[:19]
+    ids._fresh_pool()  # what a forked child runs
+    assert ids.exchange_id()[:19] != parent

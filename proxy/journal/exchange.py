@@ -5,7 +5,6 @@ exchange is frozen into one tuple of plain values (freeze) and made into a docum
 someone reads it (ring.py), so recording costs a few references and appends per request."""
 
 import contextvars
-from operator import attrgetter
 from time import perf_counter
 from time import time as wall_clock
 from types import MappingProxyType
@@ -63,38 +62,36 @@ def protocol_of(path: str) -> str:
 class UpstreamCall:
     """One call of the upstream: the body sent, each attempt (retries, the key used), the answer.
 
-    Plain slots set in one __init__ (a dataclass's field factories cost more than recording the rest
-    of the call). A whole answer the upstream kept as bytes (`raw`) is learnt from (calls, finish
-    reasons, usage) only when someone reads the exchange (ring.summarize); a stream's chunks are
-    learnt from as they pass, since only the first BODY_CAP bytes of them are kept."""
-    __slots__ = ("model", "body", "stream", "start", "attempts", "answer", "chunks", "dropped_chunks",
-                 "first_byte", "last_byte", "error", "raw", "body_obj", "parsed", "calls", "finish", "usage",
-                 "version", "chunk_bytes", "tools", "learnt")
+    What most calls leave as it was is a class attribute: __init__ sets only what each call has of its
+    own (every request makes one; a dataclass's field factories, or one slot set per field, cost more
+    than recording the rest of the call). A whole answer the upstream kept as bytes (`raw`) is learnt
+    from (calls, finish reasons, usage) only when someone reads the exchange (ring.summarize); a
+    stream's chunks are learnt from as they pass, since only the first BODY_CAP bytes of them are kept."""
+    answer: Any = None
+    dropped_chunks = 0
+    first_byte: float | None = None
+    last_byte: float | None = None
+    error: str | None = None
+    raw = False  # the upstream records its own bytes (body, answer, chunks as they came)
+    parsed: Any = None  # the answer object the upstream parsed from the bytes it kept
+    usage: dict[str, Any] | None = None
+    version: str | None = None
+    chunk_bytes = 0
+    tools: list[str] | None = None  # the declared tools' names, once known (ring.summarize)
+    learnt = False  # calls, finish reasons, usage and version taken from the answer
 
     def __init__(self, model: str, body: Any, stream: bool, body_obj: Any = None) -> None:
         self.model, self.body, self.stream = model, body, stream
         self.start = perf_counter()
         self.attempts: list[dict[str, Any]] = []
-        self.answer: Any = None
         self.chunks: list[Any] = []
-        self.dropped_chunks = 0
-        self.first_byte: float | None = None
-        self.last_byte: float | None = None
-        self.error: str | None = None
-        self.raw = False  # the upstream records its own bytes (body, answer, chunks as they came)
         # The body as the object it was made from: its tools' names are read from it only when the
         # body itself is too large to keep whole (else from the kept body, when someone reads it).
         self.body_obj = body_obj
-        self.parsed: Any = None  # the answer object the upstream parsed from the bytes it kept
         # What the summary shows of the answer (a stream's chunks are kept only up to BODY_CAP bytes,
         # its calls and usage always).
         self.calls: list[dict[str, Any]] = []
         self.finish: list[str] = []
-        self.usage: dict[str, Any] | None = None
-        self.version: str | None = None
-        self.chunk_bytes = 0
-        self.tools: list[str] | None = None  # the declared tools' names, once known (ring.summarize)
-        self.learnt = False  # calls, finish reasons, usage and version taken from the answer
 
     def learn(self, answer: Any) -> int:
         """Take the calls, finish reasons, usage and model version from an answer or a chunk; returns
@@ -156,40 +153,41 @@ class UpstreamCall:
 
 
 class Exchange:
-    """One request and what the proxy did for it (see the module's docstring)."""
-    __slots__ = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model",
-                 "time", "start", "request_headers", "request_body", "upstreams", "status", "answer_headers",
-                 "answer_body", "answer_stream", "answer_stream_bytes", "notes", "error", "secrets", "traceparent",
-                 "end", "cut", "identified", "complete")
+    """One request and what the proxy did for it (see the module's docstring). As with UpstreamCall,
+    what most exchanges leave as it was is a class attribute."""
+    protocol = ""  # set from the path when empty (identify)
+    scope = ""  # the client key's scope ("" without keys)
+    request_body: Any = None
+    status = 0
+    answer_headers: Any = None  # raw pairs or a mapping, as sent (redacted when serialized)
+    answer_body: Any = None
+    answer_stream_bytes = 0
+    error: dict[str, Any] | None = None
+    secrets: tuple[str, ...] = ()  # this exchange's own secrets (the key it presented)
+    traceparent: str | None = None
+    end: float | None = None
+    cut = False  # too large for the journal: kept without its bodies
+    identified = False  # identify() ran
+    # (function, *arguments): what the request's side left to be read once it is over, in a batch
+    # off the request's path (Recorder.finish).
+    complete: tuple | None = None
 
     def __init__(self, id: str, kind: str, method: str, path: str, protocol: str = "", scope: str = "",
                  session: str | None = None, request_id: str | None = None, client_model: str | None = None,
                  request_headers: Any = EMPTY) -> None:
         self.id, self.kind, self.method = id, kind, method  # kind: "frontend" or "mitm"
         self.path = path  # as requested; identify() takes the key out of its query
-        self.protocol = protocol  # set from the path when empty (identify)
-        self.scope = scope  # the client key's scope ("" without keys)
+        if protocol:
+            self.protocol = protocol
+        if scope:
+            self.scope = scope
         self.session, self.request_id, self.client_model = session, request_id, client_model
         self.time = wall_clock()
         self.start = perf_counter()
         self.request_headers = request_headers  # raw pairs or a mapping, as received (redacted when serialized)
-        self.request_body: Any = None
         self.upstreams: list[UpstreamCall] = []
-        self.status = 0
-        self.answer_headers: Any = None  # raw pairs or a mapping, as sent (redacted when serialized)
-        self.answer_body: Any = None
         self.answer_stream: list[bytes] = []
-        self.answer_stream_bytes = 0
         self.notes: list[dict[str, Any]] = []
-        self.error: dict[str, Any] | None = None
-        self.secrets: tuple[str, ...] = ()  # this exchange's own secrets (the key it presented)
-        self.traceparent: str | None = None
-        self.end: float | None = None
-        self.cut = False  # too large for the journal: kept without its bodies
-        self.identified = False  # identify() ran
-        # (function, *arguments): what the request's side left to be read once it is over, in a batch
-        # off the request's path (Recorder.finish).
-        self.complete: tuple | None = None
 
     def identify(self) -> None:
         """What the request says of itself, read when the exchange is first read (or traced), never on
@@ -233,7 +231,6 @@ _FROZEN = ("id", "kind", "method", "path", "protocol", "scope", "session", "requ
            "answer_body", "answer_stream", "request_headers", "answer_headers")
 _FROZEN_CALL = ("model", "stream", "start", "dropped_chunks", "first_byte", "last_byte", "error", "raw",
                 "chunk_bytes", "learnt", "version", "body", "answer", "chunks")
-_exchange_fields, _call_fields = attrgetter(*_FROZEN), attrgetter(*_FROZEN_CALL)
 META = len(_FROZEN)  # where the JSON of the rest is
 
 
@@ -242,18 +239,23 @@ def freeze(ex: Exchange, head: tuple, size: int) -> tuple:
     and before the bytes it holds (`size` and its JSON): what the journal keeps. The collector stops
     looking at such a tuple after one pass, and counts one allocation for it: each container kept per
     exchange (a tuple of headers, a dict of an attempt) made its young collections run that much more
-    often. thaw() makes the exchange again from the part after `head`."""
+    often. thaw() makes the exchange again from the part after `head`.
+
+    The fields are read one by one, in _FROZEN's and _FROZEN_CALL's order (tests/test_journal.py holds
+    them to it): the interpreter reads a slot it names in the code several times faster than
+    operator.attrgetter reads it by name."""
     calls = ex.upstreams
     # [notes, error, secrets, [[attempts, calls, finish reasons, usage, tools] per call]]
     meta = held(orjson.dumps((ex.notes, ex.error, ex.secrets, [(c.attempts, c.calls, c.finish, c.usage, c.tools)
                                                                for c in calls]), default=repr))
-    size += len(meta)
-    if len(calls) == 1:  # the usual exchange: one call, no list to grow
-        return (*head, *_exchange_fields(ex), meta, *_call_fields(calls[0]), size)
-    out = [*head, *_exchange_fields(ex), meta]
-    for call in calls:
-        out += _call_fields(call)
-    out.append(size)
+    out = [*head, ex.id, ex.kind, ex.method, ex.path, ex.protocol, ex.scope, ex.session, ex.request_id,
+           ex.client_model, ex.time, ex.start, ex.status, ex.answer_stream_bytes, ex.traceparent, ex.end, ex.cut,
+           ex.identified, ex.request_body, ex.answer_body, ex.answer_stream, ex.request_headers, ex.answer_headers,
+           meta]
+    for c in calls:
+        out += (c.model, c.stream, c.start, c.dropped_chunks, c.first_byte, c.last_byte, c.error, c.raw,
+                c.chunk_bytes, c.learnt, c.version, c.body, c.answer, c.chunks)
+    out.append(size + len(meta))
     return tuple(out)
 
 

@@ -55,12 +55,13 @@ class Recorder:
     def active(self) -> bool:
         return self.journal is not None or self.tracing is not None
 
-    def begin(self, kind: str, method: str, path: str, headers: Any, **fields: Any) -> Exchange:
+    def begin(self, kind: str, method: str, path: str, headers: Any, protocol: str = "", session: str | None = None,
+              request_id: str | None = None) -> Exchange:
         """A new exchange. `headers`: the pairs as the server read them (bytes), or a mapping; kept as they
         are (credential headers are replaced when the exchange is serialized, redact.headers); what is
         derived from them and from `path` (the presented key, the protocol, the traceparent) is worked
         out when the exchange is read (Exchange.identify), off the request's path."""
-        return Exchange(ids.exchange_id(), kind, method, path, request_headers=headers, **fields)
+        return Exchange(ids.exchange_id(), kind, method, path, protocol, "", session, request_id, None, headers)
 
     def finish_soon(self, ex: Exchange) -> None:
         """finish() once the answer is on its way: the client never waits on the journal. Exchanges that
