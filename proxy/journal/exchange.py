@@ -62,36 +62,38 @@ def protocol_of(path: str) -> str:
 class UpstreamCall:
     """One call of the upstream: the body sent, each attempt (retries, the key used), the answer.
 
-    What most calls leave as it was is a class attribute: __init__ sets only what each call has of its
-    own (every request makes one; a dataclass's field factories, or one slot set per field, cost more
-    than recording the rest of the call). A whole answer the upstream kept as bytes (`raw`) is learnt
-    from (calls, finish reasons, usage) only when someone reads the exchange (ring.summarize); a
-    stream's chunks are learnt from as they pass, since only the first BODY_CAP bytes of them are kept."""
-    answer: Any = None
-    dropped_chunks = 0
-    first_byte: float | None = None
-    last_byte: float | None = None
-    error: str | None = None
-    raw = False  # the upstream records its own bytes (body, answer, chunks as they came)
-    parsed: Any = None  # the answer object the upstream parsed from the bytes it kept
-    usage: dict[str, Any] | None = None
-    version: str | None = None
-    chunk_bytes = 0
-    tools: list[str] | None = None  # the declared tools' names, once known (ring.summarize)
-    learnt = False  # calls, finish reasons, usage and version taken from the answer
+    Plain slots set in one __init__ (a dataclass's field factories cost more than recording the rest
+    of the call). A whole answer the upstream kept as bytes (`raw`) is learnt from (calls, finish
+    reasons, usage) only when someone reads the exchange (ring.summarize); a stream's chunks are
+    learnt from as they pass, since only the first BODY_CAP bytes of them are kept."""
+    __slots__ = ("model", "body", "stream", "start", "attempts", "answer", "chunks", "dropped_chunks",
+                 "first_byte", "last_byte", "error", "raw", "body_obj", "parsed", "calls", "finish", "usage",
+                 "version", "chunk_bytes", "tools", "learnt")
 
     def __init__(self, model: str, body: Any, stream: bool, body_obj: Any = None) -> None:
         self.model, self.body, self.stream = model, body, stream
         self.start = perf_counter()
         self.attempts: list[dict[str, Any]] = []
+        self.answer: Any = None
         self.chunks: list[Any] = []
+        self.dropped_chunks = 0
+        self.first_byte: float | None = None
+        self.last_byte: float | None = None
+        self.error: str | None = None
+        self.raw = False  # the upstream records its own bytes (body, answer, chunks as they came)
         # The body as the object it was made from: its tools' names are read from it only when the
         # body itself is too large to keep whole (else from the kept body, when someone reads it).
         self.body_obj = body_obj
+        self.parsed: Any = None  # the answer object the upstream parsed from the bytes it kept
         # What the summary shows of the answer (a stream's chunks are kept only up to BODY_CAP bytes,
         # its calls and usage always).
         self.calls: list[dict[str, Any]] = []
         self.finish: list[str] = []
+        self.usage: dict[str, Any] | None = None
+        self.version: str | None = None
+        self.chunk_bytes = 0
+        self.tools: list[str] | None = None  # the declared tools' names, once known (ring.summarize)
+        self.learnt = False  # calls, finish reasons, usage and version taken from the answer
 
     def learn(self, answer: Any) -> int:
         """Take the calls, finish reasons, usage and model version from an answer or a chunk; returns
@@ -153,41 +155,40 @@ class UpstreamCall:
 
 
 class Exchange:
-    """One request and what the proxy did for it (see the module's docstring). As with UpstreamCall,
-    what most exchanges leave as it was is a class attribute."""
-    protocol = ""  # set from the path when empty (identify)
-    scope = ""  # the client key's scope ("" without keys)
-    request_body: Any = None
-    status = 0
-    answer_headers: Any = None  # raw pairs or a mapping, as sent (redacted when serialized)
-    answer_body: Any = None
-    answer_stream_bytes = 0
-    error: dict[str, Any] | None = None
-    secrets: tuple[str, ...] = ()  # this exchange's own secrets (the key it presented)
-    traceparent: str | None = None
-    end: float | None = None
-    cut = False  # too large for the journal: kept without its bodies
-    identified = False  # identify() ran
-    # (function, *arguments): what the request's side left to be read once it is over, in a batch
-    # off the request's path (Recorder.finish).
-    complete: tuple | None = None
+    """One request and what the proxy did for it (see the module's docstring)."""
+    __slots__ = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model",
+                 "time", "start", "request_headers", "request_body", "upstreams", "status", "answer_headers",
+                 "answer_body", "answer_stream", "answer_stream_bytes", "notes", "error", "secrets", "traceparent",
+                 "end", "cut", "identified", "complete")
 
     def __init__(self, id: str, kind: str, method: str, path: str, protocol: str = "", scope: str = "",
                  session: str | None = None, request_id: str | None = None, client_model: str | None = None,
                  request_headers: Any = EMPTY) -> None:
         self.id, self.kind, self.method = id, kind, method  # kind: "frontend" or "mitm"
         self.path = path  # as requested; identify() takes the key out of its query
-        if protocol:
-            self.protocol = protocol
-        if scope:
-            self.scope = scope
+        self.protocol = protocol  # set from the path when empty (identify)
+        self.scope = scope  # the client key's scope ("" without keys)
         self.session, self.request_id, self.client_model = session, request_id, client_model
         self.time = wall_clock()
         self.start = perf_counter()
         self.request_headers = request_headers  # raw pairs or a mapping, as received (redacted when serialized)
+        self.request_body: Any = None
         self.upstreams: list[UpstreamCall] = []
+        self.status = 0
+        self.answer_headers: Any = None  # raw pairs or a mapping, as sent (redacted when serialized)
+        self.answer_body: Any = None
         self.answer_stream: list[bytes] = []
+        self.answer_stream_bytes = 0
         self.notes: list[dict[str, Any]] = []
+        self.error: dict[str, Any] | None = None
+        self.secrets: tuple[str, ...] = ()  # this exchange's own secrets (the key it presented)
+        self.traceparent: str | None = None
+        self.end: float | None = None
+        self.cut = False  # too large for the journal: kept without its bodies
+        self.identified = False  # identify() ran
+        # (function, *arguments): what the request's side left to be read once it is over, in a batch
+        # off the request's path (Recorder.finish).
+        self.complete: tuple | None = None
 
     def identify(self) -> None:
         """What the request says of itself, read when the exchange is first read (or traced), never on
