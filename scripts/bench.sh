@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The benchmark: installs what it needs (Python packages, redis-server, haproxy, and LiteLLM's proxy in
-# its own virtual environment under .bench/), runs every row in one run and writes docs/benchmarks.md
-# (and docs/benchmarks-sse.md: how SSE decoding scales).
+# its own virtual environment under .bench/; valgrind when it can), runs every row in one run and
+# writes docs/benchmarks.md (and docs/benchmarks-sse.md: how SSE decoding scales).
 # BENCH_N / BENCH_SECONDS shorten or lengthen it; BENCH_LITELLM=0 leaves LiteLLM out.
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/system_deps.sh"
 cd "$ROOT"
+# valgrind counts the journal's instructions per request (bench_journal.py; its rows are left out without it).
+if ! command -v valgrind >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing valgrind (Debian package)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends valgrind >&2 || true
+fi
 if [ "${BENCH_LITELLM:-1}" != 0 ]; then
     LITELLM_VENV="$ROOT/.bench/litellm"
     if ! [ -x "$LITELLM_VENV/bin/litellm" ]; then

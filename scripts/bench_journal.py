@@ -2,9 +2,15 @@
 with `--journal off`, and with traces exported to a collector that is down (`--otlp-endpoint` to a
 closed port): small and large Responses and Chat requests, measured alternately in one run against
 the same mock; and small Responses requests on a Redis store, where the journal is also shared.
+With valgrind installed (bench.sh installs it), also the instructions per request, journal on and
+off: a count that does not drift with the machine, where CPU time on this machine varies by a few
+per cent from round to round, as much as the journal's cost itself.
 `--write` puts the table in docs/benchmarks-journal.md (bench.sh does)."""
 
 import asyncio
+import glob
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -12,11 +18,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.bench import Process, bodies, free_port, measure  # noqa: E402
+import aiohttp  # noqa: E402
+
+from scripts.bench import KEY, Process, bodies, free_port, measure  # noqa: E402
 from tests.otlp_collector import Collector  # noqa: E402
 from tests.servers import RedisServer  # noqa: E402
 
 ROUNDS = 7  # on/off alternations; the median of the rounds' ratios is reported (single runs vary by about 10 %)
+# Requests per instruction count (callgrind counts them one by one; two runs agree within 0.3 %),
+# after the warm-up requests, which run uninstrumented.
+COUNTED, COUNT_WARMUP = 200, 100
 
 
 def main(write: bool) -> None:
@@ -38,6 +49,8 @@ def main(write: bool) -> None:
                 rows.append((workload, kind, off, on, _ratio(got, "on", "off"), _ratio(got, "dead", "on"),
                              _ratio(got, "dead", "on", "p50"), _ratio(got, "traced", "on")))
         rows.append(_shared_row(tmp, mport))
+        counts = [(kind, _instructions(tmp, mport, kind, "--journal", "off"), _instructions(tmp, mport, kind))
+                  for kind in ("responses", "chat")] if shutil.which("valgrind") else []
     finally:
         for proc, _ in procs.values():
             proc.stop()
@@ -54,6 +67,13 @@ def main(write: bool) -> None:
              "dead collector/on, p50 | collector up/on, CPU |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {w} | {k} | {off:.3f} | {on:.3f} | {ratio:.3f} | {_cell(dead)} | {_cell(dead_p50)} | "
               f"{_cell(traced)} |" for w, k, off, on, ratio, dead, dead_p50, traced in rows]
+    if counts:
+        lines += ["", f"Instructions per request (valgrind's callgrind; {COUNTED} sequential small requests after "
+                  f"{COUNT_WARMUP} uncounted), the same servers one at a time:", "",
+                  "| workload | protocol | journal off | journal on | on/off | the journal's instructions |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| small | {k} | {off / 1e6:.3f} M | {on / 1e6:.3f} M | {on / off:.3f} | {(on - off) / 1e3:.0f} K |"
+                  for k, off, on in counts]
     text = "\n".join(lines) + "\n"
     print(text)
     if write:
@@ -98,6 +118,40 @@ def _alternated(procs: dict[str, tuple[Process, str]], path: str, body: dict) ->
         for mode, (proc, url) in procs.items():
             got[mode].append(asyncio.run(measure(url + path, body, [proc.proc.pid])))
     return got
+
+
+def _instructions(tmp: Path, mport: int, kind: str, *extra: str) -> float:
+    """Instructions the proxy process runs per small request of `kind`: `serve` under callgrind with
+    counting off while it starts and warms up, then on for COUNTED requests."""
+    port, out = free_port(), tmp / f"callgrind-{kind}-{len(extra)}.out"
+    proc = Process(tmp, f"callgrind-{kind}-{len(extra)}", [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable, "-m",
+        "proxy", "--log-level", "WARNING", "serve", "--port", str(port), "--upstream", f"http://127.0.0.1:{mport}",
+        *extra], "ready", timeout=300)
+    path, body = bodies(kind, "small")
+    url = f"http://127.0.0.1:{port}{path}"
+    try:
+        asyncio.run(_sequential(url, body, COUNT_WARMUP))
+        subprocess.run(["callgrind_control", "--instr=on", str(proc.proc.pid)], check=True, capture_output=True)
+        asyncio.run(_sequential(url, body, COUNTED))
+        subprocess.run(["callgrind_control", "--instr=off", str(proc.proc.pid)], check=True, capture_output=True)
+    finally:
+        proc.stop()  # callgrind writes its counts as the process ends
+    total = 0
+    for name in glob.glob(f"{out}*"):
+        for line in Path(name).read_text().splitlines():
+            if line.startswith("totals:"):
+                total += int(line.split()[1])
+    return total / COUNTED
+
+
+async def _sequential(url: str, body: dict, n: int) -> None:
+    async with aiohttp.ClientSession() as s:
+        for _ in range(n):
+            async with s.post(url, json=body, headers=KEY) as r:
+                await r.read()
+                if r.status != 200:
+                    raise RuntimeError(f"{url}: {r.status}")
 
 
 def _cell(value: float | None) -> str:
