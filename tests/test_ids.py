@@ -1,5 +1,6 @@
 """Issue 27: ids are minted from a pool of random bytes drawn a few KiB at a time; they stay unique,
-and a forked child never mints its parent's next ids. Input items' ids are derived, stable."""
+and a forked child never mints its parent's next ids. Input items' ids are derived, stable. An
+exchange id (one per request) is a per-process random prefix and a count."""
 
 import os
 
@@ -11,6 +12,8 @@ def test_minted_ids_are_unique_and_well_formed() -> None:
     assert len(set(made)) == len(made)
     assert all(len(m) == len("msg_") + 32 for m in made[:5000])
     assert all(len(c) <= ids.MAX_CALL_ID_LEN for c in made[5000:])
+    exchanges = [ids.exchange_id() for _ in range(5000)]
+    assert len(set(exchanges)) == 5000 and all(e.startswith("ex_") for e in exchanges)
 
 
 def test_a_forked_child_mints_other_ids_than_its_parent() -> None:
@@ -18,13 +21,15 @@ def test_a_forked_child_mints_other_ids_than_its_parent() -> None:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
-        os.write(write, ids.response_id().encode())
+        os.write(write, f"{ids.response_id()} {ids.exchange_id()}".encode())
         os._exit(0)
     os.waitpid(pid, 0)
-    child = os.read(read, 100).decode()
+    child, child_exchange = os.read(read, 200).decode().split()
     os.close(read)
     os.close(write)
     assert child != ids.response_id()
+    prefix = len("ex_") + 16  # the process's own 64 random bits
+    assert child_exchange[:prefix] != ids.exchange_id()[:prefix]
 
 
 def test_derived_ids_are_stable_and_distinct() -> None:

@@ -280,13 +280,31 @@ def test_a_cloud_code_exchange_is_read_through_its_wrappers() -> None:
     assert row["finish_reasons"] == ["STOP"] and row["input_tokens"] == 9
 
 
-def test_exchange_ids_are_unique_within_and_across_processes() -> None:
-    """An exchange id is this process's 64 random bits and a count: two ids never repeat, and a forked
-    child (the hook os.register_at_fork runs in it) mints under a prefix of its own."""
-    from proxy import ids
 
-    minted = [ids.exchange_id() for _ in range(1000)]
-    assert len(set(minted)) == 1000 and all(m.startswith("ex_") for m in minted)
-    parent = ids.exchange_id()[:19]
-    ids._fresh_pool()  # what a forked child runs
-    assert ids.exchange_id()[:19] != parent
+def test_freeze_keeps_every_field_where_thaw_reads_it() -> None:
+    """freeze() names its fields in the code (faster than attrgetter): each must land where thaw()
+    reads it by _FROZEN's and _FROZEN_CALL's names, for one call and for several."""
+    from proxy.journal import exchange as e
+
+    ex = e.Exchange.__new__(e.Exchange)
+    for i, name in enumerate(e._FROZEN):
+        setattr(ex, name, f"{name}-{i}")
+    ex.request_headers, ex.answer_headers = b"a: 1", "b: 2"  # blocks, read back as pairs
+    ex.notes, ex.error, ex.secrets = [{"kind": "k", "message": "m"}], {"message": "x"}, ("s",)
+    ex.upstreams = []
+    for n in range(3):
+        call = e.UpstreamCall.__new__(e.UpstreamCall)
+        for i, name in enumerate(e._FROZEN_CALL):
+            setattr(call, name, f"{name}-{n}-{i}")
+        call.attempts, call.calls, call.finish, call.usage, call.tools = [{"n": n}], [], ["STOP"], {"u": n}, ["f"]
+        ex.upstreams.append(call)
+        head = ("h1", "h2")
+        kept = e.freeze(ex, head, 100)
+        assert kept[:2] == head and kept[-1] == 100 + len(kept[2 + e.META])
+        back = e.thaw(kept[2:-1])
+        assert all(getattr(back, name) == getattr(ex, name) for name in e._FROZEN if not name.endswith("headers"))
+        assert (back.request_headers, back.answer_headers) == ((("a", "1"),), (("b", "2"),))
+        assert (back.notes, back.error, back.secrets) == (ex.notes, ex.error, ex.secrets)
+        for got, want in zip(back.upstreams, ex.upstreams, strict=True):
+            assert all(getattr(got, name) == getattr(want, name) for name in e._FROZEN_CALL)
+            assert (got.attempts, got.usage, got.tools) == (want.attempts, want.usage, want.tools)
