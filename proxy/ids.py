@@ -26,13 +26,14 @@ _exchange_prefix = os.urandom(8).hex()
 _exchange_count = itertools.count()
 
 
-def _fresh_pool() -> None:
+def _after_fork() -> None:
+    """A forked child must not mint its parent's next ids: a new pool and exchange prefix."""
     global _pool, _exchange_prefix
-    _pool = memoryview(b"")  # a forked child must not mint the parent's next ids
+    _pool = memoryview(b"")
     _exchange_prefix = os.urandom(8).hex()
 
 
-os.register_at_fork(after_in_child=_fresh_pool)
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def derived(prefix: str, owner: str, index: int) -> str:

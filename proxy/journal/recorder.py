@@ -61,7 +61,8 @@ class Recorder:
         are (credential headers are replaced when the exchange is serialized, redact.headers); what is
         derived from them and from `path` (the presented key, the protocol, the traceparent) is worked
         out when the exchange is read (Exchange.identify), off the request's path."""
-        return Exchange(ids.exchange_id(), kind, method, path, protocol, "", session, request_id, None, headers)
+        return Exchange(ids.exchange_id(), kind, method, path, protocol=protocol, session=session,
+                        request_id=request_id, request_headers=headers)
 
     def finish_soon(self, ex: Exchange) -> None:
         """finish() once the answer is on its way: the client never waits on the journal. Exchanges that

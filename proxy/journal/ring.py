@@ -29,7 +29,6 @@ from proxy import metrics
 from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.journal import redact
 from proxy.journal.exchange import BODY_CAP, Exchange, Json, UpstreamCall, freeze, pairs, protocol_of, thaw
-from proxy.journal.exchange import HEADER_OVERHEAD as _HEADER_OVERHEAD
 from proxy.journal.exchange import headers_size as _headers_size
 from proxy.journal.exchange import kept_headers as _kept_headers
 from proxy.journal.redact import Redactor
@@ -137,7 +136,7 @@ def settle(ex: Exchange, most: int) -> int:
     ex.answer_headers = answer_headers = _kept_headers(ex.answer_headers)
     ex.request_body, size = _kept(ex.request_body)
     ex.answer_body, n = _kept(ex.answer_body)  # JSON or not, embedded as JSON only once a read checks it
-    size += n + ENTRY_OVERHEAD + len(stream) + len(request_headers) + len(answer_headers) + 2 * _HEADER_OVERHEAD
+    size += n + ENTRY_OVERHEAD + len(stream) + _headers_size(request_headers) + _headers_size(answer_headers)
     for call in ex.upstreams:
         answer = call.answer
         if not call.learnt and answer is not None and (type(answer) not in (Json, bytes) or len(answer) > BODY_CAP):
@@ -168,12 +167,13 @@ def _cut(body: Any) -> str | None:
 
 
 def _content_type(headers: Any) -> str:
-    if headers is not None and type(headers) is not tuple:  # a mapping as sent: it looks up by any case
-        return headers.get("content-type", "")
     for name, value in pairs(headers):
         if name.lower() == "content-type":
             return value
     return ""
+
+
+_BYTES = (bytes, bytearray, memoryview)
 
 
 def _kept(body: Any) -> tuple[Any, int]:
@@ -181,33 +181,34 @@ def _kept(body: Any) -> tuple[Any, int]:
     of them (else the tuple (whole size, head)), JSON made now of an object (it may change once the
     request is over)."""
     kind = type(body)
-    # Kept in objects of their own size (byte_lru.held): orjson's output holds its whole working
-    # buffer, which made the journal hold several times what it counted.
-    if kind is bytes and len(body) <= BODY_CAP:  # the usual: an answer as sent
-        return held(body), len(body)
     if kind is Json:
         data = body.data
-        if len(data) > BODY_CAP:
-            return (len(data), held(memoryview(data)[:BODY_CAP])), BODY_CAP
-        return (data if body.exact else held(data)), len(data)
+        return (data, len(data)) if body.exact and len(data) <= BODY_CAP else _head(data)
+    if isinstance(body, _BYTES):
+        return _head(body)
     if body is None:
         return None, 0
     if kind is str:
         return body, len(body)
     if kind is tuple:
         return body, len(body[1])
-    if isinstance(body, bytes | bytearray | memoryview):
-        if len(body) <= BODY_CAP:
-            return held(body), len(body)
-        return (len(body), held(memoryview(body)[:BODY_CAP])), BODY_CAP
     try:
         raw = orjson.dumps(body, default=_fallback)
     except TypeError:
         text = repr(body)[:BODY_CAP]
         return text, len(text)
-    if kind is list or len(raw) <= BODY_CAP:  # a stream's chunks are kept whole (bounded as they came)
+    if kind is list:  # a stream's chunks are kept whole (bounded as they came)
         return held(raw), len(raw)
-    return (len(raw), held(memoryview(raw)[:BODY_CAP])), BODY_CAP
+    return _head(raw)
+
+
+def _head(data: bytes | bytearray | memoryview) -> tuple[Any, int]:
+    """Bytes in an object of their own size (byte_lru.held: orjson's output holds its whole working
+    buffer, which made the journal hold several times what it counted), and the bytes they hold; past
+    BODY_CAP, the tuple (whole size, the first BODY_CAP bytes)."""
+    if len(data) <= BODY_CAP:
+        return held(data), len(data)
+    return (len(data), held(memoryview(data)[:BODY_CAP])), BODY_CAP
 
 
 def details(ex: Exchange) -> dict[str, Any]:
