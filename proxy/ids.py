@@ -23,7 +23,8 @@ def _token(n: int = 24) -> str:
 
 # Exchange ids: this process's random prefix and a count (see exchange_id).
 _exchange_prefix = os.urandom(8).hex()
-_exchange_count = itertools.count()
+# An exchange's number, minted on every request's path (a C call); its id is made of it when read.
+exchange_number = itertools.count().__next__
 
 
 def _after_fork() -> None:
@@ -80,8 +81,17 @@ def compaction_id() -> str:
     return f"cmp_{_token(32)}"
 
 
-def exchange_id() -> str:
-    """A journal entry's id (journal/recorder.py): unique across instances sharing a journal (64
-    random bits per process) and minted for every request at a third of a random id's cost. It need
-    not be unguessable: an exchange is read only under its client's key (journal/ring.py)."""
-    return f"ex_{_exchange_prefix}{next(_exchange_count):08x}"
+def exchange_id(number: int) -> str:
+    """The id of this process's exchange `number` (journal/recorder.py): unique across instances
+    sharing a journal (64 random bits per process), made only when someone reads the exchange. It
+    need not be unguessable: an exchange is read only under its client's key (journal/ring.py)."""
+    return f"ex_{_exchange_prefix}{number:08x}"
+
+
+def exchange_number_of(exchange_id: str) -> int | None:
+    """The number exchange_id() was given, for an id of this process's (else None)."""
+    head = f"ex_{_exchange_prefix}"
+    count = exchange_id[len(head):]
+    if not exchange_id.startswith(head) or not 8 <= len(count) <= 16 or count.strip("0123456789abcdef"):
+        return None
+    return int(count, 16)

@@ -2,7 +2,8 @@
 
 import orjson
 
-from proxy.journal.exchange import Exchange, Json, kept_headers, pairs
+from proxy.journal.exchange import Exchange, pairs
+from proxy.journal.kept import kept_headers
 from proxy.journal.redact import REDACTED, Redactor, headers, path
 from proxy.journal.ring import Journal, summarize
 from proxy.schema.repairs import schema_repairs
@@ -12,7 +13,7 @@ from proxy.store.byte_lru import held
 def exchange(i: int, scope: str = "", body: bytes = b'{"input":"hi"}') -> Exchange:
     ex = Exchange(id=f"ex_{i}", kind="frontend", method="POST", path="/v1/responses", protocol="responses",
                   scope=scope)
-    ex.request_body = Json(body)
+    ex.request_body = body
     call = ex.upstream("gemini-2.5-flash", {"contents": [], "tools": [{"functionDeclarations": [{"name": "f"}]}]},
                        stream=False)
     call.answer = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "id": "c1"}}]},
@@ -201,15 +202,15 @@ def realistic(i: int, text: int) -> Exchange:
     raw_headers = tuple((k.encode(), v.encode()) for k, v in CLIENT_HEADERS.items())
     ex = Exchange(id=f"ex_{i:020d}", kind="frontend", method="POST", path="/v1/responses?x=1",
                   request_headers=raw_headers, request_id=f"req_{i:024d}")
-    ex.request_body = Json(held(orjson.dumps({"input": "x" * text})), exact=True)  # as aiohttp reads it: exact
+    ex.request_body = held(orjson.dumps({"input": "x" * text}))  # as aiohttp reads it: its own size
     body = {"contents": [{"parts": [{"text": "x" * text}]}], "tools": [{"functionDeclarations": [{"name": "f"}]}]}
     call = ex.upstream("gemini-2.5-flash", body, stream=False)
-    call.raw, call.body = True, Json(orjson.dumps(body))
+    call.raw, call.body = True, orjson.dumps(body)
     answer = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "id": "c1"}}]},
                               "finishReason": "STOP"}], "modelVersion": "gemini-2.5-flash",
               "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 7,
                                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 5}]}}
-    call.answer, call.parsed = Json(held(orjson.dumps(answer)), exact=True), answer
+    call.answer, call.parsed = held(orjson.dumps(answer)), answer  # as read: its own size
     call.attempts.append({"start": 1.0, "key": "k-0123456789ab", "status": 200, "end": 2.0})
     ex.note("schema", "tool 'f': exclusiveMinimum at /properties/days moved into the description", tool="f")
     ex.answer_body = orjson.dumps({"id": "resp_x", "output": "x" * text})
@@ -247,13 +248,13 @@ def test_the_journal_counts_what_it_holds_and_hides_it_from_the_collector() -> N
 
 
 def test_kept_headers_read_back_as_they_came() -> None:
-    """Headers are kept as one block of "name: value" lines (one object, no pairs to walk): a value
-    holding ": ", an empty value, repeated names and non-ASCII bytes come back as they were sent, from
-    the server's raw pairs and from a mapping alike."""
+    """Headers are kept as one block of lines, each name then its value (one object, no pairs to walk):
+    a value holding ": ", empty values (the last one too), repeated names and non-ASCII bytes come back
+    as they were sent, from the server's raw pairs and from a mapping alike."""
     from multidict import CIMultiDict
 
     raw = ((b"Host", b"127.0.0.1"), (b"X-Note", b"a: b: c"), (b"X-Empty", b""), (b"Cookie", b"a=1"),
-           (b"Cookie", b"b=2"), (b"X-Name", "Zo\u00eb".encode()))
+           (b"Cookie", b"b=2"), (b"X-Name", "Zo\u00eb".encode()), (b"X-Last", b""))
     assert pairs(kept_headers(raw)) == tuple((k.decode(), v.decode()) for k, v in raw)
     answer = CIMultiDict([("Content-Type", "application/json"), ("X-Note", "x: y"), ("Set-Cookie", "s=1")])
     assert pairs(kept_headers(answer)) == tuple(answer.items())
@@ -281,30 +282,39 @@ def test_a_cloud_code_exchange_is_read_through_its_wrappers() -> None:
 
 
 
-def test_freeze_keeps_every_field_where_thaw_reads_it() -> None:
-    """freeze() names its fields in the code (faster than attrgetter): each must land where thaw()
-    reads it by _FROZEN's and _FROZEN_CALL's names, for one call and for several."""
-    from proxy.journal import exchange as e
+def test_seal_keeps_every_field_where_thaw_reads_it() -> None:
+    """seal() names its fields in the code (faster than attrgetter): each must land where thaw() reads
+    it by _FROZEN's and _FROZEN_CALL's names, for one call and for several, after the filters' head."""
+    from proxy.journal import kept as k
+    from proxy.journal.exchange import UpstreamCall
 
-    ex = e.Exchange.__new__(e.Exchange)
-    for i, name in enumerate(e._FROZEN):
-        setattr(ex, name, f"{name}-{i}")
-    ex.request_headers, ex.answer_headers = b"a: 1", "b: 2"  # blocks, read back as pairs
+    values = {"id": "ex_1", "kind": "frontend", "method": "POST", "path": "/v1/responses", "protocol": "responses",
+              "scope": "team", "session": "s1", "request_id": "req_1", "client_model": "gpt-5", "time": 1.5,
+              "start": 2.5, "status": 201, "answer_stream_bytes": 4, "traceparent": "00-ab-cd-01", "end": 3.5,
+              "cut": False, "identified": True, "request_body": b'{"input":"hi"}', "answer_body": b'{"ok":1}'}
+    ex = Exchange.__new__(Exchange)
+    for name, value in values.items():
+        setattr(ex, name, value)
+    ex.answer_stream = [b"da", b"ta"]  # joined
+    ex.request_headers, ex.answer_headers = ((b"a", b"1"),), {"b": "2"}  # blocks, read back as pairs
     ex.notes, ex.error, ex.secrets = [{"kind": "k", "message": "m"}], {"message": "x"}, ("s",)
     ex.upstreams = []
     for n in range(3):
-        call = e.UpstreamCall.__new__(e.UpstreamCall)
-        for i, name in enumerate(e._FROZEN_CALL):
-            setattr(call, name, f"{name}-{n}-{i}")
-        call.attempts, call.calls, call.finish, call.usage, call.tools = [{"n": n}], [], ["STOP"], {"u": n}, ["f"]
+        call = UpstreamCall(f"model-{n}", f'{{"n":{n}}}'.encode(), stream=bool(n % 2))
+        call.raw, call.answer, call.learnt, call.tools = True, f'{{"a":{n}}}'.encode(), True, ["f"]
+        call.first_byte, call.last_byte, call.error, call.version = n + 0.25, n + 0.75, f"e{n}", f"v{n}"
+        call.dropped_chunks, call.chunk_bytes = n, 10 * n
+        call.attempts, call.finish, call.usage = [{"n": n}], ["STOP"], {"u": n}
         ex.upstreams.append(call)
-        head = ("h1", "h2")
-        kept = e.freeze(ex, head, 100)
-        assert kept[:2] == head and kept[-1] == 100 + len(kept[2 + e.META])
-        back = e.thaw(kept[2:-1])
-        assert all(getattr(back, name) == getattr(ex, name) for name in e._FROZEN if not name.endswith("headers"))
+        kept = k.seal(ex, 1 << 30)
+        assert kept[k.SCOPE] == "team" and kept[k.FILTERS] == ("s1", "responses", "frontend", 201, "gpt-5",
+                                                                f"model-{n}", True)
+        assert kept[k.SIZE] > len(kept[k.FROZEN][k.META])
+        back = k.thaw(kept[k.FROZEN])
+        assert all(getattr(back, name) == value for name, value in values.items())
+        assert back.answer_stream == b"data"
         assert (back.request_headers, back.answer_headers) == ((("a", "1"),), (("b", "2"),))
         assert (back.notes, back.error, back.secrets) == (ex.notes, ex.error, ex.secrets)
         for got, want in zip(back.upstreams, ex.upstreams, strict=True):
-            assert all(getattr(got, name) == getattr(want, name) for name in e._FROZEN_CALL)
-            assert (got.attempts, got.usage, got.tools) == (want.attempts, want.usage, want.tools)
+            assert all(getattr(got, name) == getattr(want, name) for name in k._FROZEN_CALL if name != "chunks")
+            assert (got.attempts, got.usage, got.tools, got.chunks) == (want.attempts, want.usage, want.tools, None)

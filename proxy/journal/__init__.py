@@ -3,6 +3,7 @@ the key's `k-` label), what came back, what the client got, and the proxy's deci
 (schema repairs, signatures restored, history repairs, text-call parses, warnings, the error).
 
 - `exchange.py`: one exchange being recorded (a context variable; `note()` is free when none is);
+- `kept.py`: a finished exchange sealed into the one tuple the journal keeps, and read back;
 - `redact.py`: secrets out before anything is kept;
 - `ring.py`: the journal itself, bounded by bytes, scoped by client key, with live subscribers;
 - `tracing.py`: the same exchange as OpenTelemetry spans (GenAI semantic conventions);

@@ -1,8 +1,8 @@
 """One exchange as it is recorded: filled in by the middleware (client side), the upstream wrappers
-(Gemini side) and `note()` calls where the proxy decides something. Bodies are kept as the bytes
-they already are (ring.settle copies those that are not objects of their own size), the finished
-exchange is frozen into one tuple of plain values (freeze) and made into a document only when
-someone reads it (ring.py), so recording costs a few references and appends per request."""
+(Gemini side) and `note()` calls where the proxy decides something. Bodies are held as the bytes
+they already are; the finished exchange is sealed into one tuple of plain values (kept.py) and made
+into a document only when someone reads it (ring.py), so recording costs a few references and
+appends per request."""
 
 import contextvars
 from time import perf_counter
@@ -13,9 +13,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from proxy import ids
 from proxy.journal import redact
-from proxy.server.auth import key_in
-from proxy.store.byte_lru import held
 
 # A body larger than this is kept as its first BODY_CAP bytes (the page says how much was cut).
 BODY_CAP = 256 * 1024
@@ -24,26 +23,23 @@ MAX_CHUNKS = 2000
 # Notes kept per exchange (a pathological schema could otherwise note thousands).
 MAX_NOTES = 200
 EMPTY: Any = MappingProxyType({})
-# What a kept block of headers holds beyond its text: its object's header and its slot.
-HEADER_OVERHEAD = 48
 
 
-class Json:
-    """Bytes known to be well-formed JSON (parsed by the proxy already, or made by it): embedded in
-    the journal's document as they are, without parsing them again."""
-    __slots__ = ("data", "exact")
-
-    def __init__(self, data: bytes, exact: bool = False) -> None:
-        """`exact`: `data` is an object of its own size (aiohttp's reads are; orjson's output is not,
-        ring._kept copies it)."""
-        self.data, self.exact = data, exact
-
-    def __len__(self) -> int:
-        return len(self.data)
+# Paths seen (without a query: it may hold a key) and their protocol: most requests take one of a few.
+PROTOCOLS: dict[str, str] = {}
 
 
 def protocol_of(path: str) -> str:
-    p = path.split("?", 1)[0]
+    known = PROTOCOLS.get(path)
+    if known is not None:
+        return known
+    protocol = _protocol_of(path.split("?", 1)[0])
+    if "?" not in path and len(PROTOCOLS) < 1024:
+        PROTOCOLS[path] = protocol
+    return protocol
+
+
+def _protocol_of(p: str) -> str:
     if p.startswith("/v1/responses") or p == "/v1/realtime":
         return "responses"
     if p.startswith("/v1/chat/completions"):
@@ -71,11 +67,13 @@ class UpstreamCall:
                  "version", "chunk_bytes", "tools", "learnt")
 
     def __init__(self, model: str, body: Any, stream: bool, body_obj: Any = None) -> None:
+        # `body`: the object sent, or (raw) the bytes sent: the proxy's own serialization, copied when
+        # kept (orjson's output holds its working buffer).
         self.model, self.body, self.stream = model, body, stream
         self.start = perf_counter()
         self.attempts: list[dict[str, Any]] = []
-        self.answer: Any = None
-        self.chunks: list[Any] = []
+        self.answer: Any = None  # the object answered, or the bytes as read (an object of their own size)
+        self.chunks: list[Any] | None = None  # a stream's, as they came (a list from the first)
         self.dropped_chunks = 0
         self.first_byte: float | None = None
         self.last_byte: float | None = None
@@ -86,9 +84,9 @@ class UpstreamCall:
         self.body_obj = body_obj
         self.parsed: Any = None  # the answer object the upstream parsed from the bytes it kept
         # What the summary shows of the answer (a stream's chunks are kept only up to BODY_CAP bytes,
-        # its calls and usage always).
-        self.calls: list[dict[str, Any]] = []
-        self.finish: list[str] = []
+        # its calls and usage always): lists once learn() runs.
+        self.calls: list[dict[str, Any]] | tuple = ()
+        self.finish: list[str] | tuple = ()
         self.usage: dict[str, Any] | None = None
         self.version: str | None = None
         self.chunk_bytes = 0
@@ -98,7 +96,8 @@ class UpstreamCall:
     def learn(self, answer: Any) -> int:
         """Take the calls, finish reasons, usage and model version from an answer or a chunk; returns
         the size of its text (a cheap measure of what keeping it costs)."""
-        self.learnt = True
+        if not self.learnt:
+            self.learnt, self.calls, self.finish = True, [], []
         if type(answer) is not dict:
             return 0
         if "candidates" not in answer and type(answer.get("response")) is dict:  # Cloud Code's {"response": ...}
@@ -133,9 +132,9 @@ class UpstreamCall:
         if self.learnt:
             return
         answer, kept = self.parsed, self.answer
-        if answer is None and type(kept) in (Json, bytes):
+        if answer is None and type(kept) is bytes:
             try:
-                answer = orjson.loads(kept.data if type(kept) is Json else kept)
+                answer = orjson.loads(kept)
             except orjson.JSONDecodeError:
                 answer = None
         self.learn(answer)
@@ -147,8 +146,11 @@ class UpstreamCall:
             self.first_byte = now
         self.last_byte = now
         size = self.learn(chunk) + 200
-        if len(self.chunks) < MAX_CHUNKS and self.chunk_bytes + size <= BODY_CAP:
-            self.chunks.append(chunk)
+        chunks = self.chunks
+        if chunks is None:
+            chunks = self.chunks = []
+        if len(chunks) < MAX_CHUNKS and self.chunk_bytes + size <= BODY_CAP:
+            chunks.append(chunk)
             self.chunk_bytes += size
         else:
             self.dropped_chunks += 1
@@ -161,23 +163,24 @@ class Exchange:
                  "answer_body", "answer_stream", "answer_stream_bytes", "notes", "error", "secrets", "traceparent",
                  "end", "cut", "identified", "complete")
 
-    def __init__(self, id: str, kind: str, method: str, path: str, protocol: str = "", scope: str = "",
-                 session: str | None = None, request_id: str | None = None, client_model: str | None = None,
-                 request_headers: Any = EMPTY) -> None:
+    def __init__(self, id: int | str, kind: str, method: str, path: str, request_headers: Any = EMPTY,
+                 request_id: str | None = None, session: str | None = None, protocol: str = "", scope: str = "",
+                 client_model: str | None = None) -> None:
+        # id: the exchange's number (ids.exchange_number) until someone reads it (name), or an id.
         self.id, self.kind, self.method = id, kind, method  # kind: "frontend" or "mitm"
         self.path = path  # as requested; identify() takes the key out of its query
-        self.protocol = protocol  # set from the path when empty (identify)
+        self.protocol = protocol  # set from the path when empty (identify, kept.seal)
         self.scope = scope  # the client key's scope ("" without keys)
         self.session, self.request_id, self.client_model = session, request_id, client_model
         self.time = wall_clock()
         self.start = perf_counter()
         self.request_headers = request_headers  # raw pairs or a mapping, as received (redacted when serialized)
-        self.request_body: Any = None
+        self.request_body: Any = None  # the bytes as read (an object of their own size)
         self.upstreams: list[UpstreamCall] = []
         self.status = 0
         self.answer_headers: Any = None  # raw pairs or a mapping, as sent (redacted when serialized)
-        self.answer_body: Any = None
-        self.answer_stream: list[bytes] = []
+        self.answer_body: Any = None  # the bytes as sent (copied when kept)
+        self.answer_stream: list[bytes] | None = None  # what a streaming answer wrote (a list from its first write)
         self.answer_stream_bytes = 0
         self.notes: list[dict[str, Any]] = []
         self.error: dict[str, Any] | None = None
@@ -186,9 +189,14 @@ class Exchange:
         self.end: float | None = None
         self.cut = False  # too large for the journal: kept without its bodies
         self.identified = False  # identify() ran
-        # (function, *arguments): what the request's side left to be read once it is over, in a batch
+        # (function, answer, record): what the request's side left to be read once it is over, in a batch
         # off the request's path (Recorder.finish).
         self.complete: tuple | None = None
+
+    @property
+    def name(self) -> str:
+        """The exchange's id as clients see it."""
+        return ids.exchange_id(self.id) if type(self.id) is int else self.id
 
     def identify(self) -> None:
         """What the request says of itself, read when the exchange is first read (or traced), never on
@@ -196,6 +204,7 @@ class Exchange:
         appears), its path without that key, its protocol, and the trace it continues."""
         if self.identified:
             return
+        from proxy.server.auth import key_in  # (the server's auth records scopes on exchanges: imported late)
         lowered = {k.lower(): v for k, v in pairs(self.request_headers)}
         query_key = parse_qs(urlsplit(self.path).query).get("key", [None])[0] if "key=" in self.path else None
         key = key_in(lowered, query_key)
@@ -210,10 +219,18 @@ class Exchange:
         if len(self.notes) < MAX_NOTES:
             self.notes.append({"kind": kind, "message": message, **detail})
 
+    def note_all(self, notes: list[dict[str, Any]]) -> None:
+        """Record notes made beforehand (shared: a note is never changed once made)."""
+        if notes:
+            self.notes.extend(notes[: MAX_NOTES - len(self.notes)] if len(self.notes) + len(notes) > MAX_NOTES
+                              else notes)
+
     def streamed(self, data: bytes) -> None:
         """What a streaming answer wrote to the client, kept up to BODY_CAP bytes."""
         room = BODY_CAP - self.answer_stream_bytes
         if room > 0:
+            if self.answer_stream is None:
+                self.answer_stream = []
             self.answer_stream.append(data[:room])
         self.answer_stream_bytes += len(data)
 
@@ -225,106 +242,22 @@ class Exchange:
         return call
 
 
-# What freeze() keeps as they are (plain values, bytes, headers as one block: ring.settle made them so),
-# in this order; the rest (notes, attempts, calls...) goes into one JSON document after them.
-_FROZEN = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model", "time",
-           "start", "status", "answer_stream_bytes", "traceparent", "end", "cut", "identified", "request_body",
-           "answer_body", "answer_stream", "request_headers", "answer_headers")
-_FROZEN_CALL = ("model", "stream", "start", "dropped_chunks", "first_byte", "last_byte", "error", "raw",
-                "chunk_bytes", "learnt", "version", "body", "answer", "chunks")
-META = len(_FROZEN)  # where the JSON of the rest is
-
-
-def freeze(ex: Exchange, head: tuple, size: int) -> tuple:
-    """A finished (settled: its bodies bytes) exchange as one flat tuple of plain values, after `head`
-    and before the bytes it holds (`size` and its JSON): what the journal keeps. The collector stops
-    looking at such a tuple after one pass, and counts one allocation for it: each container kept per
-    exchange (a tuple of headers, a dict of an attempt) made its young collections run that much more
-    often. thaw() makes the exchange again from the part after `head`.
-
-    The fields are read one by one, in _FROZEN's and _FROZEN_CALL's order (tests/test_journal.py holds
-    them to it): the interpreter reads a slot it names in the code several times faster than
-    operator.attrgetter reads it by name."""
-    calls = ex.upstreams
-    # [notes, error, secrets, [[attempts, calls, finish reasons, usage, tools] per call]]
-    meta = held(orjson.dumps((ex.notes, ex.error, ex.secrets, [(c.attempts, c.calls, c.finish, c.usage, c.tools)
-                                                               for c in calls]), default=repr))
-    out = [*head, ex.id, ex.kind, ex.method, ex.path, ex.protocol, ex.scope, ex.session, ex.request_id,
-           ex.client_model, ex.time, ex.start, ex.status, ex.answer_stream_bytes, ex.traceparent, ex.end, ex.cut,
-           ex.identified, ex.request_body, ex.answer_body, ex.answer_stream, ex.request_headers, ex.answer_headers,
-           meta]
-    for c in calls:
-        out += (c.model, c.stream, c.start, c.dropped_chunks, c.first_byte, c.last_byte, c.error, c.raw,
-                c.chunk_bytes, c.learnt, c.version, c.body, c.answer, c.chunks)
-    out.append(size + len(meta))
-    return tuple(out)
-
-
-def thaw(frozen: tuple) -> Exchange:
-    """The exchange freeze() was given, as an object again (changing it changes nothing kept), from
-    what freeze() made after its head."""
-    ex = Exchange.__new__(Exchange)
-    for name, value in zip(_FROZEN, frozen, strict=False):
-        setattr(ex, name, value)
-    notes, error, secrets, rests = orjson.loads(frozen[META])
-    ex.request_headers, ex.answer_headers = pairs(ex.request_headers), pairs(ex.answer_headers)  # decoded once
-    ex.notes, ex.error, ex.secrets, ex.complete = notes, error, tuple(secrets), None
-    ex.upstreams = []
-    width = len(_FROZEN_CALL)
-    for i, rest in enumerate(rests):
-        call = UpstreamCall.__new__(UpstreamCall)
-        start = META + 1 + i * width
-        for name, value in zip(_FROZEN_CALL, frozen[start:start + width], strict=True):  # (the size after them)
-            setattr(call, name, value)
-        call.attempts, call.calls, call.finish, call.usage, call.tools = rest
-        call.body_obj, call.parsed = None, None
-        ex.upstreams.append(call)
-    return ex
-
-
 def pairs(headers: Any) -> Any:
     """Headers as (name, value) pairs of text: a mapping's items, pairs already (of bytes as the server
-    read them: aiohttp's raw_headers, mitmproxy's Headers.fields), or kept_headers()' block; bytes are
+    read them: aiohttp's raw_headers, mitmproxy's Headers.fields), or kept.kept_headers()' block; bytes are
     decoded only now, when someone reads them."""
     if headers is None:
         return ()
     kind = type(headers)
     if kind is bytes:
         headers, kind = headers.decode("utf-8", "replace"), str
-    if kind is str:  # a kept block: "name: value" lines
-        return tuple((name, value) for name, _, value in (line.partition(": ") for line in headers.split("\n"))
-                     ) if headers else ()
+    if kind is str:  # a kept block: each name, then its value, one per line
+        lines = headers.split("\n")
+        return tuple(zip(lines[::2], lines[1::2], strict=False)) if headers else ()
     if kind is not tuple:
         return headers.items()
     return tuple((k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) if type(k) is bytes else (k, v)
                  for k, v in headers)
-
-
-def kept_headers(headers: Any) -> bytes | str:
-    """Headers as the journal keeps them: one block of "name: value" lines, bytes as read (the server's
-    pairs of bytes) or text (a mapping). One object the collector never tracks, whose length is what it
-    holds; made in one pass (no header may hold a line break: HTTP forbids it, aiohttp and mitmproxy
-    refuse it)."""
-    if headers is None:
-        return b""
-    kind = type(headers)
-    if kind is bytes or kind is str:
-        return headers  # kept already
-    if kind is tuple:
-        if not headers:
-            return b""
-        if type(headers[0][0]) is bytes:
-            return b"\n".join(map(b": ".join, headers))
-        return "\n".join(map(": ".join, headers))
-    try:  # a mapping: aiohttp's answer headers (names are multidict's istr, values text)
-        return "\n".join(map(": ".join, headers.items()))
-    except TypeError:  # values that are not text
-        return "\n".join(f"{k}: {v}" for k, v in headers.items())
-
-
-def headers_size(headers: bytes | str) -> int:
-    """The bytes a kept block holds: its text and its object's header."""
-    return len(headers) + HEADER_OVERHEAD
 
 
 CURRENT: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar("gtp_exchange", default=None)
@@ -340,8 +273,8 @@ def note(kind: str, message: str, **detail: Any) -> None:
 def note_all(notes: list[dict[str, Any]]) -> None:
     """Record notes made beforehand (shared: a note is never changed once made)."""
     exchange = CURRENT.get()
-    if exchange is not None and notes:
-        exchange.notes.extend(notes[: max(0, MAX_NOTES - len(exchange.notes))])
+    if exchange is not None:
+        exchange.note_all(notes)
 
 
 def recording() -> bool:

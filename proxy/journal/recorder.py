@@ -27,6 +27,7 @@ class Recorder:
         if tracing is not None:
             tracing.redactor = self.redactor
         self.journal, self.tracing = journal, tracing
+        self.active = journal is not None or tracing is not None  # read on every request's path
         self._ending: list[Exchange] = []
         if journal is not None:
             journal.before_read = self.finish_pending
@@ -51,18 +52,13 @@ class Recorder:
         return cls(Journal(max_bytes, shared=shared) if journal != "off" else None,
                    Tracing(endpoint) if endpoint else None, [*secrets, *redact.known_secrets(env)])
 
-    @property
-    def active(self) -> bool:
-        return self.journal is not None or self.tracing is not None
-
     def begin(self, kind: str, method: str, path: str, headers: Any, protocol: str = "", session: str | None = None,
               request_id: str | None = None) -> Exchange:
         """A new exchange. `headers`: the pairs as the server read them (bytes), or a mapping; kept as they
         are (credential headers are replaced when the exchange is serialized, redact.headers); what is
         derived from them and from `path` (the presented key, the protocol, the traceparent) is worked
         out when the exchange is read (Exchange.identify), off the request's path."""
-        return Exchange(ids.exchange_id(), kind, method, path, protocol=protocol, session=session,
-                        request_id=request_id, request_headers=headers)
+        return Exchange(ids.exchange_number(), kind, method, path, headers, request_id, session, protocol)
 
     def finish_soon(self, ex: Exchange) -> None:
         """finish() once the answer is on its way: the client never waits on the journal. Exchanges that
@@ -82,15 +78,17 @@ class Recorder:
         """Keep the exchange (journal) and export it (traces)."""
         ex.end = ex.end or time.perf_counter()
         try:
-            if ex.complete is not None:  # what the request's side left to read now (server/recording.py)
-                complete, ex.complete = ex.complete, None
-                complete[0](ex, *complete[1:])
+            complete = ex.complete
+            if complete is not None:  # what the request's side left to read now (server/recording.py)
+                ex.complete = None
+                read, answer, record = complete
+                read(ex, answer, record)
             if self.tracing is not None:  # before the journal keeps the bodies: spans read the live objects
                 self.tracing.export(ex, summarize(ex))
             if self.journal is not None:
                 self.journal.add(ex)
         except Exception:  # what the proxy did is recorded on the side: a failure here never fails a request
-            log.exception("could not record exchange %s", ex.id)
+            log.exception("could not record exchange %s", ex.name)
 
     def close(self) -> None:
         self.finish_pending()

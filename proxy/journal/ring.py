@@ -1,11 +1,10 @@
 """The journal: finished exchanges, newest last, bounded by bytes, each under its client's scope.
 
-A finished exchange is kept as it finished, frozen (exchange.freeze): the bytes the request made
-anyway (settle() makes what could still change into JSON bytes, and cuts bodies at BODY_CAP) and its
-other fields, in plain tuples. The collector stops looking at a tuple of plain values after one
-pass; kept as objects (an exchange, its calls, their lists and dicts: about 15 tracked objects
-each), thousands of exchanges made every collection slower in proportion, a third of the journal's
-cost per request. Making the document at once instead (summary and all) cost more than that.
+A finished exchange is kept as it finished, sealed into one tuple of plain values (kept.py): the
+bytes the request made anyway, what could still change made JSON, bodies cut at BODY_CAP. Kept as
+objects (an exchange, its calls, their lists and dicts: about 15 tracked objects each), thousands of
+exchanges made every collection slower in proportion, a third of the journal's cost per request.
+Making the document at once instead (summary and all) cost more than that.
 
 An exchange becomes a document (its bodies embedded as they came: orjson's Fragment, no re-parse)
 and is scrubbed of secrets (redact.py) only when it leaves the journal — read by the page, the API or
@@ -25,31 +24,19 @@ from typing import Any
 
 import orjson
 
-from proxy import metrics
+from proxy import ids, metrics
 from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.journal import redact
-from proxy.journal.exchange import BODY_CAP, Exchange, Json, UpstreamCall, freeze, pairs, protocol_of, thaw
-from proxy.journal.exchange import headers_size as _headers_size
-from proxy.journal.exchange import kept_headers as _kept_headers
+from proxy.journal.exchange import Exchange, pairs
+from proxy.journal.kept import FILTERED, FILTERS, FROZEN, SCOPE, SIZE, fallback, seal, thaw, tools_of
 from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
-from proxy.store.byte_lru import held
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it misses some
 
-# A kept exchange: (scope, what the filters look at (FILTERED, then whether it failed), the frozen
-# exchange, the bytes it is counted for).
-SCOPE, FILTERS, FROZEN, SIZE = 0, slice(1, 8), slice(8, -1), -1
-Kept = tuple
-# What the filters look at, in FILTERS' order (the last: whether it failed).
-FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_model")
-# Bytes counted per kept exchange beyond its bodies, its headers and the JSON of its notes and attempts:
-# the tuple, its strings and numbers, and the journal's slot (tests/test_journal.py holds the count
-# to what tracemalloc measures).
-ENTRY_OVERHEAD = 1024
-CUT = "[cut: the exchange was too large for the journal (--journal-max-bytes / 4)]"
+Kept = tuple  # an entry (kept.py)
 
 
 def body_value(body: Any, content_type: str = "") -> Any:
@@ -86,9 +73,9 @@ def summarize(ex: Exchange) -> dict[str, Any]:
         usage, version = call.usage or usage, call.version or version
     upstream_ms = sum(((c.last_byte or c.start) - c.start) for c in ex.upstreams) * 1000
     total_ms = ((ex.end or time.perf_counter()) - ex.start) * 1000
-    tools = _tools_of(ex.upstreams[0]) if ex.upstreams else []
+    tools = tools_of(ex.upstreams[0]) if ex.upstreams else []
     return {
-        "id": ex.id, "time": ex.time, "kind": ex.kind, "protocol": ex.protocol, "method": ex.method,
+        "id": ex.name, "time": ex.time, "kind": ex.kind, "protocol": ex.protocol, "method": ex.method,
         "path": ex.path, "status": ex.status, "session": ex.session, "request_id": ex.request_id,
         "client_model": ex.client_model, "gemini_model": (ex.upstreams[-1].model if ex.upstreams else None),
         "model_version": version, "stream": any(c.stream for c in ex.upstreams), "tools": tools, "calls": calls,
@@ -101,114 +88,11 @@ def summarize(ex: Exchange) -> dict[str, Any]:
     }
 
 
-def _tools_of(call: UpstreamCall) -> list[str]:
-    """The names of the tools a call declared: from the object the body was made of while there is
-    one (no parse), else from the body."""
-    if call.tools is None:
-        body = call.body_obj
-        if body is None and isinstance(call.body, Json | bytes):
-            try:
-                body = orjson.loads(call.body.data if isinstance(call.body, Json) else call.body)
-            except orjson.JSONDecodeError:
-                body = None
-        call.tools = tool_names(body)
-    return call.tools
-
-
-def tool_names(body: Any) -> list[str]:
-    """The names of a Gemini request body's function declarations (Cloud Code's wraps the request in
-    {"request": ...}; [] for anything else)."""
-    if isinstance(body, dict) and "tools" not in body and isinstance(body.get("request"), dict):
-        body = body["request"]
-    try:
-        return [d["name"] for t in body.get("tools") or () for d in t.get("functionDeclarations") or ()]
-    except (AttributeError, KeyError, TypeError):  # not a body the proxy built: no names
-        return []
-
-
-def settle(ex: Exchange, most: int) -> int:
-    """Make a finished exchange safe to keep as it is, and say how many bytes it holds: bodies the
-    proxy built as objects become JSON now (they could change later), a body beyond BODY_CAP keeps
-    only its head, and an exchange past `most` keeps its summary and decisions only."""
-    stream = ex.answer_stream
-    ex.answer_stream = stream = b"".join(stream) if stream else b""
-    ex.request_headers = request_headers = _kept_headers(ex.request_headers)
-    ex.answer_headers = answer_headers = _kept_headers(ex.answer_headers)
-    ex.request_body, size = _kept(ex.request_body)
-    ex.answer_body, n = _kept(ex.answer_body)  # JSON or not, embedded as JSON only once a read checks it
-    size += n + ENTRY_OVERHEAD + len(stream) + _headers_size(request_headers) + _headers_size(answer_headers)
-    for call in ex.upstreams:
-        answer = call.answer
-        if not call.learnt and answer is not None and (type(answer) not in (Json, bytes) or len(answer) > BODY_CAP):
-            call.learn_kept()  # its head alone would not tell (bytes or JSON kept whole are learnt from when read)
-        call.parsed = None
-        if call.tools is None and (call.body_obj is not None and (type(call.body) is not Json
-                                                                  or len(call.body.data) > BODY_CAP)):
-            _tools_of(call)  # its head alone would not tell
-        call.body_obj = None
-        call.body, n = _kept(call.body)
-        call.answer, m = _kept(answer)
-        call.chunks, k = _kept(call.chunks) if call.chunks else (None, 0)  # a stream's: kept as JSON
-        size += n + m + k
-    if size > most:
-        ex.cut = True
-        ex.request_body, ex.answer_body = _cut(ex.request_body), _cut(ex.answer_body or ex.answer_stream or None)
-        ex.answer_stream = b""
-        for call in ex.upstreams:
-            call.learn_kept()
-            _tools_of(call)  # while the body is still there
-            call.body, call.answer, call.chunks = _cut(call.body), _cut(call.answer or call.chunks), None
-        size = ENTRY_OVERHEAD + _headers_size(ex.request_headers) + _headers_size(ex.answer_headers)
-    return size
-
-
-def _cut(body: Any) -> str | None:
-    return None if body is None else CUT
-
-
 def _content_type(headers: Any) -> str:
     for name, value in pairs(headers):
         if name.lower() == "content-type":
             return value
     return ""
-
-
-_BYTES = (bytes, bytearray, memoryview)
-
-
-def _kept(body: Any) -> tuple[Any, int]:
-    """A body as the journal keeps it and the bytes it holds: bytes of their own size, at most BODY_CAP
-    of them (else the tuple (whole size, head)), JSON made now of an object (it may change once the
-    request is over)."""
-    kind = type(body)
-    if kind is Json:
-        data = body.data
-        return (data, len(data)) if body.exact and len(data) <= BODY_CAP else _head(data)
-    if isinstance(body, _BYTES):
-        return _head(body)
-    if body is None:
-        return None, 0
-    if kind is str:
-        return body, len(body)
-    if kind is tuple:
-        return body, len(body[1])
-    try:
-        raw = orjson.dumps(body, default=_fallback)
-    except TypeError:
-        text = repr(body)[:BODY_CAP]
-        return text, len(text)
-    if kind is list:  # a stream's chunks are kept whole (bounded as they came)
-        return held(raw), len(raw)
-    return _head(raw)
-
-
-def _head(data: bytes | bytearray | memoryview) -> tuple[Any, int]:
-    """Bytes in an object of their own size (byte_lru.held: orjson's output holds its whole working
-    buffer, which made the journal hold several times what it counted), and the bytes they hold; past
-    BODY_CAP, the tuple (whole size, the first BODY_CAP bytes)."""
-    if len(data) <= BODY_CAP:
-        return held(data), len(data)
-    return (len(data), held(memoryview(data)[:BODY_CAP])), BODY_CAP
 
 
 def details(ex: Exchange) -> dict[str, Any]:
@@ -224,7 +108,7 @@ def details(ex: Exchange) -> dict[str, Any]:
             "last_byte_ms": None if call.last_byte is None else round((call.last_byte - call.start) * 1000, 2),
             "request": b(call.body), "answer": b(call.answer) if call.answer is not None else _assembled(chunks),
             "chunks": b(chunks) if chunks else None, "chunks_dropped": call.dropped_chunks})
-    if ex.answer_stream:  # the events as the client got them (joined by settle)
+    if ex.answer_stream:  # the events as the client got them (joined by seal)
         answer = ex.answer_stream.decode("utf-8", "replace")
     else:
         answer = b(ex.answer_body, _content_type(ex.answer_headers))
@@ -278,29 +162,26 @@ class Journal:
     def add(self, ex: Exchange) -> None:
         """Keep a finished exchange as it is (frozen): it is made into a document only when someone
         reads it."""
-        size = settle(ex, self.max_bytes // 4)
-        ex.protocol = ex.protocol or protocol_of(ex.path)
-        kept = freeze(ex, (ex.scope, ex.session or "", ex.protocol, ex.kind, ex.status, ex.client_model or "",
-                           ex.upstreams[-1].model if ex.upstreams else "", ex.error is not None), size)
+        kept = seal(ex, self.max_bytes // 4)
         size = kept[SIZE]
         self._entries[ex.id] = kept
         self.total += size
         while self.total > self.max_bytes and self._entries:
             self.total -= self._entries.popitem(last=False)[1][SIZE]
-        if self._live and any(scope == ex.scope for scope, _ in self._live):
-            self._deliver(ex.scope, self._summary(thaw(kept[FROZEN]))[1])
+        if self._live and any(scope == kept[SCOPE] for scope, _ in self._live):
+            self._deliver(kept[SCOPE], self._summary(thaw(kept[FROZEN]))[1])
         if self.shared is not None:
             self.shared.publish(kept)
 
     def _summary(self, ex: Exchange) -> tuple[bytes, dict[str, Any]]:
-        head = orjson.dumps(summarize(ex), default=_fallback)
+        head = orjson.dumps(summarize(ex), default=fallback)
         return self.redactor.scrub_summary(head, ex.secrets)
 
     def render(self, kept: Kept) -> tuple[str, str, bytes, bytes]:
         """A kept exchange's id, scope, summary and whole document, scrubbed of secrets."""
         ex = thaw(kept[FROZEN])
         head, _ = self._summary(ex)
-        rest = orjson.dumps(details(ex), default=_fallback)
+        rest = orjson.dumps(details(ex), default=fallback)
         return ex.id, ex.scope, head, self.redactor.scrub(head[:-1] + b"," + rest[1:], ex.secrets)
 
     def _deliver(self, scope: str, summary: dict[str, Any]) -> None:
@@ -345,6 +226,9 @@ class Journal:
         """One exchange's whole document, scrubbed of secrets, or None (unknown, or another scope's)."""
         self.before_read()
         kept = self._entries.get(exchange_id)
+        if kept is None:  # this process's exchanges are kept under their number
+            number = ids.exchange_number_of(exchange_id)
+            kept = self._entries.get(number) if number is not None else None
         if kept is None or kept[SCOPE] != scope:
             return None
         return self.render(kept)[3]
@@ -383,11 +267,3 @@ def _matches(summary: dict[str, Any], failed: bool, filters: dict[str, str | Non
         elif str(summary.get(name) or "") != wanted:
             return False
     return True
-
-
-def _fallback(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value[:BODY_CAP]).decode("utf-8", "replace")
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", exclude_none=True)
-    return repr(value)[:1000]

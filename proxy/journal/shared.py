@@ -35,7 +35,7 @@ class Shared:
                  render: Callable[[Any], tuple[str, str, bytes, bytes]], prefix: str = "gtp:") -> None:
         """`render`: a kept exchange's id, scope, scrubbed summary and document (ring.Journal.render)."""
         self.client_of, self.max_bytes, self.render, self.prefix = client_of, max_bytes, render, prefix
-        self.instance = ids.exchange_id()  # tells this instance's announcements from the others'
+        self.instance = ids.exchange_id(ids.exchange_number())  # tells this instance's announcements from the others'
         self.pending: collections.deque = collections.deque()
         self.dropped = 0
         self._flusher: asyncio.Task | None = None

@@ -150,7 +150,7 @@ class Tracing:
             "gen_ai.request.model": client_model, "gen_ai.response.model": summary.get("model_version")
             or summary.get("gemini_model") or "",
             "http.request.method": ex.method, "url.path": ex.path.split("?", 1)[0],
-            "http.response.status_code": ex.status, "gtp.protocol": ex.protocol, "gtp.exchange.id": ex.id,
+            "http.response.status_code": ex.status, "gtp.protocol": ex.protocol, "gtp.exchange.id": ex.name,
             "gtp.kind": ex.kind,
         }
         (request_id, session, error), events = self._free_text(ex)

@@ -22,7 +22,7 @@ from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
 from proxy.server import object_owners, recording
-from proxy.server.auth import SCOPE, ClientKeys, authenticate, presented_key
+from proxy.server.auth import ClientKeys, admit, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
 from proxy.server.models_route import list_models
@@ -52,7 +52,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     if keys and presented_key(request) is None and "upload_id" in request.query:
         scope = await object_owners.upload_scope(request)
         if scope is not None:
-            request[SCOPE] = scope
+            admit(request, scope)
             return await handler(request)
     authenticate(request, keys)
     return await handler(request)

@@ -20,6 +20,7 @@ from pathlib import Path
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.journal import exchange
 
 KEYS_ENV = "GTP_API_KEYS"
 SESSION_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")  # as session markers spell them
@@ -140,7 +141,7 @@ def authenticate(request: web.Request, keys: ClientKeys) -> None:
     if request.path.startswith("/inspect") and presented_key(request) is None:
         scope = keys.cookie_scope(request.cookies.get(INSPECT_COOKIE))  # a browser signed in (inspect/routes.py)
         if scope is not None:
-            request[SCOPE] = scope
+            admit(request, scope)
             return
         if request.path == "/inspect":
             return  # the page answers with its sign-in form
@@ -150,7 +151,16 @@ def authenticate(request: web.Request, keys: ClientKeys) -> None:
         raise ProxyError("Incorrect API key provided." if given else
                          "Missing API key: send it as 'Authorization: Bearer KEY', 'x-goog-api-key' or '?key='.",
                          status=401, code="invalid_api_key", type="invalid_request_error")
+    admit(request, scope)
+
+
+def admit(request: web.Request, scope: str) -> None:
+    """The client's scope, for the routes (request[SCOPE]) and for the request's exchange in the
+    journal (set there now: reading it back from the request costs more than the journal's own work)."""
     request[SCOPE] = scope
+    ex = exchange.CURRENT.get()
+    if ex is not None:
+        ex.scope = scope
 
 
 def scoped_session(request: web.Request, name: str, param: str) -> str:

@@ -8,6 +8,7 @@ from aiohttp import web
 from proxy import metrics
 from proxy.errors import ProxyError
 from proxy.journal import exchange
+from proxy.journal.exchange import Exchange
 from proxy.journal.recorder import Recorder
 from proxy.model_rules import ModelRules
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
@@ -112,8 +113,12 @@ class Context:
         carried = self.seal(request, model).decode(items)
         stored = await self.store.get_calls(session, call_ids)
         calls = {**carried, **stored}
-        if exchange.recording():
-            _note_preparation(prepared, carried, stored, call_ids)
+        ex = exchange.CURRENT.get()
+        if ex is not None:
+            if call_ids or prepared.warnings:
+                _note_preparation(ex, prepared, carried, stored, call_ids)
+            elif not prepared.json_schema_mode:  # (the common case, without the call)
+                ex.note_all(prepared.schema_repair_notes())
         return model, prepared, calls
 
 
@@ -121,31 +126,31 @@ class Context:
 NOTED_CALLS = 8
 
 
-def _note_preparation(prepared: PreparedTools, carried: dict[str, CallRecord], stored: dict[str, CallRecord],
-                      asked: list[str]) -> None:
+def _note_preparation(ex: Exchange, prepared: PreparedTools, carried: dict[str, CallRecord],
+                      stored: dict[str, CallRecord], asked: list[str]) -> None:
     """The journal's decisions of a request's preparation: schema repairs (worked out once per tool
     list), and where each earlier call's record (its thought signature, Gemini's own id and name)
     came from."""
     if not prepared.json_schema_mode:
-        exchange.note_all(prepared.schema_repair_notes())
+        ex.note_all(prepared.schema_repair_notes())
     for warning in prepared.warnings:
-        exchange.note("warning", warning)
+        ex.note("warning", warning)
     ids = list(dict.fromkeys(asked))
     older, latest = ids[:-NOTED_CALLS], ids[-NOTED_CALLS:]
     if older:
         found = sum(1 for i in older if i in stored or i in carried)
-        exchange.note("signature", f"{len(older)} earlier call(s): {found} record(s) restored (store or carrier), "
+        ex.note("signature", f"{len(older)} earlier call(s): {found} record(s) restored (store or carrier), "
                                    f"{len(older) - found} sent with the sentinel where Gemini needs one",
                       call_ids=older[:200])
     for call_id in latest:
         record = stored.get(call_id) or carried.get(call_id)
         if record is None:
-            exchange.note("signature", f"call {call_id}: no record (store or carrier); sent with the sentinel "
+            ex.note("signature", f"call {call_id}: no record (store or carrier); sent with the sentinel "
                                        "signature where Gemini needs one", call_id=call_id, source="none")
             continue
         source = "store" if call_id in stored else "carrier"
         signed = bool(record.signature)
-        exchange.note("signature", f"call {call_id}: record restored from the {source}"
+        ex.note("signature", f"call {call_id}: record restored from the {source}"
                                    + (" with its thought signature" if signed else " (it had no signature)"),
                       call_id=call_id, source=source, signed=signed)
 

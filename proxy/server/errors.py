@@ -17,7 +17,6 @@ from pydantic import BaseModel, ValidationError
 from proxy.errors import ProxyError, openai_error_body
 from proxy.journal import exchange
 from proxy.server.context import CONTEXT
-from proxy.server.recording import RAW_BODY
 from proxy.server.workers import worker_processes
 from proxy.wire.json_body import (
     check_tools,
@@ -104,7 +103,9 @@ async def read_json(request: web.Request) -> Any:
         raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
                          code="request_timeout", headers={"Connection": "close"}) from None
     body = await parse_body(raw)
-    request[RAW_BODY] = raw  # well-formed JSON: the journal embeds it as it came (server/recording.py)
+    ex = exchange.CURRENT.get()
+    if ex is not None:
+        ex.request_body = raw  # well-formed JSON, as aiohttp read it: the journal keeps it as it is
     return body
 
 

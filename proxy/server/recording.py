@@ -3,20 +3,17 @@ filled in here; the upstream wrappers fill in Gemini's side and the routes' deci
 `journal.exchange.note()` calls. The observe middleware (app.py) starts and ends it: outside the
 error middleware, so it sees every answer as the client got it, errors rendered in their protocol.
 
-On the request's path this only takes references (the raw body aiohttp read, the answer's headers
-and body); everything derived from them is worked out once the answer is on its way
-(Recorder.finish)."""
+On the request's path this only takes references: the client's scope and the raw body aiohttp read
+are set on the exchange where they become known (auth.admit, errors.read_json), the answer's
+headers and body once the answer is on its way (Recorder.finish), with everything derived from them."""
 
 import time
 
 from aiohttp import web
 
-from proxy import metrics
-from proxy.journal.exchange import Exchange, Json
+from proxy import ids, metrics
+from proxy.journal.exchange import Exchange
 from proxy.journal.recorder import Recorder
-from proxy.server.auth import SCOPE
-
-RAW_BODY = web.RequestKey("raw_body", bytes)  # the request's body once read_json parsed it (well-formed JSON)
 
 
 def start(recorder: Recorder | None, request: web.Request, request_id: str, session: str | None
@@ -24,32 +21,30 @@ def start(recorder: Recorder | None, request: web.Request, request_id: str, sess
     """The request's exchange, or None when nothing records it (the caller leaves out UNRECORDED paths)."""
     if recorder is None or not recorder.active:
         return None
-    return recorder.begin("frontend", request.method, request.raw_path, request.raw_headers, request_id=request_id,
-                          session=session)
+    # Recorder.begin without its call: this is every request's path.
+    return Exchange(ids.exchange_number(), "frontend", request.method, request.raw_path, request.raw_headers,
+                    request_id, session)
 
 
 def end(recorder: Recorder, ex: Exchange, request: web.Request, resp: web.StreamResponse | None, status: int,
         record: metrics.RequestRecord) -> None:
     """The request is over: its exchange is finished with the others that end about now (the answer
-    is on its way; what the request and the answer hold is read then, by completed())."""
+    is on its way; what the answer holds is read then, by completed())."""
     ex.end = time.perf_counter()
     ex.status = status
-    ex.complete = (completed, request, resp, record)
+    ex.complete = (completed, resp, record)
     recorder.finish_soon(ex)
 
 
-def completed(ex: Exchange, request: web.Request, resp: web.StreamResponse | None,
-              record: metrics.RequestRecord) -> None:
-    ex.scope = request.get(SCOPE, "")
+def completed(ex: Exchange, resp: web.StreamResponse | None, record: metrics.RequestRecord) -> None:
     ex.client_model = record.client_model or None
-    raw = request.get(RAW_BODY)
-    ex.request_body = Json(raw, exact=True) if raw is not None else None  # as aiohttp read it: its own size
     if resp is not None:
         ex.answer_headers = resp.headers
-        if isinstance(resp, web.Response) and isinstance(resp.body, bytes):
-            ex.answer_body = resp.body  # as sent (ring.body_value embeds it as JSON once it checks it is)
+        body = resp.body if isinstance(resp, web.Response) else None
+        if type(body) is bytes:
+            ex.answer_body = body  # as sent (ring.body_value embeds it as JSON once it checks it is)
     if record.failed and ex.error is None:
         ex.error = {"message": "the stream ended with its protocol's failure event"}
 
 
-__all__ = ["RAW_BODY", "completed", "end", "start"]
+__all__ = ["completed", "end", "start"]

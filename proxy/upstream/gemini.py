@@ -23,7 +23,7 @@ from yarl import URL
 
 from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
-from proxy.journal.exchange import Json, UpstreamCall, upstream_call
+from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
 from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.key_pool import KeyPool, keys_from_env
@@ -32,6 +32,7 @@ from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
 
 log = logging.getLogger(__name__)
+LOOKUP: Any = object()  # send()'s journal record: looked up (exchange.upstream_call)
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -127,19 +128,21 @@ class GeminiUpstream(HttpSession):
                                f"did not finish its answer within the total deadline of {self.total_timeout:g}s")
 
     async def _post(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
-                    deadline: float) -> aiohttp.ClientResponse:
-        return await self.send(self._url(model, stream), body, api_key, stream, deadline)
+                    deadline: float, journal: UpstreamCall | None = LOOKUP) -> aiohttp.ClientResponse:
+        return await self.send(self._url(model, stream), body, api_key, stream, deadline, journal)
 
     async def send(self, url: Target, body: dict[str, Any], api_key: str | None,
-                   stream: bool, deadline: float) -> aiohttp.ClientResponse:
+                   stream: bool, deadline: float, journal: UpstreamCall | None = LOOKUP) -> aiohttp.ClientResponse:
         """POST a body to one of Gemini's URLs (or the URL for the credential used: Vertex's names
-        its project), retried while the answer is retryable; a 200 is returned open."""
+        its project), retried while the answer is retryable; a 200 is returned open. `journal`: the
+        journal's record of this call (exchange.upstream_call(), looked up unless given)."""
         data = fast_json.dumps(body)
         loop = asyncio.get_running_loop()
         attempt = 0
-        journal = upstream_call()  # the journal's record of this call, when one is kept
+        if journal is LOOKUP:
+            journal = upstream_call()
         if journal is not None:
-            journal.raw, journal.body = True, Json(data)
+            journal.raw, journal.body = True, data  # copied when kept (orjson's output holds its buffer)
         while True:
             try:
                 key = self._credential(api_key)
@@ -168,11 +171,14 @@ class GeminiUpstream(HttpSession):
                             continue
                         raise
                     read_limit = {} if stream else {"timeout": self._idle_limit(self.read_timeout)}
-                    tried = _attempt(journal, key)
+                    tried = None
+                    if journal is not None:  # a new attempt on the journal's record: when, with which key's label
+                        tried = {"start": time.perf_counter(), "key": key.label if key else None}
+                        journal.attempts.append(tried)
                     resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers,
                                                    **read_limit)
                     if tried is not None:
-                        tried.update(status=resp.status, end=time.perf_counter())
+                        tried["status"], tried["end"] = resp.status, time.perf_counter()
                     if resp.status == 200:
                         self._note_key(key, "ok")
                         if journal is not None:
@@ -324,16 +330,16 @@ class GeminiUpstream(HttpSession):
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()
-        resp = await self._post(model, body, api_key, stream=False, deadline=deadline)
+        call = upstream_call()
+        resp = await self._post(model, body, api_key, False, deadline, call)
         try:
             async with asyncio.timeout_at(deadline):
                 raw = await resp.read()
                 answer = fast_json.loads(raw)
-            call = upstream_call()
-            if call is not None and call.raw:
+            if call is not None:
                 # As read (an object of its own size), with the object parsed from it: learnt from
                 # when someone reads the exchange, unless a wrapper changes the answer (observed.py).
-                call.answer, call.parsed, call.last_byte = Json(raw, exact=True), answer, time.perf_counter()
+                call.answer, call.parsed, call.last_byte = raw, answer, time.perf_counter()
         except TimeoutError as e:
             resp.close()
             raise self._cut_answer(e) from e
@@ -386,15 +392,6 @@ class GeminiUpstream(HttpSession):
         finally:
             # Cut short (the client went away, a deadline passed): drop the connection and its buffers.
             resp.release() if ended else resp.close()
-
-
-def _attempt(journal: UpstreamCall | None, key: Credential | None) -> dict[str, Any] | None:
-    """A new attempt on the journal's record of the call: when, and with which key (its `k-` label)."""
-    if journal is None:
-        return None
-    tried: dict[str, Any] = {"start": time.perf_counter(), "key": key.label if key else None}
-    journal.attempts.append(tried)
-    return tried
 
 
 def _parse_chunk(payload: str) -> dict[str, Any]:

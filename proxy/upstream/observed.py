@@ -38,7 +38,7 @@ class ObservedUpstream:
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         _note_model(model)
         ex = CURRENT.get()
-        call = ex.upstream(model, body, stream=False) if ex is not None else None
+        call = ex.upstream(model, body, False) if ex is not None else None
         start = time.perf_counter()
         try:
             answer = await self.inner.generate(model, body, api_key)
@@ -62,7 +62,7 @@ class ObservedUpstream:
                      ) -> AsyncIterator[dict[str, Any]]:
         _note_model(model)
         ex = CURRENT.get()
-        call = ex.upstream(model, body, stream=True) if ex is not None else None
+        call = ex.upstream(model, body, True) if ex is not None else None
         start = time.perf_counter()
         try:
             chunks = await self.inner.stream(model, body, api_key)
