@@ -1,7 +1,9 @@
 """Converted tool declarations cached by content: agents send the same tools on every turn, and
 converting their schemas again (JSON Schema -> Gemini's subset, repairs) was an eighth of a large
 request's time. Keyed by a hash of the tools' JSON and the options; a hit hands out a fresh copy
-(orjson round trip), so no caller can change what the next request gets."""
+(orjson round trip), so no caller can change what the next request gets. A conversion that changed
+nothing (the same JSON bytes: apps that speak Gemini send tools it takes as they are) is kept as
+such, and a hit hands the caller back its own value: no copy to make, and none shared."""
 
 import hashlib
 from collections.abc import Callable
@@ -12,6 +14,7 @@ from cachetools import LRUCache
 from proxy import fast_json
 
 MAX_ENTRIES = 512  # distinct tool sets per process: many agents, each with a few sets
+_UNCHANGED = b""  # kept for a conversion whose result serializes as its input did
 
 
 class ConversionCache:
@@ -27,6 +30,7 @@ class ConversionCache:
         kept = self._entries.get(digest)
         if kept is None:
             result = convert()
-            self._entries[digest] = fast_json.dumps(result)
+            kept = fast_json.dumps(result)
+            self._entries[digest] = _UNCHANGED if kept == fast_json.dumps(value) else kept
             return result
-        return fast_json.loads(kept)
+        return value if kept == _UNCHANGED else fast_json.loads(kept)
