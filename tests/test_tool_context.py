@@ -101,3 +101,48 @@ def test_apply_keeps_other_fields_and_never_touches_arguments() -> None:
     assert out["tools"] == [{"functionDeclarations": [{"name": "f", "parameters": {
         "type": "OBJECT", "properties": {"a": {"type": "INTEGER", "description": "(exclusiveMinimum: 0)"}}}}]}]
     assert "thoughtSignature" not in out["contents"][1]["parts"][0], "2.5 gets no sentinel"
+
+
+
+@pytest.mark.parametrize("model", ["gemini-2.5-flash", "gemini-3.6-flash"])
+def test_every_repair_leaves_the_apps_body_as_it_was(model: str) -> None:
+    """The repairs work in place on copies of the turns holding tool parts (text turns are shared):
+    the caller compares the result with the app's body and sends the app's own bytes when nothing
+    changed, so a repair that reached the body would go out unsent. Between the two models every
+    repair happens: 2.5 drops the search parts; 3.6 drops the prefill and signs the current turn."""
+    import orjson
+
+    image = {"inlineData": {"mimeType": "image/png", "data": "aGk=", "displayName": "shot"}}
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "search, then look"}]},
+        {"role": "model", "parts": [{"text": "searching"},
+                                    {"toolCall": {"id": "s1", "toolType": "GOOGLE_SEARCH_WEB", "args": {}}}]},
+        {"role": "user", "parts": [{"toolResponse": {"id": "s1", "response": {}}}]},
+        {"role": "user", "parts": [{"text": "now call"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "a", "id": "c1", "args": {}}}]},  # chunk 1
+        {"role": "model", "parts": [{"functionCall": {"name": "b", "id": "c2", "args": {}}}]},  # chunk 2: merged
+        {"role": "user", "parts": [  # answered out of order, without ids, one with a $ref, one with media
+            {"functionResponse": {"name": "b", "response": {"$ref": "#/x"}}},
+            {"functionResponse": {"name": "a", "response": {"ok": True}, "parts": [image]}}]},
+        {"role": "user", "parts": [{"text": "go on"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "a", "args": {}}}]},  # unsigned
+        {"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {}}}]},
+        {"role": "model", "parts": [{"text": "prefill"}]}]}
+    before = orjson.dumps(body)
+    out = apply_tool_context(body, None, model, result_parts=False)
+    assert orjson.dumps(body) == before
+    turns = out["contents"]
+    servers = any("toolCall" in p or "toolResponse" in p for c in turns for p in c["parts"])
+    assert servers is model.startswith("gemini-3")
+    merged = next(c for c in turns if c["role"] == "model" and "functionCall" in c["parts"][0])
+    assert [p["functionCall"]["name"] for p in merged["parts"]] == ["a", "b"]
+    answers = [p["functionResponse"] for p in turns[turns.index(merged) + 1]["parts"] if "functionResponse" in p]
+    assert [(a["name"], a["id"]) for a in answers] == [("a", "c1"), ("b", "c2")]
+    assert "attachments" in answers[0]["response"] and answers[1]["response"] == {"output": '{"$ref": "#/x"}'}
+    last_call = [c for c in turns if c["role"] == "model" and "functionCall" in c["parts"][0]][-1]["parts"][0]
+    if model.startswith("gemini-3"):
+        assert turns[-1]["role"] == "user", "the prefill is dropped"
+        assert last_call["thoughtSignature"] == "skip_thought_signature_validator"
+    else:
+        assert turns[-1]["parts"] == [{"text": "prefill"}] and "thoughtSignature" not in last_call
+    assert out["contents"][0] is body["contents"][0], "a text turn is shared, not copied"

@@ -45,9 +45,25 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
     if config is not None and declared_names(tools):
         out["toolConfig"] = config
     contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder)
-    # Repaired in a copy (a JSON round trip, several times faster than deepcopy): the caller compares
-    # the result with the app's body to send the app's own bytes when nothing changed.
-    contents = repair_history(fast_json.loads(fast_json.dumps(contents)), model, result_parts=result_parts)
+    contents = repair_history(_own_tool_turns(contents), model, result_parts=result_parts)
     sign_current_turn(contents, model)
     out["contents"] = contents
+    return out
+
+
+# The parts the history repairs and the sentinel change in place (repair_history.py, sentinel.py):
+# a turn without any of them is only ever read, or replaced by a new dict when turns are merged.
+_TOOL_PARTS = frozenset({"functionCall", "functionResponse", "toolCall", "toolResponse"})
+
+
+def _own_tool_turns(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A new list of the contents in which each turn holding a tool part is a copy of its own (a JSON
+    round trip, several times faster than deepcopy), so the repairs never touch the app's body: the
+    caller compares the result with it to send the app's own bytes when nothing changed. Text turns
+    (most of a long history) are shared, not copied."""
+    out = list(contents)
+    tool_turns = [i for i, c in enumerate(out) if any(not _TOOL_PARTS.isdisjoint(p) for p in c.get("parts") or ())]
+    if tool_turns:
+        for i, copied in zip(tool_turns, fast_json.loads(fast_json.dumps([out[i] for i in tool_turns])), strict=True):
+            out[i] = copied
     return out
