@@ -1,12 +1,13 @@
 """The pure core behind interception: targets, markers, output pairing, history rewrite."""
 
+import orjson
 import pytest
 
 from proxy.errors import ProxyError
 from proxy.intercept.session_marker import take_marker
 from proxy.intercept.targets import Target, classify
 from proxy.session.output_pairing import pair_outputs
-from proxy.session.placeholders import NO_HISTORY, rewrite_history
+from proxy.session.placeholders import DEFAULT_PLACEHOLDER, NO_HISTORY, placeholder_count, rewrite_history
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.session.tool_context import apply_tool_context
 from proxy.signatures.call_record import CallRecord
@@ -110,8 +111,6 @@ def test_every_repair_leaves_the_apps_body_as_it_was(model: str) -> None:
     the caller compares the result with the app's body and sends the app's own bytes when nothing
     changed, so a repair that reached the body would go out unsent. Between the two models every
     repair happens: 2.5 drops the search parts; 3.6 drops the prefill and signs the current turn."""
-    import orjson
-
     image = {"inlineData": {"mimeType": "image/png", "data": "aGk=", "displayName": "shot"}}
     body = {"contents": [
         {"role": "user", "parts": [{"text": "search, then look"}]},
@@ -146,3 +145,17 @@ def test_every_repair_leaves_the_apps_body_as_it_was(model: str) -> None:
     else:
         assert turns[-1]["parts"] == [{"text": "prefill"}] and "thoughtSignature" not in last_call
     assert out["contents"][0] is body["contents"][0], "a text turn is shared, not copied"
+
+
+def test_what_counts_as_a_placeholder_turn() -> None:
+    P = DEFAULT_PLACEHOLDER  # noqa: N806
+
+    def model(*parts: dict) -> dict:
+        return {"role": "model", "parts": list(parts)}
+
+    assert placeholder_count([model({"text": f"  {P}\n"})]) == 1
+    assert placeholder_count([model({"text": "thinking", "thought": True}, {"text": P})]) == 1
+    assert placeholder_count([model({"text": P[:3]}, {"text": P[3:]})]) == 1  # streamed in pieces
+    assert placeholder_count([model({"text": P, "thought": True})]) == 0  # a thought is not the answer
+    assert placeholder_count([model({"text": P}, {"functionCall": {"name": "f"}})]) == 0
+    assert placeholder_count([{"role": "user", "parts": [{"text": P}]}, model({"text": P + " and more"})]) == 0

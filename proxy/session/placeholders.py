@@ -18,6 +18,9 @@ def _is_placeholder(content: dict[str, Any], placeholder: str) -> bool:
     parts = content.get("parts") or []
     if content.get("role") != "model" or not parts:
         return False
+    if len(parts) == 1:  # most turns: no list, no join (a long answer's text is only compared)
+        text = parts[0].get("text")
+        return type(text) is str and not parts[0].get("thought") and text.strip() == placeholder
     texts = [p.get("text") for p in parts if not p.get("thought")]
     return all(isinstance(t, str) for t in texts) and "".join(texts).strip() == placeholder
 
