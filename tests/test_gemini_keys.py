@@ -24,3 +24,17 @@ def test_camel_bodies_are_not_copied_and_snake_ones_are() -> None:
     snake = {"contents": [{"role": "user", "parts": [{"function_call": {"name": "f", "args": {"a_b": 1}}}]}]}
     out = to_camel_request(snake)
     assert out is not snake and out["contents"][0]["parts"][0] == {"functionCall": {"name": "f", "args": {"a_b": 1}}}
+
+
+def test_bodies_deeper_than_the_recursion_budget() -> None:
+    """Past 64 levels the check goes on without recursion; what it finds there still counts."""
+    def deep(key: str, levels: int) -> dict:
+        node: object = {key: 1}
+        for _ in range(levels):
+            node = [{"parts": node}]
+        return {"contents": node}
+
+    camel = deep("thoughtSignature", 3000)  # deeper than Python's recursion limit
+    assert to_camel_request(camel) is camel
+    assert to_camel_request(deep("thought_signature", 80)) == _walk(deep("thought_signature", 80))
+    assert to_camel_request(deep("thought_signature", 80)) != deep("thought_signature", 80)

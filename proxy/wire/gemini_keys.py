@@ -28,8 +28,29 @@ def to_camel_request(body: dict[str, Any]) -> dict[str, Any]:
     return body if _snake_free(body) else _walk(body)  # type: ignore[return-value]
 
 
-def _snake_free(node: Any) -> bool:
-    """No structural key holds an underscore (so the walk below would change nothing)."""
+def _snake_free(node: Any, budget: int = 64) -> bool:
+    """No structural key holds an underscore (so the walk below would change nothing). Recursive
+    (half the time of a loop over an explicit stack); past `budget` levels the rest is walked by
+    _snake_free_deep, so no body is too deep for it."""
+    if budget == 0:
+        return _snake_free_deep(node)
+    kind = type(node)
+    if kind is dict:
+        for key, value in node.items():
+            if "_" in key:
+                return False
+            kind = type(value)
+            if (kind is dict or kind is list) and key not in OPAQUE and not _snake_free(value, budget - 1):
+                return False
+    elif kind is list:
+        for value in node:
+            kind = type(value)
+            if (kind is dict or kind is list) and not _snake_free(value, budget - 1):
+                return False
+    return True
+
+
+def _snake_free_deep(node: Any) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()
