@@ -173,9 +173,16 @@ class Client:
         raise AssertionError("unreachable")
 
 
+# The one 5xx that is the upstream's doing, said as such: a model that answers without a call under a
+# forced choice (forced_choice.py's 502 tool_choice_ignored). The mock's text-dialect models (Gemma)
+# call only when the text asks them to, so a fuzzed `mode: ANY` after a tool result meets it.
+# [our guess: no recording shows what a real Gemma does under the proxy's forced-choice directive]
+UPSTREAM_IGNORED_CHOICE = b"ignored the forced tool choice"
+
+
 def check_answer(protocol: str, status: int, kind: str, data: bytes) -> None:
-    """Zero 5xx, and the answer in the caller's protocol."""
-    assert status < 500, data[:500]
+    """Zero 5xx of the proxy's own, and the answer in the caller's protocol."""
+    assert status < 500 or (status == 502 and UPSTREAM_IGNORED_CHOICE in data), data[:500]
     if status >= 400:
         err = json.loads(data)["error"]
         if protocol == "gemini":
@@ -233,6 +240,16 @@ def test_fuzzed_bodies_never_5xx(fuzz_client: Client, endpoint: str) -> None:
     run()
     assert sum(seen.values()) >= min(EXAMPLES, 50)
     assert any(s >= 400 for s in seen), seen
+
+
+def test_a_dialect_model_ignoring_a_forced_choice_is_a_502_in_gemini_words(fuzz_client: Client) -> None:
+    """What a randomized run of the fuzzer above found (mode ANY on the Gemma endpoint): not a crash,
+    the upstream's behaviour reported in the caller's protocol after one retry."""
+    method, path, template, protocol = ENDPOINTS["rest_gemma"]
+    body = {**template, "toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}
+    status, kind, answer = fuzz_client.send(method, path, json.dumps(body).encode())
+    assert status == 502 and UPSTREAM_IGNORED_CHOICE in answer and b"after a retry" in answer, answer
+    check_answer(protocol, status, kind, answer)
 
 
 def _last_string(node: Any, path: tuple = ()) -> tuple | None:
