@@ -14,7 +14,8 @@ TOOLS = fixture_tools()
 
 
 def dumped(models) -> list[dict]:
-    return [m.model_dump(by_alias=True, exclude_unset=True) for m in models]
+    """Models dumped as sent; the tools are checked as TypedDicts, which are dicts already."""
+    return [m if isinstance(m, dict) else m.model_dump(by_alias=True, exclude_unset=True) for m in models]
 
 
 def test_fixture_tools_wire_as_sent() -> None:
