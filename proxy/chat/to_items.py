@@ -20,12 +20,12 @@ def _content(content: str | list[ContentPart] | None, where: str) -> str | list[
     """A user or tool message's content: text, or typed parts with media kept (never dropped)."""
     if content is None or isinstance(content, str):
         return content or ""
-    if not any(part.type in _MEDIA for part in content):
+    if not any(part["type"] in _MEDIA for part in content):
         return _text(content, where)
     parts: list[dict[str, Any]] = []
     for j, part in enumerate(content):
-        if part.type in _MEDIA:
-            parts.append({**part.wire(), "type": _MEDIA[part.type]})
+        if part["type"] in _MEDIA:
+            parts.append({**part, "type": _MEDIA[part["type"]]})
             media_part(parts[-1], f"{where}.content[{j}]")  # a bad part is a 400 in the Chat request's terms
         else:
             parts.append({"type": "input_text", "text": _text([part], where)})
@@ -39,12 +39,13 @@ def _text(content: str | list[ContentPart] | None, where: str) -> str:
         return content or ""
     texts = []
     for j, part in enumerate(content):
-        if part.type == "text" and isinstance(part.text, str):
-            texts.append(part.text)
-        elif part.type == "refusal" and isinstance(part.refusal, str):
-            texts.append(part.refusal)
+        kind, text, refusal = part["type"], part.get("text"), part.get("refusal")
+        if kind == "text" and isinstance(text, str):
+            texts.append(text)
+        elif kind == "refusal" and isinstance(refusal, str):
+            texts.append(refusal)
         else:
-            raise ProxyError(f"Content parts of type '{part.type}' are not supported by this proxy yet "
+            raise ProxyError(f"Content parts of type '{kind}' are not supported by this proxy yet "
                              f"('{where}.content[{j}]'); the message is refused rather than sent without it.",
                              param=f"{where}.content[{j}]", code="unsupported_content")
     return "".join(texts)
@@ -54,24 +55,27 @@ def chat_messages_to_items(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
-        if m.role == "user":
-            items.append({"type": "message", "role": m.role, "content": _content(m.content, where)})
-        elif m.role in ("system", "developer"):
-            items.append({"type": "message", "role": m.role, "content": _text(m.content, where)})
-        elif m.role == "assistant":
-            text = _text(m.content, where)
+        role, content = m["role"], m.get("content")
+        if role == "user":
+            items.append({"type": "message", "role": role, "content": _content(content, where)})
+        elif role in ("system", "developer"):
+            items.append({"type": "message", "role": role, "content": _text(content, where)})
+        elif role == "assistant":
+            text = _text(content, where)
             if text:
                 items.append({"type": "message", "role": "assistant", "content": text})
-            for j, tc in enumerate(m.tool_calls or []):
-                if tc.function.arguments and _NON_FINITE.search(tc.function.arguments):  # named here, not as input[k]
+            for j, tc in enumerate(m.get("tool_calls") or []):
+                function = tc["function"]
+                arguments = function.get("arguments")
+                if arguments and _NON_FINITE.search(arguments):  # named here, not as input[k]
                     with contextlib.suppress(json.JSONDecodeError):
-                        parse_arguments(tc.function.arguments, f"{where}.tool_calls[{j}].function.arguments")
-                items.append({"type": "function_call", "call_id": tc.id, "name": tc.function.name,
-                              "arguments": tc.function.arguments or "{}"})
+                        parse_arguments(arguments, f"{where}.tool_calls[{j}].function.arguments")
+                items.append({"type": "function_call", "call_id": tc["id"], "name": function["name"],
+                              "arguments": arguments or "{}"})
         else:  # tool
-            if m.tool_call_id is None:
+            call_id = m.get("tool_call_id")
+            if call_id is None:
                 raise ProxyError(f"Missing required parameter: '{where}.tool_call_id'.",
                                  param=f"{where}.tool_call_id", code="missing_required_parameter")
-            items.append({"type": "function_call_output", "call_id": m.tool_call_id,
-                          "output": _content(m.content, where)})
+            items.append({"type": "function_call_output", "call_id": call_id, "output": _content(content, where)})
     return items

@@ -1,37 +1,43 @@
 """OpenAI Chat Completions request shape (reference/protocols.md §A8). Unknown fields are ignored;
 messages, tool calls, content parts, tools and tool_choice are typed so a wrong shape is a 400."""
 
-from typing import Any, Literal
+from typing import Any, Literal, Required, TypedDict
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from proxy.wire.responses import TextFormat, ToolChoice, ToolSpec, _Lenient
 
 
-class ContentPart(_Lenient):
+# The messages are only read by chat/to_items.py, as dicts: TypedDicts, whose check builds no model
+# instances (50 messages took 100 us as models), and which equal what was sent (unknown keys kept).
+class ContentPart(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    type: Required[str]
+    text: str | None
+    refusal: str | None
+    image_url: dict[str, Any] | str | None
+
+
+class ToolCallFunction(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    name: Required[str]
+    arguments: str | None
+
+
+class ToolCall(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    id: Required[str]
     type: str
-    text: str | None = None
-    refusal: str | None = None
-    image_url: dict[str, Any] | str | None = None
+    function: Required[ToolCallFunction]
 
 
-class ToolCallFunction(_Lenient):
-    name: str
-    arguments: str | None = None
-
-
-class ToolCall(_Lenient):
-    id: str
-    type: str = "function"
-    function: ToolCallFunction
-
-
-class ChatMessage(_Lenient):
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[ContentPart] | None = None
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
+class ChatMessage(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    role: Required[Literal["system", "developer", "user", "assistant", "tool"]]
+    content: str | list[ContentPart] | None
+    tool_calls: list[ToolCall] | None
+    tool_call_id: str | None
+    name: str | None
 
 
 class StreamOptions(_Lenient):
