@@ -3,15 +3,15 @@ messages, tool calls, content parts, tools and tool_choice are typed so a wrong 
 
 from typing import Any, Literal, Required, TypedDict
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from proxy.wire.responses import TextFormat, ToolChoice, ToolSpec, _Lenient
+from proxy.wire.responses import LENIENT, TextFormat, ToolChoice, ToolSpec, _Lenient
 
 
 # The messages are only read by chat/to_items.py, as dicts: TypedDicts, whose check builds no model
 # instances (50 messages took 100 us as models), and which equal what was sent (unknown keys kept).
 class ContentPart(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    __pydantic_config__ = LENIENT
     type: Required[str]
     text: str | None
     refusal: str | None
@@ -19,20 +19,20 @@ class ContentPart(TypedDict, total=False):
 
 
 class ToolCallFunction(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    __pydantic_config__ = LENIENT
     name: Required[str]
     arguments: str | None
 
 
 class ToolCall(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    __pydantic_config__ = LENIENT
     id: Required[str]
     type: str
     function: Required[ToolCallFunction]
 
 
 class ChatMessage(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    __pydantic_config__ = LENIENT
     role: Required[Literal["system", "developer", "user", "assistant", "tool"]]
     content: str | list[ContentPart] | None
     tool_calls: list[ToolCall] | None

@@ -10,9 +10,13 @@ from typing import Annotated, Any, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
+# Strict types, unknown keys kept: the models below and the TypedDicts (shapes only checked, whose
+# check builds no instances) share it, as does wire/chat.py.
+LENIENT = ConfigDict(extra="allow", strict=True)
+
 
 class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = LENIENT
 
     def wire(self) -> dict[str, Any]:
         """The object as the client sent it (for the core, which works on checked dicts)."""
@@ -113,17 +117,10 @@ INPUT_ITEMS: TypeAdapter[list[InputItem]] = TypeAdapter(list[Annotated[
     Discriminator(_item_tag)]])
 
 
-class FunctionRef(_Lenient):
+class FunctionRef(TypedDict, total=False):
     """`{"name": ...}`: the Chat API's nested function in tools and tool_choice."""
 
-    name: str
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-    strict: bool | None = None
-
-
-class _Function(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    __pydantic_config__ = LENIENT
     name: Required[str]
     description: str | None
     parameters: dict[str, Any] | None
@@ -131,7 +128,7 @@ class _Function(TypedDict, total=False):
 
 
 class _CustomFormat(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    __pydantic_config__ = LENIENT
     type: Required[str]
     syntax: str | None
     definition: str | None
@@ -144,13 +141,13 @@ class ToolSpec(TypedDict, total=False):
     check builds no model instances (20 tools 69 -> 35 us); what it gives equals what was sent
     (tests/test_wire_models.py)."""
 
-    __pydantic_config__ = ConfigDict(strict=True, extra="allow")
+    __pydantic_config__ = LENIENT
     type: str
     name: str | None
     description: str | None
     parameters: dict[str, Any] | None
     strict: bool | None
-    function: _Function | None
+    function: FunctionRef | None
     format: _CustomFormat | None
     tools: list["ToolSpec"] | None  # a namespace's members
 
