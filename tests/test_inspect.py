@@ -304,11 +304,17 @@ def test_instances_on_one_redis_share_the_journal(tmp_path):
         assert json.loads(doc)["client_request"]["body"]["tools"][0]["name"] == "get_weather"
         for _ in range(40):  # well past the shared journal's bound
             client.responses.create(model="gemini-2.5-flash", input=f"lorem ipsum {KEY} " * 2000, store=False)
+        native = urllib.request.Request(  # the key in the query, a credential header and another header too
+            aurl + f"/v1beta/models/gemini-2.5-flash:generateContent?key={KEY}",
+            json.dumps({"contents": [{"role": "user", "parts": [{"text": KEY}]}]}).encode(),
+            headers={"x-goog-api-key": KEY, "x-note": KEY, "content-type": "application/json"})
+        assert urllib.request.urlopen(native, timeout=30).status == 200
         time.sleep(1)
+        assert exchanges(burl)[0]["path"] == "/v1beta/models/gemini-2.5-flash:generateContent?key=[redacted]"
         r = redis.Redis.from_url(server.url)
-        kept = int(r.get("gtp:j:bytes"))
+        kept = int(r.get("gtp:jk:bytes"))
         assert 0 < kept <= 512 * 1024
-        values = b"".join(v for k in r.scan_iter("gtp:j:*") if r.type(k) == b"hash" for v in r.hvals(k))
+        values = b"".join(v for k in r.scan_iter("gtp:jk:*") if r.type(k) == b"hash" for v in r.hvals(k))
         assert values and KEY.encode() not in values
         r.close()
     finally:

@@ -204,15 +204,10 @@ class Exchange:
         appears), its path without that key, its protocol, and the trace it continues."""
         if self.identified:
             return
-        from proxy.server.auth import key_in  # (the server's auth records scopes on exchanges: imported late)
-        lowered = {k.lower(): v for k, v in pairs(self.request_headers)}
-        query_key = parse_qs(urlsplit(self.path).query).get("key", [None])[0] if "key=" in self.path else None
-        key = key_in(lowered, query_key)
+        key, self.path, self.traceparent = identity(self.request_headers, self.path)
         if key:
             self.secrets = (*self.secrets, key)
-        self.path = redact.path(self.path)
         self.protocol = self.protocol or protocol_of(self.path)
-        self.traceparent = lowered.get("traceparent")
         self.identified = True
 
     def note(self, kind: str, message: str, **detail: Any) -> None:
@@ -240,6 +235,15 @@ class Exchange:
         call = UpstreamCall(model, body, stream, body if type(body) is dict else None)
         self.upstreams.append(call)
         return call
+
+
+def identity(headers: Any, path: str) -> tuple[str | None, str, str | None]:
+    """The key a request presented (in a header or the query), its path without that key, and the
+    trace it continues (`headers`: anything pairs() reads)."""
+    from proxy.server.auth import key_in  # (the server's auth records scopes on exchanges: imported late)
+    lowered = {k.lower(): v for k, v in pairs(headers)}
+    query_key = parse_qs(urlsplit(path).query).get("key", [None])[0] if "key=" in path else None
+    return key_in(lowered, query_key) or None, redact.path(path), lowered.get("traceparent")
 
 
 def pairs(headers: Any) -> Any:

@@ -22,11 +22,12 @@ from proxy.store.byte_lru import held
 SCOPE, FILTERS, FROZEN, SIZE = 0, slice(1, 8), slice(8, -1), -1
 FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_model")
 # The frozen exchange: these fields as they are (plain values, bytes, header blocks), in this order,
-# then the JSON of the rest (META: notes, error, secrets, and per call its attempts, calls, finish
-# reasons, usage and tools), then _FROZEN_CALL's fields for each call.
+# then the JSON of the rest (META: notes, error, and per call its attempts, calls, finish reasons,
+# usage and tools), then _FROZEN_CALL's fields for each call. The exchange's secrets (the key it
+# presented, once identified) are a field of their own: the shared journal blanks them (packed.py).
 _FROZEN = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model", "time",
-           "start", "status", "answer_stream_bytes", "traceparent", "end", "cut", "identified", "request_body",
-           "answer_body", "answer_stream", "request_headers", "answer_headers")
+           "start", "status", "answer_stream_bytes", "traceparent", "end", "cut", "identified", "secrets",
+           "request_body", "answer_body", "answer_stream", "request_headers", "answer_headers")
 _FROZEN_CALL = ("model", "stream", "start", "dropped_chunks", "first_byte", "last_byte", "error", "raw",
                 "chunk_bytes", "learnt", "version", "body", "answer", "chunks")
 META = len(_FROZEN)
@@ -107,7 +108,7 @@ def seal(ex: Exchange, most: int) -> tuple:
             rows[at + _LEARNT], rows[at + _VERSION] = call.learnt, call.version
             rests[i] = (call.attempts, call.calls, call.finish, call.usage, call.tools)
         size = len(request_headers) + len(answer_headers) + 2 * HEADER_OVERHEAD + ENTRY_OVERHEAD
-    meta = (ex.notes, ex.error, ex.secrets, rests)
+    meta = (ex.notes, ex.error, rests)
     try:
         meta = _copy((orjson.dumps(meta), b""))
     except TypeError:  # a note's detail that is not JSON
@@ -118,7 +119,8 @@ def seal(ex: Exchange, most: int) -> tuple:
     return (scope, session or "", protocol, kind, status, client_model or "", calls[-1].model if calls else "",
             ex.error is not None,
             ex.id, kind, ex.method, path, protocol, scope, session, ex.request_id, client_model, ex.time, ex.start,
-            status, ex.answer_stream_bytes, ex.traceparent, ex.end, cut, ex.identified, request_body, answer_body,
+            status, ex.answer_stream_bytes, ex.traceparent, ex.end, cut, ex.identified, ex.secrets, request_body,
+            answer_body,
             stream, request_headers, answer_headers, meta, *rows, size + len(meta))
 
 
@@ -129,9 +131,9 @@ def thaw(frozen: tuple) -> Exchange:
     for name, value in zip(_FROZEN, frozen, strict=False):
         setattr(ex, name, value)
     ex.id = ex.name  # made of its number now
-    notes, error, secrets, rests = orjson.loads(frozen[META])
+    notes, error, rests = orjson.loads(frozen[META])
     ex.request_headers, ex.answer_headers = pairs(ex.request_headers), pairs(ex.answer_headers)  # decoded once
-    ex.notes, ex.error, ex.secrets, ex.complete = notes, error, tuple(secrets), None
+    ex.notes, ex.error, ex.secrets, ex.complete = notes, error, tuple(ex.secrets), None
     ex.upstreams = []
     for i, rest in enumerate(rests):
         call = UpstreamCall.__new__(UpstreamCall)

@@ -29,6 +29,7 @@ from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.journal import redact
 from proxy.journal.exchange import Exchange, pairs
 from proxy.journal.kept import FILTERED, FILTERS, FROZEN, SCOPE, SIZE, fallback, seal, thaw, tools_of
+from proxy.journal.packed import pack
 from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
 
@@ -145,7 +146,7 @@ class Journal:
         then also kept there, for every instance (shared.py)."""
         self.max_bytes = max_bytes
         self.redactor = redactor or Redactor()
-        self.shared = Shared(shared, max_bytes, self.render) if shared is not None else None
+        self.shared = Shared(shared, max_bytes, self.packed) if shared is not None else None
         self.total = 0
         self._entries: OrderedDict[str, Kept] = OrderedDict()
         self._live: set[tuple[str, asyncio.Queue]] = set()
@@ -177,12 +178,24 @@ class Journal:
         head = orjson.dumps(summarize(ex), default=fallback)
         return self.redactor.scrub_summary(head, ex.secrets)
 
-    def render(self, kept: Kept) -> tuple[str, str, bytes, bytes]:
-        """A kept exchange's id, scope, summary and whole document, scrubbed of secrets."""
+    def document(self, kept: Kept) -> bytes:
+        """A kept exchange's whole document, scrubbed of secrets."""
         ex = thaw(kept[FROZEN])
         head, _ = self._summary(ex)
         rest = orjson.dumps(details(ex), default=fallback)
-        return ex.id, ex.scope, head, self.redactor.scrub(head[:-1] + b"," + rest[1:], ex.secrets)
+        return self.redactor.scrub(head[:-1] + b"," + rest[1:], ex.secrets)
+
+    def packed(self, kept: Kept) -> tuple[str, str, bytes, bytes]:
+        """A kept exchange's id, scope, brief and packed entry, scrubbed of secrets (the shared journal's)."""
+        exchange_id, brief, entry = pack(kept, self.redactor)
+        return exchange_id, kept[SCOPE], brief, entry
+
+    def _deliver_entry(self, scope: str, kept: Kept) -> None:
+        """Another instance's new exchange, to those following its scope (shared.py)."""
+        self._deliver(scope, self._summary(thaw(kept[FROZEN]))[1])
+
+    def _wanted(self, scope: str) -> bool:
+        return any(wanted == scope for wanted, _ in self._live)
 
     def _deliver(self, scope: str, summary: dict[str, Any]) -> None:
         for wanted, queue in list(self._live):
@@ -195,8 +208,7 @@ class Journal:
         self.before_read()
         out = []
         for kept in reversed(self._entries.values()):
-            keys = kept[FILTERS]
-            if kept[SCOPE] != scope or not _matches(dict(zip(FILTERED, keys, strict=False)), keys[-1], filters):
+            if kept[SCOPE] != scope or not _brief_matches(kept[FILTERS], filters):
                 continue
             out.append(self._summary(thaw(kept[FROZEN]))[1])
             if len(out) >= limit:
@@ -207,7 +219,8 @@ class Journal:
         """`list`, over every instance's exchanges when the journal is shared (else this one's)."""
         if self.shared is not None and self.shared.client is not None:
             try:
-                return await self.shared.list(scope, limit, lambda s: _matches(s, bool(s.get("error")), filters))
+                entries = await self.shared.list(scope, limit, lambda brief: _brief_matches(brief, filters))
+                return [self._summary(thaw(kept[FROZEN]))[1] for kept in entries]
             except Exception as e:  # Redis down: what this instance saw
                 log.info("the shared journal is unavailable (%s); listing this instance's exchanges", e)
         return self.list(scope, limit, **filters)
@@ -217,7 +230,8 @@ class Journal:
         doc = self.get(scope, exchange_id)
         if doc is None and self.shared is not None and self.shared.client is not None:
             try:
-                doc = await self.shared.get(scope, exchange_id)
+                kept = await self.shared.get(scope, exchange_id)
+                doc = self.document(kept) if kept is not None else None
             except Exception as e:
                 log.info("the shared journal is unavailable (%s)", e)
         return doc
@@ -231,7 +245,7 @@ class Journal:
             kept = self._entries.get(number) if number is not None else None
         if kept is None or kept[SCOPE] != scope:
             return None
-        return self.render(kept)[3]
+        return self.document(kept)
 
     @contextlib.asynccontextmanager
     async def live(self, scope: str) -> AsyncIterator[asyncio.Queue]:
@@ -239,7 +253,7 @@ class Journal:
         entry = (scope, asyncio.Queue(LIVE_QUEUE))
         self._live.add(entry)
         if self.shared is not None:
-            self.shared.follow(self._deliver)
+            self.shared.follow(self._deliver_entry, self._wanted)
         try:
             yield entry[1]
         finally:
@@ -248,6 +262,11 @@ class Journal:
 
 def _nothing() -> None:
     pass
+
+
+def _brief_matches(keys: Any, filters: dict[str, str | None]) -> bool:
+    """Whether an entry's filter values (kept.FILTERS: FILTERED's, then whether it failed) match."""
+    return _matches(dict(zip(FILTERED, keys, strict=False)), keys[-1], filters)
 
 
 def _matches(summary: dict[str, Any], failed: bool, filters: dict[str, str | None]) -> bool:

@@ -1,13 +1,13 @@
 """The journal shared by every instance on one Redis (`--store redis://...`): each instance keeps
-its own exchanges (ring.py) and publishes them, scrubbed, to Redis, where they are kept bounded by
-bytes (journal.lua, one call per batch) and announced on a channel; the page, the API and the CLI
-of any instance then list, open and follow the exchanges of all of them.
+its own exchanges (ring.py) and publishes their entries, scrubbed and packed (packed.py), to Redis,
+where they are kept bounded by bytes (journal.lua, one call per batch) and announced on a channel;
+the page, the API and the CLI of any instance then list, open and follow the exchanges of all of
+them, rendering an entry when they read it, as they do their own.
 
 Publishing runs on a background task, after the answer went out, in batches (one round trip each,
-so the store's one round trip per request stays about one): a document is scrubbed of secrets
-(redact.py) before it leaves the process, which is the costly part (a large exchange is scanned for
-every secret and credential shape), and the request never waits on Redis. A backlog beyond
-MAX_PENDING exchanges (Redis slow or down) drops the oldest and says so in the log once.
+so the store's one round trip per request stays about one): an entry is scrubbed of secrets before
+it leaves the process, and the request never waits on Redis. A backlog beyond MAX_PENDING exchanges
+(Redis slow or down) drops the oldest and says so in the log once.
 """
 
 import asyncio
@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from proxy import ids
+from proxy.journal.packed import Unpackable, unpack
 
 log = logging.getLogger(__name__)
 SCRIPT = (Path(__file__).with_name("journal.lua")).read_text()
@@ -28,13 +29,15 @@ MAX_PENDING = 512  # exchanges waiting to be published
 BATCH = 64  # exchanges published in one round trip
 FLUSH_AFTER = 0.1  # seconds a publication waits for others to share its round trip
 LIST_WINDOW = 5000  # newest exchanges looked through for a list (all scopes together)
+READ_BATCH = 200  # briefs, or entries, read in one round trip
 
 
 class Shared:
     def __init__(self, client_of: Callable[[], Any], max_bytes: int,
-                 render: Callable[[Any], tuple[str, str, bytes, bytes]], prefix: str = "gtp:") -> None:
-        """`render`: a kept exchange's id, scope, scrubbed summary and document (ring.Journal.render)."""
-        self.client_of, self.max_bytes, self.render, self.prefix = client_of, max_bytes, render, prefix
+                 pack: Callable[[tuple], tuple[str, str, bytes, bytes]], prefix: str = "gtp:") -> None:
+        """`pack`: an entry's id, scope, brief and packed self, scrubbed (ring.Journal.packed)."""
+        self.client_of, self.max_bytes, self.pack, self.prefix = client_of, max_bytes, pack, prefix
+        self.keys = {name: f"{prefix}jk:{name}" for name in ("ids", "brief", "entry", "scope", "live")}
         self.instance = ids.exchange_id(ids.exchange_number())  # tells this instance's announcements from the others'
         self.pending: collections.deque = collections.deque()
         self.dropped = 0
@@ -78,57 +81,73 @@ class Shared:
             try:
                 args: list[Any] = [self.prefix, self.max_bytes, self.instance]
                 for kept in batch:
-                    args += self.render(kept)  # id, scope, summary, document
+                    args += self.pack(kept)  # id, scope, brief, entry
                 await self._run(client)(args=args)  # one call, one round trip, for the batch
             except Exception as e:  # Redis down: the exchanges stay in this instance's journal only
                 log.info("could not publish %d exchange(s) to the shared journal: %s", len(batch), e)
 
-    async def list(self, scope: str, limit: int, matches: Callable[[dict], bool]) -> list[dict[str, Any]]:
-        client = self.client
-        newest = await client.lrange(self.prefix + "j:ids", 0, LIST_WINDOW - 1)
+    async def list(self, scope: str, limit: int, matches: Callable[[Any], bool]) -> list[tuple]:
+        """The newest `limit` entries of `scope` whose brief (the filters' values, kept.FILTERS) matches."""
+        client, keys = self.client, self.keys
+        newest = await client.lrange(keys["ids"], 0, LIST_WINDOW - 1)
         if not newest:
             return []
-        scopes = await client.hmget(self.prefix + "j:scope", newest)
+        scopes = await client.hmget(keys["scope"], newest)
         mine = [i for i, s in zip(newest, scopes, strict=True) if s is not None and s.decode() == scope]
-        out: list[dict[str, Any]] = []
-        for start in range(0, len(mine), 200):
-            for raw in await client.hmget(self.prefix + "j:sum", mine[start:start + 200]):
-                if raw is None:
-                    continue
-                summary = orjson.loads(raw)
-                if matches(summary):
-                    out.append(summary)
-                    if len(out) >= limit:
-                        return out
+        chosen: list[bytes] = []
+        for start in range(0, len(mine), READ_BATCH):
+            batch = mine[start:start + READ_BATCH]
+            for exchange_id, brief in zip(batch, await client.hmget(keys["brief"], batch), strict=True):
+                if brief is not None and matches(orjson.loads(brief)):
+                    chosen.append(exchange_id)
+            if len(chosen) >= limit:
+                break
+        chosen = chosen[:limit]
+        out: list[tuple] = []
+        for start in range(0, len(chosen), READ_BATCH):
+            out += filter(None, map(self._unpack, await client.hmget(keys["entry"], chosen[start:start + READ_BATCH])))
         return out
 
-    async def get(self, scope: str, exchange_id: str) -> bytes | None:
+    async def get(self, scope: str, exchange_id: str) -> tuple | None:
+        """An exchange's entry, unless it is another scope's."""
         client = self.client
-        owner, doc = await client.hmget(self.prefix + "j:scope", exchange_id), None
+        owner = await client.hmget(self.keys["scope"], exchange_id)
         if owner and owner[0] is not None and owner[0].decode() == scope:
-            doc = await client.hget(self.prefix + "j:doc", exchange_id)
-        return doc
+            return self._unpack(await client.hget(self.keys["entry"], exchange_id))
+        return None
 
-    def follow(self, deliver: Callable[[str, dict], None]) -> None:
-        """Deliver other instances' new exchanges as they are announced (one subscription a process)."""
+    def _unpack(self, packed: bytes | None) -> tuple | None:
+        if packed is None:
+            return None
+        try:
+            return unpack(packed)
+        except Unpackable as e:  # another version's, or damaged: left out
+            log.info("an entry of the shared journal could not be read: %s", e)
+            return None
+
+    def follow(self, deliver: Callable[[str, tuple], None], wanted: Callable[[str], bool]) -> None:
+        """Deliver other instances' new entries as they are announced, those of a scope someone follows
+        (`wanted`) only (one subscription a process)."""
         if self.client is None or (self._listener is not None and not self._listener.done()):
             return
-        self._listener = asyncio.get_running_loop().create_task(self._listen(deliver))
+        self._listener = asyncio.get_running_loop().create_task(self._listen(deliver, wanted))
 
-    async def _listen(self, deliver: Callable[[str, dict], None]) -> None:
+    async def _listen(self, deliver: Callable[[str, tuple], None], wanted: Callable[[str], bool]) -> None:
         while True:
             client = self.client
             if client is None:
                 return
             try:
                 async with client.pubsub() as pubsub:
-                    await pubsub.subscribe(self.prefix + "j:live")
+                    await pubsub.subscribe(self.keys["live"])
                     async for message in pubsub.listen():
                         if message.get("type") != "message":
                             continue
-                        scope, instance, summary = message["data"].split(b"\n", 2)
-                        if instance.decode() != self.instance:
-                            deliver(scope.decode(), orjson.loads(summary))
+                        scope, instance, exchange_id = message["data"].decode().split("\n", 2)
+                        if instance != self.instance and wanted(scope):
+                            kept = self._unpack(await client.hget(self.keys["entry"], exchange_id))
+                            if kept is not None:
+                                deliver(scope, kept)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
