@@ -63,3 +63,31 @@ def test_pairing_errors(items, message) -> None:
     with pytest.raises(ProxyError) as info:
         convert([{"role": "user", "content": "go"}, *items])
     assert info.value.message == message and info.value.param == "input"
+
+
+@pytest.mark.parametrize(("items", "param"), [
+    # the first bad item by index, whatever its kind and whichever kind is validated first
+    ([{"role": "user", "content": "a"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": 1},
+      {"role": "user", "content": 2}], "input[1].arguments"),
+    ([{"role": "user", "content": "a"}, {"type": "function_call_output", "call_id": "c", "output": "x"},
+      {"role": "robot", "content": "b"}, {"type": "function_call", "call_id": 5, "name": "f", "arguments": ""}],
+     "input[2].role"),
+    ([{"role": "user", "content": "a"}, {"role": "user"}], "input[1].content"),
+    ([{"type": "reasoning", "summary": "no"}, {"role": "user", "content": "a"}], "input[0].summary"),
+])
+def test_a_bad_item_is_named_by_its_index_in_the_input(items, param) -> None:
+    with pytest.raises(ProxyError) as info:
+        parse_input(items)
+    assert info.value.param == param and info.value.status == 400
+    assert info.value.message.startswith(f"Invalid '{param}': ")
+
+
+def test_items_of_several_kinds_come_back_in_their_order() -> None:
+    items = [{"role": "user", "content": "go"}, *CALLS, {"type": "reasoning", "summary": []},
+             {"type": "function_call_output", "call_id": "a", "output": "A"}, {"role": "assistant", "content": "ok"},
+             {"type": "custom_tool_call_output", "call_id": "b", "output": "B"}]
+    parsed = parse_input(items)
+    assert [type(i).__name__ for i in parsed] == ["MessageItem", "FunctionCallItem", "FunctionCallItem",
+                                                  "ReasoningItem", "FunctionCallOutputItem", "MessageItem",
+                                                  "FunctionCallOutputItem"]
+    assert [i.wire() for i in parsed] == items

@@ -14,8 +14,10 @@ TOOLS = fixture_tools()
 
 
 def dumped(models) -> list[dict]:
-    """Models dumped as sent; the tools are checked as TypedDicts, which are dicts already."""
-    return [m if isinstance(m, dict) else m.model_dump(by_alias=True, exclude_unset=True) for m in models]
+    """Models dumped as sent; the tools are checked as TypedDicts, which are dicts already, and the
+    input items are read from theirs."""
+    return [m if isinstance(m, dict) else m.model_dump(by_alias=True, exclude_unset=True)
+            if hasattr(m, "model_dump") else m.wire() for m in models]
 
 
 def test_fixture_tools_wire_as_sent() -> None:

@@ -23,7 +23,7 @@ from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.tool_names import ToolNames
 from proxy.wire.json_body import parse_arguments
 from proxy.wire.responses import (
-    INPUT_ITEMS,
+    ITEM_LISTS,
     ITEM_MODELS,
     CompactionItem,
     CustomToolCallItem,
@@ -36,25 +36,52 @@ from proxy.wire.responses import (
 
 
 def parse_input(raw: str | list[Any]) -> list[InputItem]:
-    """Validate raw `input` into typed items; a bad item is a 400 naming its index."""
+    """Check raw `input` and read it as typed items; a bad item is a 400 naming its index. The items of
+    each kind are checked together (wire/responses.py ITEM_LISTS), then put back in their order."""
     if isinstance(raw, str):
         return [MessageItem(role="user", content=raw)]
+    first: type | None = None
+    mixed = False
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
                              code="invalid_type")
         kind = item.get("type", "message")
-        if not isinstance(kind, str) or kind not in ITEM_MODELS:
+        model = ITEM_MODELS.get(kind) if type(kind) is str else None
+        if model is None:
             raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
                              param=f"input[{i}].type", code="invalid_value")
-    try:
-        return INPUT_ITEMS.validate_python(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        i, _tag, *loc = err["loc"]  # (index, member tag, the field's path in the item)
-        where = ".".join(str(p) for p in loc)
-        raise ProxyError(f"Invalid 'input[{i}].{where}': {err['msg']}.", param=f"input[{i}].{where}",
-                         code="invalid_value") from None
+        if model is not first:
+            mixed, first = first is not None, first or model
+    if not mixed:  # one kind (a conversation of messages): the list as it is
+        model = first or MessageItem
+        try:
+            return list(map(model, ITEM_LISTS[model].validate_python(raw)))
+        except ValidationError as e:
+            raise _refusal(e, range(len(raw)))[1] from None
+    kinds: dict[type, list[int]] = {}
+    for i, item in enumerate(raw):
+        kinds.setdefault(ITEM_MODELS[item.get("type", "message")], []).append(i)
+    items: list[Any] = [None] * len(raw)
+    refusals = []
+    for model, at in kinds.items():
+        try:
+            for i, item in zip(at, ITEM_LISTS[model].validate_python([raw[i] for i in at]), strict=True):
+                items[i] = model(item)
+        except ValidationError as e:
+            refusals.append(_refusal(e, at))
+    if refusals:  # the first bad item's
+        raise min(refusals, key=lambda r: r[0])[1] from None
+    return items
+
+
+def _refusal(e: ValidationError, at: Any) -> tuple[int, ProxyError]:
+    """The index and 400 of a group's first bad item; `at`: each item's index in the input."""
+    err = e.errors()[0]
+    j, *loc = err["loc"]  # (index in the group, the field's path in the item)
+    i, where = at[j], ".".join(str(p) for p in loc)
+    return i, ProxyError(f"Invalid 'input[{i}].{where}': {err['msg']}.", param=f"input[{i}].{where}",
+                         code="invalid_value")
 
 
 # Content parts that carry text; media (input_image, input_file, input_audio) become inlineData /
@@ -194,7 +221,7 @@ class _Builder:
         parts = _parts_of(item.output, f"input[{index}].output")
         text = "".join(p["text"] for p in parts if "text" in p)
         media = [p for p in parts if "text" not in p]
-        extra = item.model_extra or {}
+        extra = item.extra
         error = extra.get("is_error") is True  # Interactions' function_result.is_error
         out = response_with_media(gname, gid, item.call_id, text, media, error)
         if isinstance(extra.get("result_object"), dict):  # Interactions' object result: Gemini's response as is
