@@ -151,20 +151,18 @@ class _Builder:
         self.pending, self.outputs = [], {}
 
     def message(self, item: MessageItem, index: int) -> None:
-        where = f"input[{index}].content"
-        if item.role == "user":
-            parts = _parts_of(item.content, where)
-            texts = []
-        else:
-            texts = _text_of(item.content, where)
-        if item.role in ("system", "developer"):
+        role, content = item.role, item.content  # (read once: an item's field is read through a function)
+        if role in ("system", "developer"):
+            texts = [content] if type(content) is str else _text_of(content, f"input[{index}].content")
             self.system.extend({"text": t} for t in texts)
             return
-        if item.role == "assistant":
+        if role == "assistant":
+            texts = [content] if type(content) is str else _text_of(content, f"input[{index}].content")
             if self.pending and not self.model_open:
                 self._close_outputs()
             self._model_parts().extend({"text": t} for t in texts if t)
             return
+        parts = [{"text": content}] if type(content) is str else _parts_of(content, f"input[{index}].content")
         self.model_open = False
         self._close_outputs()
         self.contents.append({"role": "user", "parts": parts or [{"text": ""}]})
