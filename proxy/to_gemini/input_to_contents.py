@@ -180,12 +180,15 @@ class _Builder:
                              param=f"input[{index}].arguments", code="invalid_value")
         if self.pending and not self.model_open:
             self._close_outputs()
-        rec = self.calls.get(item.call_id) or CallRecord(item.call_id, item.name, self.names.to_gemini(
-            item.name, item.namespace), item.call_id, None)  # history the proxy never saw: the call_id is the id
+        call_id = item.call_id
+        rec = self.calls.get(call_id)
+        if rec is None:  # history the proxy never saw: the call_id is the id
+            name = item.name
+            rec = CallRecord(call_id, name, self.names.to_gemini(name, item.namespace), call_id, None)
         self._server_parts(rec.server_parts)
         self._model_parts().append(rec.part(args))  # Gemini's own arguments and signature when known
-        self.pending.append((item.call_id, rec.gemini_name, rec.gemini_id))
-        self.calls.setdefault(item.call_id, rec)
+        self.pending.append((call_id, rec.gemini_name, rec.gemini_id))
+        self.calls.setdefault(call_id, rec)
 
     def web_search(self, item: WebSearchCallItem, index: int) -> None:
         """A search Gemini ran: its toolCall/toolResponse parts go back exactly as they came."""
@@ -211,20 +214,22 @@ class _Builder:
 
     def function_output(self, item: FunctionCallOutputItem, index: int) -> None:
         self.model_open = False
-        match = next((p for p in self.pending if p[0] == item.call_id), None)
+        call_id = item.call_id
+        match = next((p for p in self.pending if p[0] == call_id), None)
         if match is None:
-            raise PairingError(f"No tool call found for function call output with call_id {item.call_id}.",
-                               param="input", call_id=item.call_id)
+            raise PairingError(f"No tool call found for function call output with call_id {call_id}.",
+                               param="input", call_id=call_id)
         _, gname, gid = match
         parts = _parts_of(item.output, f"input[{index}].output")
         text = "".join(p["text"] for p in parts if "text" in p)
         media = [p for p in parts if "text" not in p]
-        extra = item.extra
-        error = extra.get("is_error") is True  # Interactions' function_result.is_error
-        out = response_with_media(gname, gid, item.call_id, text, media, error)
-        if isinstance(extra.get("result_object"), dict):  # Interactions' object result: Gemini's response as is
-            out["functionResponse"]["response"] = {"error": extra["result_object"]} if error else extra["result_object"]
-        self.outputs[item.call_id] = out
+        sent = item.wire()  # with fields of Interactions' function_result that Responses does not declare:
+        error = sent.get("is_error") is True  # is_error puts the result on the error side,
+        out = response_with_media(gname, gid, call_id, text, media, error)
+        result = sent.get("result_object")
+        if isinstance(result, dict):  # and an object result is Gemini's response as it is
+            out["functionResponse"]["response"] = {"error": result} if error else result
+        self.outputs[call_id] = out
 
     def finish(self) -> Conversation:
         if self.pending and self.outputs:

@@ -46,11 +46,6 @@ class _Item:
         """The item as the client sent it."""
         return self._wire
 
-    @property
-    def extra(self) -> dict[str, Any]:
-        """The fields its kind does not declare (other APIs' own, such as Interactions' is_error)."""
-        return {k: v for k, v in self._wire.items() if k not in self.fields}
-
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other._wire == self._wire  # type: ignore[attr-defined]
 
