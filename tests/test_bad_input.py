@@ -47,6 +47,8 @@ def test_malformed_bodies(stack: Stack, raw: bytes) -> None:
     ({"model": "gemini-2.5-flash", "input": "hi", "tools": {"type": "function"}}, "tools"),
     ({"model": "gemini-2.5-flash", "input": "hi", "stream": "yes"}, "stream"),
     ({"model": "gemini-2.5-flash", "input": [{"type": "banana"}]}, "input[0].type"),
+    ({"model": "gemini-2.5-flash", "input": [{"role": "user", "content": "x"}, "hi"]}, "input[1]"),
+    ({"model": "gemini-2.5-flash", "input": [{"role": "user", "content": ["x"]}]}, "input[0].content"),
     ({"model": "gemini-2.5-flash", "input": [{"role": "robot", "content": "x"}]}, "input[0].role"),
     ({"model": "gemini-2.5-flash", "input": [{"type": "function_call", "call_id": "c", "name": "f",
                                                "arguments": "{bad"}]}, "input[0].arguments"),

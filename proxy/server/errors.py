@@ -21,8 +21,8 @@ from proxy.server.workers import worker_processes
 from proxy.wire.json_body import (
     check_tools,
     count_tools_in,
-    field_path,
     may_hold_too_many_tools,
+    param_path,
     parse_json,
     refuse_too_many_tools,
 )
@@ -136,22 +136,10 @@ def validate[M: BaseModel](model: type[M], body: Any) -> M:
         return model.model_validate(body)
     except ValidationError as e:
         err = max(e.errors(), key=lambda x: len(x["loc"]))  # the most specific of a union's errors
-        where = _param_path(body, err["loc"])
+        where = param_path(body, err["loc"])
         if err["type"] == "missing":
             raise ProxyError(f"Missing required parameter: '{where}'.", param=where,
                              code="missing_required_parameter") from None
         raise ProxyError(f"Invalid type for '{where}': {err['msg']}.", param=where, code="invalid_type") from None
 
 
-def _param_path(body: Any, loc: tuple[Any, ...]) -> str:
-    """The request field an error is about; pydantic adds union-member tags to `loc` that are not fields."""
-    path, node = [], body
-    for i, p in enumerate(loc):
-        if isinstance(node, dict) and p in node or isinstance(node, list) and isinstance(p, int) and p < len(node):
-            node = node[p]
-        elif i == 0 or (isinstance(node, dict) and isinstance(p, str) and "[" not in p and i == len(loc) - 1):
-            pass  # a missing field: still name it
-        else:
-            continue  # a union member's tag (`str`, `ToolChoiceObject`, ...): not a field
-        path.append(p)
-    return field_path(path)

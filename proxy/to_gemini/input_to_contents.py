@@ -21,7 +21,7 @@ from proxy.to_gemini.media import MEDIA_PARTS, media_part
 from proxy.to_gemini.repair_history import repair_history
 from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.tool_names import ToolNames
-from proxy.wire.json_body import parse_arguments
+from proxy.wire.json_body import param_path, parse_arguments
 from proxy.wire.responses import (
     ITEM_LISTS,
     ITEM_MODELS,
@@ -58,7 +58,7 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
         try:
             return list(map(model, ITEM_LISTS[model].validate_python(raw)))
         except ValidationError as e:
-            raise _refusal(e, range(len(raw)))[1] from None
+            raise _refusal(e, range(len(raw)), raw)[1] from None
     kinds: dict[type, list[int]] = {}
     for i, item in enumerate(raw):
         kinds.setdefault(ITEM_MODELS[item.get("type", "message")], []).append(i)
@@ -69,19 +69,19 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
             for i, item in zip(at, ITEM_LISTS[model].validate_python([raw[i] for i in at]), strict=True):
                 items[i] = model(item)
         except ValidationError as e:
-            refusals.append(_refusal(e, at))
+            refusals.append(_refusal(e, at, raw))
     if refusals:  # the first bad item's
         raise min(refusals, key=lambda r: r[0])[1] from None
     return items
 
 
-def _refusal(e: ValidationError, at: Any) -> tuple[int, ProxyError]:
+def _refusal(e: ValidationError, at: Any, raw: list[Any]) -> tuple[int, ProxyError]:
     """The index and 400 of a group's first bad item; `at`: each item's index in the input."""
     err = e.errors()[0]
     j, *loc = err["loc"]  # (index in the group, the field's path in the item)
-    i, where = at[j], ".".join(str(p) for p in loc)
-    return i, ProxyError(f"Invalid 'input[{i}].{where}': {err['msg']}.", param=f"input[{i}].{where}",
-                         code="invalid_value")
+    i = at[j]
+    where = param_path({"input": raw}, ("input", i, *loc))  # (without a union member's tag)
+    return i, ProxyError(f"Invalid '{where}': {err['msg']}.", param=where, code="invalid_value")
 
 
 # Content parts that carry text; media (input_image, input_file, input_audio) become inlineData /

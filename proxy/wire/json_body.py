@@ -193,3 +193,17 @@ def field_path(path: tuple[str | int, ...] | list[str | int]) -> str:
     """`("input", 0, "content")` -> `input[0].content` (the OpenAI `param` spelling)."""
     out = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
     return out or "body"
+
+
+def param_path(body: Any, loc: tuple[Any, ...]) -> str:
+    """The request field an error is about; pydantic adds union-member tags to `loc` that are not fields."""
+    path, node = [], body
+    for i, p in enumerate(loc):
+        if isinstance(node, dict) and p in node or isinstance(node, list) and isinstance(p, int) and p < len(node):
+            node = node[p]
+        elif i == 0 or (isinstance(node, dict) and isinstance(p, str) and "[" not in p and i == len(loc) - 1):
+            pass  # a missing field: still name it
+        else:
+            continue  # a union member's tag (`str`, `ToolChoiceObject`, ...): not a field
+        path.append(p)
+    return field_path(path)

@@ -267,7 +267,9 @@ class Reasoning(_Lenient):
 
 class ResponsesRequest(_Lenient):
     model: str
-    input: str | list[dict[str, Any]] = Field(default_factory=list)
+    # Each item is checked by parse_input, by its kind's shape (a copy of each item here cost 18 us a
+    # 50-item history, for nothing).
+    input: str | list[Any] = Field(default_factory=list)
     instructions: str | None = None
     tools: list[ToolSpec] | None = None
     tool_choice: ToolChoice | None = None
