@@ -11,7 +11,7 @@ from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
-from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import structured_output, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
 from proxy.tools.hosted_tools import warning_headers
@@ -34,7 +34,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         raise ProxyError("Only n=1 is supported: Gemini is asked for one candidate.", param="n",
                          code="invalid_value")
     session = session_of(request)
-    items = parse_input(chat_messages_to_items(req.messages))
+    items = own_items(chat_messages_to_items(req.messages))
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items,

@@ -75,6 +75,12 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
     return items
 
 
+def own_items(items: list[dict[str, Any]]) -> list[InputItem]:
+    """Items the proxy made itself, of messages checked in their own API's terms (chat/to_items.py),
+    read as typed items without a second check (parse_input's cost 60 us for 50 messages)."""
+    return [ITEM_MODELS[item["type"]](item) for item in items]
+
+
 def _refusal(e: ValidationError, at: Any, raw: list[Any]) -> tuple[int, ProxyError]:
     """The index and 400 of a group's first bad item; `at`: each item's index in the input."""
     err = e.errors()[0]
