@@ -318,3 +318,29 @@ def test_seal_keeps_every_field_where_thaw_reads_it() -> None:
         for got, want in zip(back.upstreams, ex.upstreams, strict=True):
             assert all(getattr(got, name) == getattr(want, name) for name in k._FROZEN_CALL if name != "chunks")
             assert (got.attempts, got.usage, got.tools, got.chunks) == (want.attempts, want.usage, want.tools, None)
+
+
+def test_many_known_secrets_are_all_scrubbed_in_one_pass() -> None:
+    """Hundreds of client keys, some starting another, some with a pattern's special characters: each
+    is replaced whole wherever it appears, with the per-exchange secret and the credential shapes."""
+    keys = [f"client-key-{i:04d}-abcdef" for i in range(300)]
+    odd = ["a.b*c+d(e)f[g]h", "key-aaaaaaaa", "key-aaaaaaaa-longer", "back\\slash|pipe"]
+    r = Redactor([*keys, *odd, "short"])
+    doc = orjson.dumps({"k": keys[::37], "odd": odd, "mid": f"x{keys[5]}y", "own": "per-exchange-key-1",
+                        "shape": "AIzaSyA1234567890123456789012345678901", "short": "short"})
+    clean = r.scrub(doc, ["per-exchange-key-1"])
+    assert not any(k.encode() in clean for k in (*keys, *odd, "per-exchange-key-1", "AIzaSy"))
+    out = orjson.loads(clean)
+    assert out["odd"] == [REDACTED] * 4 and out["mid"] == f"x{REDACTED}y" and out["own"] == REDACTED
+    assert out["short"] == "short"  # below MIN_SECRET: ordinary text
+
+
+def test_a_secret_is_found_as_json_spells_it() -> None:
+    """A key holding a quote or a backslash appears escaped in a JSON document: found there too, in the
+    document and in a summary, known to the instance or the exchange's own."""
+    known, own = 'known"key\\0123', 'own\\key"4567\n'
+    r = Redactor([known])
+    doc = orjson.dumps({"a": known, "b": own, "error": None})
+    assert orjson.loads(r.scrub(doc, [own])) == {"a": REDACTED, "b": REDACTED, "error": None}
+    summary = orjson.dumps({"session": own, "error": None})
+    assert r.scrub_summary(summary, [own])[1] == {"session": REDACTED, "error": None}
