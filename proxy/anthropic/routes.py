@@ -18,7 +18,7 @@ from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.signatures.sentinel import requires_signatures
-from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
+from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import budget_in_range, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
 from proxy.tools.hosted_tools import warning_headers
@@ -55,7 +55,7 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
     countTokens takes none)."""
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
-    items = parse_input(system_items(req.system) + messages_to_items(req.messages))
+    items = own_items(system_items(req.system) + messages_to_items(req.messages))
     model, tools, calls = await ctx.prepare(request, session, req.model, tools_for_core(req.tools), items)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model,
