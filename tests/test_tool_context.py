@@ -159,3 +159,24 @@ def test_what_counts_as_a_placeholder_turn() -> None:
     assert placeholder_count([model({"text": P, "thought": True})]) == 0  # a thought is not the answer
     assert placeholder_count([model({"text": P}, {"functionCall": {"name": "f"}})]) == 0
     assert placeholder_count([{"role": "user", "parts": [{"text": P}]}, model({"text": P + " and more"})]) == 0
+
+
+def test_app_tools_are_repaired_only_where_they_hold_parameters() -> None:
+    """`parameters` (Gemini's OpenAPI subset) is repaired; `parametersJsonSchema` alone (Gemini CLI's)
+    needs nothing, and the app's own list comes back as it is."""
+    from proxy.session.app_tools import repair_app_tools
+
+    as_json_schema = [{"functionDeclarations": [
+        {"name": "read", "parametersJsonSchema": {"type": "object", "$defs": {"P": {"type": "string"}},
+                                                  "properties": {"p": {"$ref": "#/$defs/P"}}}}]}]
+    assert repair_app_tools(as_json_schema) is as_json_schema and repair_app_tools([]) == []
+    openapi = [{"functionDeclarations": [
+        {"name": "read", "parametersJsonSchema": {"type": "object"}},
+        {"name": "write", "parameters": {"type": "object", "$defs": {"P": {"type": "string"}},
+                                         "properties": {"p": {"$ref": "#/$defs/P"}}}}]}]
+    sent = orjson.dumps(openapi)
+    repaired = repair_app_tools(openapi)
+    assert orjson.dumps(openapi) == sent  # the app's body is left as it was
+    write = repaired[0]["functionDeclarations"][1]["parameters"]
+    assert "$defs" not in write and b"$ref" not in orjson.dumps(write) and write["properties"]["p"]["type"]
+    assert repaired[0]["functionDeclarations"][0] == openapi[0]["functionDeclarations"][0]

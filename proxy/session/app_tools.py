@@ -10,8 +10,14 @@ _CACHE = ConversionCache()
 
 
 def repair_app_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The app's tools with their schemas repaired; the same tools are repaired once per process."""
-    return _CACHE.get(tools, (), lambda: _repair_tools(tools)) if tools else []
+    """The app's tools with their schemas repaired; the same tools are repaired once per process.
+    Declarations in `parametersJsonSchema` alone (Gemini CLI's) need no repair: the tools are
+    handed back at once, without the cache's serialization and hash."""
+    if not tools:
+        return []
+    if not any("parameters" in d for t in tools for d in t.get("functionDeclarations") or ()):
+        return tools
+    return _CACHE.get(tools, (), lambda: _repair_tools(tools))
 
 
 def _repair_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
