@@ -153,6 +153,8 @@ def _plain(node: Any, budget: int = MAX_JSON_DEPTH) -> bool:
         return False
     for v in node.values() if type(node) is dict else node if type(node) is list else (node,):
         t = type(v)
+        if t is str:  # most values: one test (a fifth of the walk's time)
+            continue
         if t is dict or t is list:
             if not _plain(v, budget - 1):
                 return False
