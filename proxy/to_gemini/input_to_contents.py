@@ -83,8 +83,12 @@ def own_items(items: list[dict[str, Any]]) -> list[InputItem]:
 
 
 def _refusal(e: ValidationError, at: Any, raw: list[Any]) -> tuple[int, ProxyError]:
-    """The index and 400 of a group's first bad item; `at`: each item's index in the input."""
-    err = e.errors()[0]
+    """The index and 400 of a group's first bad item, at its most specific error (a union's member
+    that went deepest: `content[0]` of a list of parts, not `content` as a string); `at`: each
+    item's index in the input."""
+    errors = e.errors()
+    first = min(err["loc"][0] for err in errors)
+    err = max((err for err in errors if err["loc"][0] == first), key=lambda err: len(err["loc"]))
     j, *loc = err["loc"]  # (index in the group, the field's path in the item)
     i = at[j]
     where = param_path({"input": raw}, ("input", i, *loc))  # (without a union member's tag)
