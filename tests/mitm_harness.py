@@ -43,7 +43,9 @@ def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
 def free_port() -> int:
     """A port free now, for a process about to listen on it. Under pytest-xdist each worker draws from its
     own slice of the ephemeral range, so two workers never pick the same port in the moment between this
-    check and the process's bind (the kernel's own choice for port 0 is even-only, so no residue split)."""
+    check and the process's bind. The kernel still may: it gives binds to port 0 odd ports and connect()s
+    even ones (measured on this machine's kernel), from the whole range. A server that can start on
+    port 0 and announce its port (servers.Process.url) leaves no such moment."""
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if count == 1:
         with socket.socket() as s:

@@ -2,6 +2,7 @@
 processes and the mock Gemini, each a process of its own on a free loopback port."""
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -85,13 +86,24 @@ class Process:
                                      env={**(os.environ if base_env is None else base_env), "PYTHONUNBUFFERED": "1",
                                           **(env or {})})
         deadline = time.monotonic() + timeout
-        while ready not in self.log_path.read_text():
+        # The marker as a word: "address already in use" is no "ready" (a port taken meanwhile then
+        # failed later as a refused connection, far from its cause).
+        marker = re.compile(rf"(?<![A-Za-z]){re.escape(ready)}")
+        while not marker.search(self.log_path.read_text()):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{name} did not start:\n{self.log_path.read_text()}")
             time.sleep(0.05)
 
     def logs(self) -> str:
         return self.log_path.read_text()
+
+    def url(self) -> str:
+        """The address its ready line announces: a server started on port 0 says which port it got,
+        so no other process can take the port between a free_port() check and the bind."""
+        found = re.search(r"ready on (http://\S+)", self.logs())
+        if found is None:
+            raise RuntimeError(f"no address in the ready line:\n{self.logs()}")
+        return found.group(1)
 
     def stop(self) -> None:
         stop(self.proc)

@@ -15,7 +15,7 @@ from proxy import cli, options
 from proxy.intercept.addon import GeminiTools
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import DEFAULT_READ_TIMEOUT
-from tests.servers import Process, free_port
+from tests.servers import Process
 
 KEY = "client-secret-0123456789"
 SKIP = {"help", "config", "command", "commands", "log_level", "log_format", "event_loop"}  # globals: set below
@@ -99,19 +99,18 @@ def test_a_bad_file_is_a_start_up_error_naming_the_key(tmp_path: Path, text: str
 
 
 def test_serve_runs_from_a_config_file(tmp_path: Path) -> None:
-    port = free_port()
     cfg = tmp_path / "gtp.toml"
-    cfg.write_text(f'port = {port}\nupstream = "mock"\nmodel_alias = ["gpt-5.5=gemini-2.5-pro"]\n'
+    cfg.write_text(f'port = 0\nupstream = "mock"\nmodel_alias = ["gpt-5.5=gemini-2.5-pro"]\n'
                    f'api_key = ["{KEY}"]\ngemini_key = ["server-key-1"]\ntool_mode = ["gemma-4*=gemma4"]\n'
-                   'max_retries = 0\n')
+                   'max_retries = 0\n')  # port 0: the port it got is read from its ready line
     proc = Process(tmp_path, "serve", [sys.executable, "-m", "proxy", "serve", "--config", str(cfg)], "ready")
     try:
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, max_retries=0,
-                               _strict_response_validation=True)
+        url = proc.url()
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=KEY, max_retries=0, _strict_response_validation=True)
         r = client.responses.create(model="gpt-5.5", input="hello")
         assert r.model == "gpt-5.5" and r.output_text
         with pytest.raises(openai.AuthenticationError):
-            openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="wrong", max_retries=0).models.list()
+            openai.OpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0).models.list()
     finally:
         proc.stop()
     cfg.write_text('port = 1\nupstrem = "mock"\n')
