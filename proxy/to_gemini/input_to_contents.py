@@ -40,8 +40,7 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
     each kind are checked together (wire/responses.py ITEM_LISTS), then put back in their order."""
     if isinstance(raw, str):
         return [MessageItem(role="user", content=raw)]
-    first: type | None = None
-    mixed = False
+    kinds: dict[type, list[int]] = {}  # each kind's items, by their index in the input
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
@@ -51,17 +50,17 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
         if model is None:
             raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
                              param=f"input[{i}].type", code="invalid_value")
-        if model is not first:
-            mixed, first = first is not None, first or model
-    if not mixed:  # one kind (a conversation of messages): the list as it is
-        model = first or MessageItem
+        at = kinds.get(model)
+        if at is None:
+            kinds[model] = [i]
+        else:
+            at.append(i)
+    if len(kinds) <= 1:  # one kind (a conversation of messages): the list as it is
+        model = next(iter(kinds), MessageItem)
         try:
             return list(map(model, ITEM_LISTS[model].validate_python(raw)))
         except ValidationError as e:
             raise _refusal(e, range(len(raw)), raw)[1] from None
-    kinds: dict[type, list[int]] = {}
-    for i, item in enumerate(raw):
-        kinds.setdefault(ITEM_MODELS[item.get("type", "message")], []).append(i)
     items: list[Any] = [None] * len(raw)
     refusals = []
     for model, at in kinds.items():
@@ -163,12 +162,11 @@ class _Builder:
 
     def message(self, item: MessageItem, index: int) -> None:
         role, content = item.role, item.content  # (read once: an item's field is read through a function)
-        if role in ("system", "developer"):
+        if role in ("system", "developer", "assistant"):  # text only
             texts = [content] if type(content) is str else _text_of(content, f"input[{index}].content")
-            self.system.extend({"text": t} for t in texts)
-            return
-        if role == "assistant":
-            texts = [content] if type(content) is str else _text_of(content, f"input[{index}].content")
+            if role != "assistant":
+                self.system.extend({"text": t} for t in texts)
+                return
             if self.pending and not self.model_open:
                 self._close_outputs()
             self._model_parts().extend({"text": t} for t in texts if t)

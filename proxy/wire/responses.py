@@ -31,15 +31,14 @@ class _Item:
 
     __slots__ = ("_wire",)
     shape: ClassVar[type]
-    fields: ClassVar[frozenset[str]]
 
     def __init__(self, wire: dict[str, Any] | None = None, /, **fields: Any) -> None:
         """`wire`: a checked item; else the item made of `fields` (the proxy's own, not checked)."""
         self._wire = fields if wire is None else wire
 
     def __init_subclass__(cls, shape: type, defaults: dict[str, Any] | None = None) -> None:
-        cls.shape, cls.fields = shape, frozenset(shape.__annotations__)
-        for name in cls.fields:
+        cls.shape = shape
+        for name in shape.__annotations__:
             setattr(cls, name, property(_reader(name, (defaults or {}).get(name))))
 
     def wire(self) -> dict[str, Any]:
