@@ -1,0 +1,27 @@
+"""malloc_tuning's fixed mmap threshold: large enough that parsing a large request keeps orjson's
+working pool on the heap (a pool above the threshold was mapped, faulted in page by page and
+unmapped on every request: 20 page faults per large request, measured by scripts/bench.sh's rows)."""
+
+import tracemalloc
+
+import orjson
+
+from proxy import malloc_tuning
+
+
+def test_parsing_a_64_kb_request_takes_a_pool_below_the_mmap_threshold() -> None:
+    body = orjson.dumps({"input": [{"role": "user", "content": f"message {i}: " + "lorem ipsum " * 70}
+                                   for i in range(74)]})
+    assert 60_000 < len(body) <= 65_536
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        value = orjson.loads(body)
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    pool = peak - kept  # what the parse took and gave back: its working pool
+    assert value["input"][73]["role"] == "user"
+    assert pool > 10 * len(body)  # orjson's pool is still about 12 times the text (else this test says nothing)
+    assert pool < malloc_tuning.MMAP_THRESHOLD, (pool, before)
