@@ -165,6 +165,49 @@ def test_two_clients_of_one_redis_share_everything(redis_server: RedisServer) ->
     asyncio.run(go())
 
 
+def test_redis_byte_accounting_stays_exact_through_overwrites_deletes_and_evictions(redis_server: RedisServer
+                                                                                    ) -> None:
+    """The script's bookkeeping (bytes in all, per session, entries) equals what is really kept, whatever
+    mix of first puts, overwrites, deletes, appends and evictions came before (drop() skips the
+    bookkeeping of an entry that was never accounted: this holds it to the stored bytes)."""
+    async def go() -> None:
+        store = open_store(redis_server.url, max_bytes=60_000, session_bytes=30_000)
+        backend = store.backend
+        backend.prefix = f"acct{time.monotonic_ns()}:"
+        client = backend.client
+
+        async def actual(session: str | None = None) -> tuple[int, int]:
+            keys = [k async for k in client.scan_iter(f"{backend.prefix}e:*")]
+            if session is not None:
+                keys = [k for k in keys if k.decode().startswith(f"{backend.prefix}e:{len(session)}:{session}:")]
+            sizes = [sum(map(len, await client.lrange(k, 0, -1))) for k in keys]
+            return sum(sizes), len(sizes)
+
+        async def check() -> None:
+            total, entries, a_bytes = await backend.stats("a")
+            assert (total, entries) == await actual()
+            assert a_bytes == (await actual("a"))[0]
+
+        for i in range(5):
+            await backend.put(("a", "response", f"r{i}"), [b"x" * (1000 + i)])
+        await check()
+        await backend.put(("a", "response", "r1"), [b"y" * 3000, b"z" * 10])  # an overwrite
+        await backend.put(("b", "response", "r1"), [b"w" * 500])  # the same name in another session
+        await check()
+        assert await backend.pop(("a", "response", "r2")) is True
+        assert await backend.pop(("a", "response", "never")) is False
+        await check()
+        for _ in range(8):
+            await backend.append(("a", "conversation", "c"), b"t" * 700, keep=5)
+        await check()
+        for i in range(40):  # past both budgets: evictions, tombstones
+            await backend.put((f"s{i % 3}", "response", f"big{i}"), [b"e" * 4000])
+        await check()
+        assert (await backend.stats())[0] <= 60_000
+        await store.close()
+    asyncio.run(go())
+
+
 def test_redis_down_is_a_503_and_it_recovers(tmp_path: Path) -> None:
     server = RedisServer(tmp_path)
     store = open_store(server.url)

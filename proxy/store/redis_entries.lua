@@ -10,17 +10,20 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local function drop(e, tomb)
-  local size = tonumber(redis.call('HGET', P .. 'size', e) or '0')
-  local owner = redis.call('HGET', P .. 'owner', e)
-  redis.call('DEL', e)
-  redis.call('HDEL', P .. 'size', e)
-  redis.call('HDEL', P .. 'owner', e)
-  redis.call('ZREM', P .. 'lru', e)
-  if owner then
-    redis.call('ZREM', P .. 's:' .. owner, e)
-    if redis.call('HINCRBY', P .. 'ssize', owner, -size) <= 0 then redis.call('HDEL', P .. 'ssize', owner) end
+  local size = redis.call('HGET', P .. 'size', e)
+  if size then  -- accounted (account() sets size, owner and lru together; only drop() takes them away)
+    size = tonumber(size)
+    local owner = redis.call('HGET', P .. 'owner', e)
+    redis.call('HDEL', P .. 'size', e)
+    redis.call('HDEL', P .. 'owner', e)
+    redis.call('ZREM', P .. 'lru', e)
+    if owner then
+      redis.call('ZREM', P .. 's:' .. owner, e)
+      if redis.call('HINCRBY', P .. 'ssize', owner, -size) <= 0 then redis.call('HDEL', P .. 'ssize', owner) end
+    end
+    redis.call('DECRBY', P .. 'total', size)
   end
-  redis.call('DECRBY', P .. 'total', size)
+  redis.call('DEL', e)
   if tomb then redis.call('SET', P .. 't:' .. e, '1', 'PX', ttl) end
 end
 
