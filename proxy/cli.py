@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from aiohttp import web
 
-from proxy import log_limits, malloc_tuning, options
+from proxy import gc_tuning, log_limits, malloc_tuning, options
 from proxy.config_file import ConfigError, apply_config, given_options
 from proxy.dialects import DIALECTS, parse_command
 from proxy.errors import ProxyError
@@ -257,6 +257,8 @@ async def _serve(args: argparse.Namespace) -> None:
     log.info("gemini-tool-proxy listening on http://%s:%d (upstream %s; %s; event loop %s)", args.host, port,
              shown, f"{len(keys)} client key(s)" if keys else "no client authentication",
              type(asyncio.get_running_loop()).__module__.split(".")[0])
+    gc_tuning.tune()
+    gc_tuning.freeze_startup()
     print(f"gemini-tool-proxy ready on http://{args.host}:{port}", flush=True)
     try:
         await _until_stopped()

@@ -6,7 +6,7 @@ from typing import Any
 from aiohttp import web
 from mitmproxy import ctx
 
-from proxy import log_limits, malloc_tuning
+from proxy import gc_tuning, log_limits, malloc_tuning
 from proxy.intercept.options import Options
 from proxy.intercept.relay import RelayBroker, RelayUpstream
 from proxy.mock.server import start_mock
@@ -33,6 +33,8 @@ class Frontend:
     async def running(self) -> None:
         log_limits.install()  # mitmproxy's handlers too: a flood of refused clients stays a trickle in its log
         malloc_tuning.tune()
+        gc_tuning.tune()
+        gc_tuning.freeze_startup()  # mitmproxy and the addon are loaded
         if ctx.options.gtp_frontend_port < 0:
             return
         base = ctx.options.gtp_upstream
