@@ -10,6 +10,9 @@ cyclic garbage that waits longer (exceptions' tracebacks, mostly) is a few MB at
 The objects alive once the server is up (modules, classes, functions, the cached schemas: about
 70,000) are frozen: a full collection no longer walks them, which took 30-70 ms, a pause for every
 request in flight.
+
+serve leaves no garbage in reference cycles per request (gc.callbacks: none collected over 6,000
+requests); mitmproxy does (about 500 objects per flow), so the addon only freezes (frontend.py).
 """
 
 import gc
