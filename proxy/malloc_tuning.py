@@ -5,8 +5,8 @@ answer every later multi-MB buffer comes from the heap, where a few live small o
 regions: batches of 5 MB streams then left RSS 300-600 MB higher for good. A fixed threshold keeps
 large buffers in their own mappings (returned on free), a low trim threshold returns the heap's
 top, and two arenas stop per-thread arenas (mitmproxy's and the resolver's) from multiplying it.
-The threshold is 1 MB, not glibc's initial 128 KB: orjson.loads takes a working pool of about 14
-times the text it parses (663 KB for a 47 KB request), and a pool in a mapping of its own was
+The threshold is 1 MB, not glibc's initial 128 KB: orjson.loads takes a working pool of about 12
+times the text it parses (663 KB for the bench's 54 KB large body), and a pool in a mapping of its own was
 mapped, faulted in page by page and unmapped on every large request (20 page faults per request,
 4 % of its CPU; scripts/bench.sh's large rows).
 Even so, freed pages inside the heap stay resident until `malloc_trim` hands them back: `trim_soon`

@@ -56,24 +56,25 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gtp-profile-"))
     raw = args.raw or tmp / "samples.txt"
     mport, port = free_port(), free_port()
-    mock = Process(tmp, "mock", ["taskset", "-c", "1", sys.executable, "-m", "proxy", "mock", "--port", str(mport)],
-                   "ready")
-    serve = Process(tmp, "serve", ["taskset", "-c", "0", sys.executable, "-m", "proxy", "--log-level", "WARNING",
-                                   "serve", "--port", str(port), "--upstream", f"http://127.0.0.1:{mport}", *extra],
-                    "ready")
-    os.sched_setaffinity(0, {1})
     path, body = bodies(args.kind, args.workload)
+    url, data = f"http://127.0.0.1:{port}{path}", json.dumps(body).encode()
+    procs = [Process(tmp, "mock", ["taskset", "-c", "1", sys.executable, "-m", "proxy", "mock", "--port", str(mport)],
+                     "ready")]
     try:
-        asyncio.run(_load(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), 2))  # warm-up
-        sampler = subprocess.Popen([spy, "record", "-p", str(serve.proc.pid), "-r", str(RATE), "-f", "raw", "-o",
+        procs.append(Process(tmp, "serve", ["taskset", "-c", "0", sys.executable, "-m", "proxy", "--log-level",
+                                            "WARNING", "serve", "--port", str(port), "--upstream",
+                                            f"http://127.0.0.1:{mport}", *extra], "ready"))
+        os.sched_setaffinity(0, {1})
+        asyncio.run(_load(url, data, 2))  # warm-up
+        sampler = subprocess.Popen([spy, "record", "-p", str(procs[1].proc.pid), "-r", str(RATE), "-f", "raw", "-o",
                                     str(raw), "-d", str(int(args.seconds)), "--nonblocking"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)  # py-spy attaches
-        requests = asyncio.run(_load(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), args.seconds))
+        requests = asyncio.run(_load(url, data, args.seconds))
         sampler.wait()
     finally:
-        serve.stop()
-        mock.stop()
+        for proc in reversed(procs):  # a serve that failed to start leaves no mock behind
+            proc.stop()
     report(raw, requests, args.top, f"{args.workload} {args.kind}")
 
 
