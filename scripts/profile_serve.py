@@ -7,7 +7,7 @@ runnable, and every sample of the wait lands on the write (StreamWriter._writeli
 the samples while its CPU, measured with thread_time, was a quarter of its wall time). Pinned, the
 woken process runs on the other core.
 
-    python scripts/profile_serve.py [small|large] [responses|chat|native] [--seconds N]
+    python scripts/profile_serve.py [small|large] [responses|chat|native] [--stream] [--seconds N]
                                     [--raw FILE] [-- serve options...]
 
 Prints the functions by microseconds per request, inclusive and self. Time the event loop spends
@@ -43,6 +43,7 @@ def main() -> None:
     p.add_argument("workload", nargs="?", default="large", choices=("small", "large"))
     p.add_argument("kind", nargs="?", default="responses", choices=("responses", "chat", "native"))
     p.add_argument("--seconds", type=float, default=15)
+    p.add_argument("--stream", action="store_true", help="ask for a streamed answer (SSE)")
     p.add_argument("--raw", type=Path, help="keep py-spy's raw samples here")
     p.add_argument("--top", type=int, default=40)
     argv = sys.argv[1:]
@@ -57,6 +58,10 @@ def main() -> None:
     raw = args.raw or tmp / "samples.txt"
     mport, port = free_port(), free_port()
     path, body = bodies(args.kind, args.workload)
+    if args.stream and args.kind == "native":
+        path = path.replace(":generateContent", ":streamGenerateContent?alt=sse")
+    elif args.stream:
+        body = {**body, "stream": True}
     url, data = f"http://127.0.0.1:{port}{path}", json.dumps(body).encode()
     procs = [Process(tmp, "mock", ["taskset", "-c", "1", sys.executable, "-m", "proxy", "mock", "--port", str(mport)],
                      "ready")]
@@ -75,7 +80,7 @@ def main() -> None:
     finally:
         for proc in reversed(procs):  # a serve that failed to start leaves no mock behind
             proc.stop()
-    report(raw, requests, args.top, f"{args.workload} {args.kind}")
+    report(raw, requests, args.top, f"{args.workload} {args.kind}{' stream' if args.stream else ''}")
 
 
 async def _load(url: str, data: bytes, seconds: float) -> int:
