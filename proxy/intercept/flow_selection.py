@@ -8,19 +8,23 @@ the client wrote: a request whose Host header names another host than where it g
 The decision is made once per flow (the first addon to ask); the result rides in flow.metadata.
 """
 
+import contextlib
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+from cachetools import LRUCache
 from mitmproxy import http
 from mitmproxy.net.http import url
 
 from proxy.errors import ProxyError
+from proxy.intercept import text_history
 from proxy.intercept.capture_calls import CallCapture
 from proxy.intercept.relay import RelayTurn
 from proxy.intercept.session_marker import take_marker
 from proxy.intercept.targets import Target, classify
 from proxy.pattern_rules import matches
+from proxy.session.placeholders import DEFAULT_PLACEHOLDER
 from proxy.wire.gemini import check_cloudcode_request, check_generate_request
 from proxy.wire.gemini_keys import to_camel_request
 from proxy.wire.json_body import parse_json
@@ -40,6 +44,9 @@ class GeminiRequest:
     model: str
     session: str | None
     marked: bool  # a <session:ID> marker was removed from the contents: the bytes must change
+    # The contents as the app sent them, when they are text turns nothing changes (text_history.py):
+    # then `inner` holds every other member and no "contents".
+    contents_raw: bytes | None = None
 
 
 @dataclass
@@ -52,11 +59,11 @@ class FlowState:
 
 
 def select(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], session_header: str,
-           default_session: str | None) -> GeminiRequest | None:
+           default_session: str | None, placeholder: str = DEFAULT_PLACEHOLDER) -> GeminiRequest | None:
     """The owned request, parsed once; None for every flow the addon must leave alone."""
     if SELECTED in flow.metadata:
         return flow.metadata[SELECTED]
-    found = _parse(flow, hosts)
+    found = _parse(flow, hosts, placeholder)
     if found is not None:
         header = flow.request.headers.pop(session_header, None)
         found.session = header or found.session or default_session
@@ -84,7 +91,7 @@ def destination(flow: http.HTTPFlow) -> str | None:
     return host
 
 
-def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiRequest | None:
+def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], placeholder: str) -> GeminiRequest | None:
     if flow.response or flow.error or not flow.live or flow.request.method != "POST":
         return None
     host = destination(flow)
@@ -93,8 +100,13 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiReq
     target = classify(flow.request.path)
     if target is None:
         return None
+    raw = flow.request.get_content(strict=False) or b""
+    if target.kind != "cloudcode":
+        model = (target.model or "").removeprefix("models/")
+        if (kept := text_history.split(raw, model, placeholder)) is not None:
+            return _without_contents(target, model, *kept)
     try:  # the front-end's parser: orjson when that is exact, the limits (nesting, surrogates, NaN) checked
-        body = parse_json(flow.request.get_content(strict=False) or b"")
+        body = parse_json(raw)
     except (ProxyError, ValueError):
         return None  # not ours to judge: Gemini will answer it
     if not isinstance(body, dict):
@@ -115,3 +127,31 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...]) -> GeminiReq
     if session or contents != inner.get("contents"):
         inner = {**inner, "contents": contents}
     return GeminiRequest(target, body, inner, model, session, session is not None)
+
+
+# The members around the contents (tools, system instruction, generation config) are the same on
+# every turn of a conversation: parsed and checked once per distinct text, not on every request.
+# Bounded by the texts' length (their objects take about six times as much).
+REST_CACHE_BYTES = 1024 * 1024
+_Rest = tuple[int, dict[str, Any] | None, dict[str, Any] | None]  # (its text's length, body, inner); None: refused
+_rests: LRUCache[bytes, _Rest] = LRUCache(REST_CACHE_BYTES, getsizeof=lambda rest: rest[0])
+
+
+def _without_contents(target: Target, model: str, rest: bytes, contents: bytes) -> GeminiRequest | None:
+    """The request whose text-only contents stay as bytes: the rest parsed and checked as _parse does
+    (the same members, at the same depth, so the same verdict). The parsed rest is shared by every
+    flow that sends the same text: read-only (Rewrite copies what it changes, tool_context.py)."""
+    found = _rests.get(rest)
+    if found is None:
+        try:
+            body = parse_json(rest)
+            found = (len(rest), body, to_camel_request(body))
+            check_generate_request(found[2])
+        except (ProxyError, ValueError):
+            found = (len(rest), None, None)
+        with contextlib.suppress(ValueError):  # larger than the whole cache: parsed again next time
+            _rests[rest] = found
+    _, body, inner = found
+    if body is None or inner is None:
+        return None
+    return GeminiRequest(target, body, inner, model, None, False, contents)

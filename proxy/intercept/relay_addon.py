@@ -25,7 +25,7 @@ class Relay:
 
     def request(self, flow: http.HTTPFlow) -> None:
         o = self.options.flow
-        req = select(flow, o.intercept_hosts, o.session_header, o.default_session)
+        req = select(flow, o.intercept_hosts, o.session_header, o.default_session, o.placeholder)
         turn = self.broker.get(req.session) if req is not None else None
         if req is None or turn is None:
             return

@@ -7,11 +7,13 @@ from mitmproxy import http
 
 from proxy import fast_json
 from proxy.errors import ProxyError
-from proxy.intercept.flow_selection import META, FlowState, select
+from proxy.intercept import text_history
+from proxy.intercept.flow_selection import META, FlowState, GeminiRequest, select
 from proxy.intercept.options import Options
 from proxy.intercept.refusal import gemini_error_response
 from proxy.session.placeholders import placeholder_count
-from proxy.session.tool_context import apply_tool_context
+from proxy.session.session_tools import ToolContext
+from proxy.session.tool_context import apply_session_tools, apply_tool_context
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)
@@ -25,28 +27,36 @@ class Rewrite:
         if flow.response or META in flow.metadata:
             return  # answered already, or the relay took it
         o = self.options.flow
-        req = select(flow, o.intercept_hosts, o.session_header, o.default_session)
+        req = select(flow, o.intercept_hosts, o.session_header, o.default_session, o.placeholder)
         if req is None:
             return
-        placeholder = o.placeholder
         contents = req.inner.get("contents")
-        needed = placeholder_count(contents, placeholder) if isinstance(contents, list) else 0
+        needed = placeholder_count(contents, o.placeholder) if isinstance(contents, list) else 0
         try:
             tool_ctx = await self.store.get_tool_context(req.session, rounds=needed) if req.session else None
         except ProxyError as e:  # the shared store is unreachable: the app hears it, nothing is sent half-done
             flow.response = gemini_error_response(e)
             return
         try:
-            rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=o.merge_tools,
-                                           placeholder=placeholder,
-                                           result_parts=self.options.rules.result_parts(req.model))
+            body = self._rewritten(req, tool_ctx)
         except ProxyError as e:
             log.warning("refused intercepted request for session %s: %s", req.session, e.message)
             flow.response = gemini_error_response(e, "FAILED_PRECONDITION")
             return
-        if rewritten != req.inner or req.marked:  # otherwise the app's bytes go out exactly as sent
-            body = {**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten
-            flow.request.set_content(fast_json.dumps(body))
+        if body is not None:
+            flow.request.set_content(body)
         if req.target.stream:
             flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
         flow.metadata[META] = FlowState(req.target, req.model, req.session)
+
+    def _rewritten(self, req: GeminiRequest, tool_ctx: ToolContext | None) -> bytes | None:
+        """The body to send, or None when the app's bytes go out exactly as sent."""
+        o = self.options.flow
+        if req.contents_raw is not None:  # text turns only: they stay the app's bytes (text_history.py)
+            rewritten = apply_session_tools(req.inner, tool_ctx, merge=o.merge_tools)
+            return text_history.join(fast_json.dumps(rewritten), req.contents_raw) if rewritten != req.inner else None
+        rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=o.merge_tools, placeholder=o.placeholder,
+                                       result_parts=self.options.rules.result_parts(req.model))
+        if rewritten == req.inner and not req.marked:
+            return None
+        return fast_json.dumps({**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten)

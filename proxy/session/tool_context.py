@@ -25,6 +25,18 @@ from proxy.to_gemini.repair_history import repair_history
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
                        placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
+    out = apply_session_tools(body, ctx, merge=merge)
+    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder)
+    contents = repair_history(_own_tool_turns(contents), model, result_parts=result_parts)
+    sign_current_turn(contents, model)
+    out["contents"] = contents
+    return out
+
+
+def apply_session_tools(body: dict[str, Any], ctx: ToolContext | None, *, merge: bool = False) -> dict[str, Any]:
+    """The request with the session's tools and toolConfig, the app's own schemas repaired; its
+    contents as they were (the addon calls this alone for a history it keeps as bytes,
+    intercept/text_history.py). `body` is not modified."""
     out = copy.copy(body)
     tools = repair_app_tools(out.pop("tools", None) or [])
     config = out.pop("toolConfig", None)
@@ -44,10 +56,6 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
         out["tools"] = tools
     if config is not None and declared_names(tools):
         out["toolConfig"] = config
-    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder)
-    contents = repair_history(_own_tool_turns(contents), model, result_parts=result_parts)
-    sign_current_turn(contents, model)
-    out["contents"] = contents
     return out
 
 
