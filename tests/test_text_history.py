@@ -38,11 +38,17 @@ def body(contents: list, **rest: object) -> bytes:
     return json.dumps({"contents": contents, **rest}).encode()
 
 
+def split(raw: bytes, model: str, placeholder: str) -> tuple[bytes, bytes] | None:
+    """(rest, contents) when the contents may go out as the app's bytes, else None."""
+    members = text_history.members(raw)
+    return members if members is not None and text_history.untouched(members[1], model, placeholder) else None
+
+
 def test_text_turns_are_split_off_as_the_apps_bytes() -> None:
     raw = (b'{"generationConfig": {"temperature": 0.5},\n "contents" : [ {"parts": [{"text": "caf\\u00e9"}], '
            b'"role": "user"},{"role":"model","parts":[{"text":"ok","thoughtSignature":"c2ln"}]}, '
            b'{"role":"user","parts":[{"text":"again"},{"text":"thinking","thought":true}]}],"tools":[]}')
-    rest, contents = text_history.split(raw, FLASH, DEFAULT_PLACEHOLDER)
+    rest, contents = split(raw, FLASH, DEFAULT_PLACEHOLDER)
     assert contents == raw[raw.index(b"[ {"):raw.index(b'],"tools"') + 1], "exactly the bytes the app wrote"
     assert orjson.loads(rest) == {"generationConfig": {"temperature": 0.5}, "tools": []}
     joined = orjson.loads(text_history.join(rest, contents))
@@ -65,7 +71,7 @@ def test_text_turns_are_split_off_as_the_apps_bytes() -> None:
     ("not a list", FLASH),
 ])
 def test_what_the_proxy_may_change_takes_the_full_path(contents: object, model: str) -> None:
-    assert text_history.split(body(contents), model, DEFAULT_PLACEHOLDER) is None
+    assert split(body(contents), model, DEFAULT_PLACEHOLDER) is None
 
 
 @pytest.mark.parametrize("raw", [
@@ -78,11 +84,11 @@ def test_what_the_proxy_may_change_takes_the_full_path(contents: object, model: 
     b'[1, 2]',
 ])
 def test_bodies_it_cannot_read_take_the_full_path(raw: bytes) -> None:
-    assert text_history.split(raw, FLASH, DEFAULT_PLACEHOLDER) is None
+    assert split(raw, FLASH, DEFAULT_PLACEHOLDER) is None
 
 
 def test_a_trailing_model_turn_stays_for_a_model_that_takes_one() -> None:
-    assert text_history.split(body([turn("user", "hi"), turn("model", "prefill")]), FLASH, DEFAULT_PLACEHOLDER)
+    assert split(body([turn("user", "hi"), turn("model", "prefill")]), FLASH, DEFAULT_PLACEHOLDER)
 
 
 def test_join_puts_the_contents_first() -> None:
@@ -116,24 +122,26 @@ def _histories(draw: st.DrawFn) -> list:
     return turns
 
 
-async def _sent(raw: bytes, model: str, session: bool, merge: bool, app_tools: bool, full: bool) -> bytes:
-    """The body the addon sends for `raw`, through its real hooks; `full` turns the text path off."""
+async def _sent(raw: bytes, model: str, session: bool, merge: bool, cloudcode: bool, full: bool) -> bytes:
+    """The body the addon sends for `raw`, through its real hooks; `full`: with the body parsed whole,
+    as it is when it cannot be split (the reference: no text path, no shared members)."""
     addon = GeminiTools(MemoryStore())
     await addon.store.set_tools("s1", TOOLS.declarations, None, TOOLS.names.to_client)
     headers = {"x-gtp-session": "s1"} if session else {}
-    req = tutils.treq(host="generativelanguage.googleapis.com", port=443, scheme=b"https", method=b"POST",
-                      path=f"/v1beta/models/{model}:generateContent".encode(),
+    host, path = (("cloudcode-pa.googleapis.com", "/v1internal:generateContent") if cloudcode else
+                  ("generativelanguage.googleapis.com", f"/v1beta/models/{model}:generateContent"))
+    req = tutils.treq(host=host, port=443, scheme=b"https", method=b"POST", path=path.encode(),
                       headers=http.Headers(content_type="application/json", **headers), content=raw)
     flow = tflow.tflow(req=req)
     with taddons.context(addon) as tctx:
         tctx.configure(addon, gtp_tools="merge" if merge else "replace")
-        split = text_history.split
+        members = text_history.members
         if full:
-            text_history.split = lambda *a: None
+            text_history.members = lambda raw, key="contents": None
         try:
             await tctx.master.addons.handle_lifecycle(HttpRequestHook(flow))
         finally:
-            text_history.split = split
+            text_history.members = members
     return flow.request.content if flow.response is None else b"refused: " + flow.response.content
 
 
@@ -147,17 +155,21 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(contents=_histories(), model=st.sampled_from([FLASH, NO_PREFILL]),
-       session=st.booleans(), merge=st.booleans(), app_tools=st.booleans())
-def test_the_text_path_sends_what_the_full_path_sends(loop: asyncio.AbstractEventLoop, contents: list, model: str,
-                                                      session: bool, merge: bool, app_tools: bool) -> None:
+       session=st.booleans(), merge=st.booleans(), app_tools=st.booleans(), cloudcode=st.booleans())
+def test_a_split_body_is_sent_as_the_whole_body_would_be(loop: asyncio.AbstractEventLoop, contents: list, model: str,
+                                                      session: bool, merge: bool, app_tools: bool,
+                                                      cloudcode: bool) -> None:
     tools = [{"functionDeclarations": [{"name": "own", "parameters": {"type": "object", "additionalProperties":
                                                                        False, "properties": {}}}]}]
-    raw = json.dumps({"contents": contents, **({"tools": tools} if app_tools else {})}, ensure_ascii=False,
-                     indent=1).encode()  # not how the proxy writes JSON: kept bytes show
-    kept = text_history.split(raw, model, DEFAULT_PLACEHOLDER)
-    event("text path" if kept else "full path")
-    quick = loop.run_until_complete(_sent(raw, model, session, merge, app_tools, full=False))
-    full = loop.run_until_complete(_sent(raw, model, session, merge, app_tools, full=True))
+    request = {"contents": contents, **({"tools": tools} if app_tools else {})}
+    if cloudcode:  # Gemini CLI's Code Assist body: the request wrapped, the model in the body
+        request = {"model": model, "project": "p", "request": request, "user_prompt_id": "u1"}
+    raw = json.dumps(request, ensure_ascii=False, indent=1).encode()  # not how the proxy writes JSON: kept bytes show
+    inner = text_history.members(raw, "request")[1] if cloudcode else raw
+    kept = split(inner, model, DEFAULT_PLACEHOLDER)
+    event(("cloudcode " if cloudcode else "") + ("text path" if kept else "full path"))
+    quick = loop.run_until_complete(_sent(raw, model, session, merge, cloudcode, full=False))
+    full = loop.run_until_complete(_sent(raw, model, session, merge, cloudcode, full=True))
     assert quick == full if quick.startswith(b"refused") else orjson.loads(quick) == orjson.loads(full)
     if kept is not None:
         assert kept[1] in quick, "the contents went out as the app's bytes"
@@ -201,3 +213,19 @@ def test_a_rest_larger_than_the_cache_is_parsed_every_time() -> None:
                                   "x-gtp-session", None)
     assert found is not None and found.contents_raw is not None
     assert len(found.inner["systemInstruction"]["parts"][0]["text"]) == flow_selection.REST_CACHE_BYTES + 1
+
+
+def test_contents_with_tool_parts_are_parsed_and_the_rest_is_still_shared() -> None:
+    tools = [{"functionDeclarations": [{"name": "get_weather"}]}]
+    call = {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]}
+    hosts = ("generativelanguage.googleapis.com",)
+    first = flow_selection.select(_flow(body([turn("user", "hi <session:s9>"), call], tools=tools)), hosts,
+                                  "x-gtp-session", None)
+    second = flow_selection.select(_flow(body([turn("user", "hi"), call], tools=tools)), hosts, "x-gtp-session", None)
+    assert first is not None and second is not None and first.contents_raw is None
+    assert first.inner["tools"] is second.inner["tools"], "parsed once"
+    assert first.session == "s9" and first.marked and first.inner["contents"][0]["parts"] == [{"text": "hi"}]
+    rest, _ = text_history.members(body([turn("user", "hi"), call], tools=tools))
+    assert "contents" not in flow_selection._rests[rest][2], "the shared members never hold a flow's contents"
+    bad = body([{"role": "user", "parts": {"text": "not a list"}}, call], tools=tools)
+    assert flow_selection.select(_flow(bad), hosts, "x-gtp-session", None) is None, "Gemini's 400 to give"

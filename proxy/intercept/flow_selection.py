@@ -102,9 +102,16 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], placeholder:
         return None
     raw = flow.request.get_content(strict=False) or b""
     if target.kind != "cloudcode":
-        model = (target.model or "").removeprefix("models/")
-        if (kept := text_history.split(raw, model, placeholder)) is not None:
-            return _without_contents(target, model, *kept)
+        if (split := text_history.members(raw)) is not None:
+            return _split(target, {}, (target.model or "").removeprefix("models/"), *split, placeholder)
+    elif (wrapped := text_history.members(raw, "request")) is not None and (
+            split := text_history.members(wrapped[1])) is not None:
+        try:  # Cloud Code's own members (model, project, prompt id) are few and change with each prompt
+            outer = parse_json(wrapped[0])
+            check_cloudcode_request({**outer, "request": {}})
+        except (ProxyError, ValueError):
+            return None
+        return _split(target, outer, str(outer["model"]).removeprefix("models/"), *split, placeholder)
     try:  # the front-end's parser: orjson when that is exact, the limits (nesting, surrogates, NaN) checked
         body = parse_json(raw)
     except (ProxyError, ValueError):
@@ -130,17 +137,20 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], placeholder:
 
 
 # The members around the contents (tools, system instruction, generation config) are the same on
-# every turn of a conversation: parsed and checked once per distinct text, not on every request.
+# every turn of a conversation: parsed and checked once per distinct text, not on every request,
+# and shared read-only (Rewrite copies what it changes, session/tool_context.py).
 # Bounded by the texts' length (their objects take about six times as much).
 REST_CACHE_BYTES = 1024 * 1024
 _Rest = tuple[int, dict[str, Any] | None, dict[str, Any] | None]  # (its text's length, body, inner); None: refused
 _rests: LRUCache[bytes, _Rest] = LRUCache(REST_CACHE_BYTES, getsizeof=lambda rest: rest[0])
 
 
-def _without_contents(target: Target, model: str, rest: bytes, contents: bytes) -> GeminiRequest | None:
-    """The request whose text-only contents stay as bytes: the rest parsed and checked as _parse does
-    (the same members, at the same depth, so the same verdict). The parsed rest is shared by every
-    flow that sends the same text: read-only (Rewrite copies what it changes, tool_context.py)."""
+def _split(target: Target, outer: dict[str, Any], model: str, rest: bytes, contents_raw: bytes, placeholder: str
+           ) -> GeminiRequest | None:
+    """_parse for a body read as its contents and the rest (text_history.members); `outer`: Cloud
+    Code's members around the request (else empty). The rest is parsed and checked once per text
+    (above); the contents are kept as bytes when they are text turns nothing changes, else parsed and
+    checked as _parse does (inside an object, so at the same depth)."""
     found = _rests.get(rest)
     if found is None:
         try:
@@ -154,4 +164,14 @@ def _without_contents(target: Target, model: str, rest: bytes, contents: bytes) 
     _, body, inner = found
     if body is None or inner is None:
         return None
-    return GeminiRequest(target, body, inner, model, None, False, contents)
+    wrap = (lambda request: {**outer, "request": request}) if target.kind == "cloudcode" else (lambda request: request)
+    if text_history.untouched(contents_raw, model, placeholder):
+        return GeminiRequest(target, wrap(body), inner, model, None, False, contents_raw)
+    try:
+        contents = to_camel_request(parse_json(b'{"contents":' + contents_raw + b"}")["contents"])
+        check_generate_request({"contents": contents})
+    except (ProxyError, ValueError):
+        return None
+    session, kept = take_marker(contents)
+    return GeminiRequest(target, wrap({**body, "contents": contents}), {**inner, "contents": kept}, model, session,
+                         session is not None)

@@ -54,7 +54,13 @@ class Rewrite:
         o = self.options.flow
         if req.contents_raw is not None:  # text turns only: they stay the app's bytes (text_history.py)
             rewritten = apply_session_tools(req.inner, tool_ctx, merge=o.merge_tools)
-            return text_history.join(fast_json.dumps(rewritten), req.contents_raw) if rewritten != req.inner else None
+            if rewritten == req.inner:
+                return None
+            request = text_history.join(fast_json.dumps(rewritten), req.contents_raw)
+            if req.target.kind != "cloudcode":
+                return request
+            return text_history.join(fast_json.dumps({k: v for k, v in req.body.items() if k != "request"}), request,
+                                     "request")
         rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=o.merge_tools, placeholder=o.placeholder,
                                        result_parts=self.options.rules.result_parts(req.model))
         if rewritten == req.inner and not req.marked:

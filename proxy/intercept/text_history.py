@@ -7,9 +7,10 @@ turn for models that refuse one, on a placeholder turn or on a marker. A history
 passes through every one of those unchanged; parsing it into Python objects cost most of the
 addon's time on a long conversation (a 55 KB body: about 0.4 ms of thread CPU inside mitmdump,
 where allocating its ~1,300 objects also set off the garbage collector, against 0.03 ms to check
-it as below). So the body is split: its top-level members other than `contents` are parsed as
-before, the contents are only checked against a strict text-turns shape (msgspec, one pass, no
-object per key) and, when the request is rewritten, put back as the bytes the app sent.
+it as below). So the body is split (`members`): its top-level members other than `contents` are
+parsed as before, the contents are only checked against a strict text-turns shape (`untouched`:
+msgspec, one pass, no object per key) and, when the request is rewritten, put back as the bytes
+the app sent (`join`).
 
 Anything the shape does not describe (a tool part, inline data, a snake_case key, a lone surrogate,
 an empty turn...) takes the full path, which is always right; this one is only faster.
@@ -38,13 +39,14 @@ _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _TURNS = msgspec.json.Decoder(list[_TextTurn])
 
 
-def split(raw: bytes, model: str, placeholder: str) -> tuple[bytes, bytes] | None:
-    """(the body without `contents`, as a JSON object; the contents as sent) when the contents are
-    text turns the proxy would leave as they are; None when the body must be parsed whole."""
+def members(raw: bytes, key: str = "contents") -> tuple[bytes, bytes] | None:
+    """(the body without `key`, as a JSON object; `key`'s value as sent), or None when the body is
+    not a JSON object holding `key` (the caller parses it whole, and says why). Cloud Code's body
+    is split twice: its "request", then that request's contents."""
     try:
         top = _TOP.decode(raw)
-        contents = top.pop("contents", None)
-        if contents is None or not _untouched(_TURNS.decode(contents), model, placeholder):
+        contents = top.pop(key, None)
+        if contents is None:
             return None
         rest = b",".join(orjson.dumps(k) + b":" + bytes(v) for k, v in top.items())
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, orjson.JSONEncodeError):
@@ -52,11 +54,19 @@ def split(raw: bytes, model: str, placeholder: str) -> tuple[bytes, bytes] | Non
     return b"{" + rest + b"}", bytes(contents)
 
 
-def join(rest: bytes, contents: bytes) -> bytes:
-    """The request body: `rest` (a JSON object without contents) with the app's contents put back."""
+def untouched(contents: bytes, model: str, placeholder: str) -> bool:
+    """The contents are text turns the proxy leaves as they are: they can go out as the app's bytes."""
+    try:
+        return _untouched(_TURNS.decode(contents), model, placeholder)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return False
+
+
+def join(rest: bytes, value: bytes, key: str = "contents") -> bytes:
+    """The body: `rest` (a JSON object without `key`) with `key`'s bytes put back, first."""
     rest = rest.strip()  # fast_json marks text it wrote with the standard library by a leading space
     inner = rest[1:-1].strip()
-    return b'{"contents":' + contents + (b"," + inner if inner else b"") + b"}"
+    return b"{" + orjson.dumps(key) + b":" + value + (b"," + inner if inner else b"") + b"}"
 
 
 def _untouched(turns: list[_TextTurn], model: str, placeholder: str) -> bool:
@@ -84,4 +94,4 @@ def _untouched(turns: list[_TextTurn], model: str, placeholder: str) -> bool:
     return not (turns and previous == "model" and rejects_prefill(model))
 
 
-__all__ = ["join", "split"]
+__all__ = ["join", "members", "untouched"]
