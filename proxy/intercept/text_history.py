@@ -66,7 +66,7 @@ def join(rest: bytes, value: bytes, key: str = "contents") -> bytes:
     """The body: `rest` (a JSON object without `key`) with `key`'s bytes put back, first."""
     rest = rest.strip()  # fast_json marks text it wrote with the standard library by a leading space
     inner = rest[1:-1].strip()
-    return b"{" + orjson.dumps(key) + b":" + value + (b"," + inner if inner else b"") + b"}"
+    return b"".join((b"{", orjson.dumps(key), b":", value, b"," if inner else b"", inner, b"}"))  # one copy
 
 
 def _untouched(turns: list[_TextTurn], model: str, placeholder: str) -> bool:
