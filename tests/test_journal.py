@@ -344,3 +344,28 @@ def test_a_secret_is_found_as_json_spells_it() -> None:
     assert orjson.loads(r.scrub(doc, [own])) == {"a": REDACTED, "b": REDACTED, "error": None}
     summary = orjson.dumps({"session": own, "error": None})
     assert r.scrub_summary(summary, [own])[1] == {"session": REDACTED, "error": None}
+
+
+def test_a_body_sent_as_the_app_sent_it_is_kept_once() -> None:
+    """The addon forwards an app's body unchanged when it has nothing to change: the journal keeps
+    that one object for both the client's request and the upstream's, and copies a body the proxy
+    made (orjson's output holds a larger buffer than its length)."""
+    from proxy.journal import kept as k
+
+    raw = held(orjson.dumps({"contents": [{"parts": [{"text": "x" * 5000}]}]}))
+    made = orjson.dumps({"contents": []})
+    for sent, shared, own_bytes in ((raw, True, False), (made, False, False), (made, False, True)):
+        ex = Exchange(id="ex_1", kind="mitm", method="POST", path="/v1beta/models/m:generateContent",
+                      request_headers=((b"a", b"1"),))
+        ex.request_body = raw
+        call = ex.upstream("m", sent, stream=False)  # as the addon records it (JournalEnd)
+        call.raw = own_bytes  # as the front-end's upstream records the bytes it made
+        entry = k.seal(ex, 1 << 30)
+        frozen = entry[k.FROZEN]
+        kept_body = frozen[k.META + 1 + k._BODY]
+        assert (kept_body is raw) is shared and kept_body == sent
+        assert frozen[k._FROZEN.index("request_body")] is raw
+        alone = k.seal(Exchange(id="ex_1", kind="mitm", method="POST", path="/v1beta/models/m:generateContent",
+                                request_headers=((b"a", b"1"),)), 1 << 30)
+        extra = entry[k.SIZE] - alone[k.SIZE] - len(raw)  # beyond the request body
+        assert extra < len(raw) if shared else extra >= len(sent), "held once: counted once"

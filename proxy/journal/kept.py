@@ -72,7 +72,9 @@ def seal(ex: Exchange, most: int) -> tuple:
     rests = []  # what goes into META per call
     for call in calls:
         body, answer = call.body, call.answer
-        if call.raw and len(body) <= BODY_CAP:  # the bytes sent, kept whole: names are read from them when read
+        if body is request_body and type(body) is bytes:  # the app's bytes sent as they came (the addon had
+            pass  # nothing to change): one object, kept and counted once, with the request
+        elif call.raw and len(body) <= BODY_CAP:  # the bytes sent, kept whole: names are read from them when read
             body = _copy((body, b""))
             size += len(body)
         else:
