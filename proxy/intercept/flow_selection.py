@@ -103,7 +103,7 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], placeholder:
     raw = flow.request.get_content(strict=False) or b""
     if target.kind != "cloudcode":
         if (split := text_history.members(raw)) is not None:
-            return _split(target, {}, (target.model or "").removeprefix("models/"), *split, placeholder)
+            return _split(target, None, (target.model or "").removeprefix("models/"), *split, placeholder)
     elif (wrapped := text_history.members(raw, "request")) is not None and (
             split := text_history.members(wrapped[1])) is not None:
         try:  # Cloud Code's own members (model, project, prompt id) are few and change with each prompt
@@ -145,10 +145,10 @@ _Rest = tuple[int, dict[str, Any] | None, dict[str, Any] | None]  # (its text's 
 _rests: LRUCache[bytes, _Rest] = LRUCache(REST_CACHE_BYTES, getsizeof=lambda rest: rest[0])
 
 
-def _split(target: Target, outer: dict[str, Any], model: str, rest: bytes, contents_raw: bytes, placeholder: str
-           ) -> GeminiRequest | None:
+def _split(target: Target, outer: dict[str, Any] | None, model: str, rest: bytes, contents_raw: bytes,
+           placeholder: str) -> GeminiRequest | None:
     """_parse for a body read as its contents and the rest (text_history.members); `outer`: Cloud
-    Code's members around the request (else empty). The rest is parsed and checked once per text
+    Code's members around the request (None for the other bodies). The rest is parsed and checked once per text
     (above); the contents are kept as bytes when they are text turns nothing changes, else parsed and
     checked as _parse does (inside an object, so at the same depth)."""
     found = _rests.get(rest)
@@ -164,14 +164,18 @@ def _split(target: Target, outer: dict[str, Any], model: str, rest: bytes, conte
     _, body, inner = found
     if body is None or inner is None:
         return None
-    wrap = (lambda request: {**outer, "request": request}) if target.kind == "cloudcode" else (lambda request: request)
     if text_history.untouched(contents_raw, model, placeholder):
-        return GeminiRequest(target, wrap(body), inner, model, None, False, contents_raw)
+        return GeminiRequest(target, _wrapped(outer, body), inner, model, None, False, contents_raw)
     try:
         contents = to_camel_request(parse_json(b'{"contents":' + contents_raw + b"}")["contents"])
         check_generate_request({"contents": contents})
     except (ProxyError, ValueError):
         return None
     session, kept = take_marker(contents)
-    return GeminiRequest(target, wrap({**body, "contents": contents}), {**inner, "contents": kept}, model, session,
-                         session is not None)
+    return GeminiRequest(target, _wrapped(outer, {**body, "contents": contents}), {**inner, "contents": kept}, model,
+                         session, session is not None)
+
+
+def _wrapped(outer: dict[str, Any] | None, request: dict[str, Any]) -> dict[str, Any]:
+    """The body as GeminiRequest.body holds it: Cloud Code's wrapper around the request, or the request."""
+    return request if outer is None else {**outer, "request": request}
