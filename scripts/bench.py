@@ -374,16 +374,15 @@ def mitm_rows(tmp: Path) -> list[tuple[str, str, dict, dict]]:
         def run(workload: str, name: str, session: bool) -> None:
             _, body = bodies("native", workload)
 
-            def both(plain_first: bool) -> tuple[dict, dict]:
-                def one(which: str) -> dict:
-                    if which == "plain":
-                        return asyncio.run(measure(url, body, [plain.proc.pid], via=plain_url, ssl=bench.client_ssl))
-                    return asyncio.run(measure(url, body, [addon.proc.pid], via=addon_url, ssl=bench.client_ssl,
-                                               headers=bench.headers(session)))
-                first, second = ("plain", "addon") if plain_first else ("addon", "plain")
-                got = {first: one(first), second: one(second)}
-                return got["addon"], got["plain"]
-            rounds = [both(i % 2 == 0) for i in range(MITM_ROUNDS)]  # alternated: a drift falls on both sides
+            def one(which: str) -> dict:
+                if which == "plain":
+                    return asyncio.run(measure(url, body, [plain.proc.pid], via=plain_url, ssl=bench.client_ssl))
+                return asyncio.run(measure(url, body, [addon.proc.pid], via=addon_url, ssl=bench.client_ssl,
+                                           headers=bench.headers(session)))
+            rounds = []
+            for i in range(MITM_ROUNDS):  # the order alternates: a drift of the machine falls on both sides
+                got = {which: one(which) for which in (("plain", "addon") if i % 2 == 0 else ("addon", "plain"))}
+                rounds.append((got["addon"], got["plain"]))
             r, base = rounds[0]
             r["ratio"] = statistics.median(a["cpu_ms"] / b["cpu_ms"] for a, b in rounds)
             r["spread"] = sorted(a["cpu_ms"] / b["cpu_ms"] for a, b in rounds)
