@@ -2,7 +2,7 @@
 # The benchmark: installs what it needs (Python packages, redis-server, haproxy, and LiteLLM's proxy in
 # its own virtual environment under .bench/; valgrind when it can), runs every row in one run and
 # writes docs/benchmarks.md (and docs/benchmarks-sse.md: how SSE decoding scales).
-# BENCH_N / BENCH_SECONDS shorten or lengthen it; BENCH_LITELLM=0 leaves LiteLLM out.
+# BENCH_N / BENCH_SECONDS / BENCH_MITM_ROUNDS (the MITM rows' alternated rounds, 3) shorten or lengthen it; BENCH_LITELLM=0 leaves LiteLLM out.
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/system_deps.sh"
 cd "$ROOT"
