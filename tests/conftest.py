@@ -9,6 +9,7 @@ from hypothesis import settings
 from proxy import fast_json
 from proxy.tools import prepare_tools
 from tests.harness import Stack
+from tests.shared_tools_check import changed_shared_tools
 
 # CI must be reproducible: hypothesis explores from a fixed seed there (derandomize) and keeps no
 # example database between runs; locally it keeps searching at random. HYPOTHESIS_PROFILE picks one.
@@ -55,6 +56,15 @@ def cached_tool_lists_stay_unchanged():
 
 def _state(entry) -> bytes:
     return fast_json.dumps([entry.declarations, entry.echo, entry.schemas])
+
+
+@pytest.fixture(autouse=True)
+def shared_tools_stay_unchanged():
+    """After each test, every tool list kept by wire/shared_tools.py (and each wire model's checked
+    copy) still equals the text it was parsed from: later requests of any client key get them."""
+    yield
+    changed = changed_shared_tools()
+    assert not changed, f"changed in place: {changed[0]}"
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ RUNNING = ("queued", "in_progress")  # a background response's statuses before i
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
-    sent = await read_json(request)
+    sent = await read_json(request, shared_tools=True)
     turn = await prepare_turn(request, sent)
     if turn.req.background:
         return json_answer(await _start_background(request, turn), headers=turn.headers)
@@ -184,7 +184,7 @@ async def input_tokens(request: web.Request) -> web.Response:
     """`POST /v1/responses/input_tokens`: what a create body would cost in input tokens, counted by
     Gemini's countTokens on the very request the proxy would send (history, tools, instructions)."""
     ctx: Context = request.app[CONTEXT]
-    sent = await read_json(request)
+    sent = await read_json(request, shared_tools=True)
     if isinstance(sent, dict):
         sent = {**sent, "store": False, "stream": False, "background": False}
     turn = await prepare_turn(request, sent)

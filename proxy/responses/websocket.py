@@ -108,7 +108,7 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
     stream_id = None
     previous = None
     try:
-        msg = await parse_body(text.encode("utf-8", "surrogatepass"))
+        msg = await parse_body(text.encode("utf-8", "surrogatepass"), shared_tools=True)
         if not isinstance(msg, dict):
             raise ProxyError("A WebSocket message must be a JSON object with a 'type'.", param="type",
                              code="invalid_type")

@@ -26,6 +26,7 @@ from proxy.wire.json_body import (
     parse_json,
     refuse_too_many_tools,
 )
+from proxy.wire.shared_tools import SharedTools, parse_with_tools
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,10 @@ ON_LOOP_BYTES = 256 * 1024
 ELSEWHERE_BYTES = 4 * 1024 * 1024
 
 
-async def read_json(request: web.Request) -> Any:
+async def read_json(request: web.Request, shared_tools: bool = False) -> Any:
     """The request body as JSON, within the edge's limits (wire/json_body.py) and the client
-    timeout (a body trickled byte by byte ties up nothing for longer)."""
+    timeout (a body trickled byte by byte ties up nothing for longer). `shared_tools`: the route
+    never changes its tools, so a tools text seen before may be shared (wire/shared_tools.py)."""
     timeout = request.app[CONTEXT].limits.client_timeout
     try:
         async with asyncio.timeout(timeout):
@@ -102,18 +104,18 @@ async def read_json(request: web.Request) -> Any:
     except TimeoutError:
         raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
                          code="request_timeout", headers={"Connection": "close"}) from None
-    body = await parse_body(raw)
+    body = await parse_body(raw, shared_tools)
     ex = exchange.CURRENT.get()
     if ex is not None:
         ex.request_body = raw  # well-formed JSON, as aiohttp read it: the journal keeps it as it is
     return body
 
 
-async def parse_body(raw: bytes) -> Any:
+async def parse_body(raw: bytes, shared_tools: bool = False) -> Any:
     """A JSON body (an HTTP request's, a WebSocket message's) parsed and checked within the edge's
-    limits, big ones off the event loop."""
+    limits, big ones off the event loop (whose tools are never shared: the cache is the loop's)."""
     if len(raw) <= ON_LOOP_BYTES:
-        return _parsed(raw)
+        return parse_with_tools(raw, _parsed) if shared_tools else _parsed(raw)
     if len(raw) > ELSEWHERE_BYTES and may_hold_too_many_tools(raw):
         # Materializing this many objects holds the GIL (a thread would not help): count the tools in
         # a worker process first, and refuse without ever building them here.
@@ -132,8 +134,25 @@ def validate[M: BaseModel](model: type[M], body: Any) -> M:
     """Validate a request body, turning the first pydantic error into OpenAI's 400 wording."""
     if not isinstance(body, dict):
         raise ProxyError("The request body must be a JSON object.", code="invalid_type")
+    shared = body.get("tools")
+    if type(shared) is not SharedTools or "tools" not in model.model_fields:
+        return _checked(model, body)
+    known = shared.checked.get(model)
+    if known is None:
+        req = _checked(model, body)
+        shared.checked[model] = req.tools  # type: ignore[attr-defined]
+        return req
+    # These tools passed this model's check before: only the rest of the body is checked.
+    req = _checked(model, {k: v for k, v in body.items() if k != "tools"}, body)
+    req.tools = known  # type: ignore[attr-defined]
+    return req
+
+
+def _checked[M: BaseModel](model: type[M], value: dict[str, Any], body: dict[str, Any] | None = None) -> M:
+    """`value` checked by `model`; the first error in OpenAI's wording, its path read in `body`."""
+    body = value if body is None else body
     try:
-        return model.model_validate(body)
+        return model.model_validate(value)
     except ValidationError as e:
         err = max(e.errors(), key=lambda x: len(x["loc"]))  # the most specific of a union's errors
         where = param_path(body, err["loc"])

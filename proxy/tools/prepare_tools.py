@@ -18,6 +18,7 @@ from proxy.schema.repairs import schema_repairs
 from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
+from proxy.wire.shared_tools import SharedTools
 
 
 @dataclass
@@ -172,10 +173,15 @@ def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = F
     `PreparedTools.serve_hosted` decides for the model. Each call gets its own PreparedTools."""
     if not tools and not web_search:
         return PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
-    try:
-        digest = hashlib.blake2b(fast_json.dumps([tools, json_schema_mode, web_search]), digest_size=16).digest()
-    except TypeError:  # not JSON (only a direct caller can pass that): no caching
-        return _prepare(tools, json_schema_mode, fill_missing, web_search)
+    shared = tools if type(tools) is SharedTools else None  # its digest is worked out once
+    digest = shared.keys.get((json_schema_mode, web_search)) if shared is not None else None
+    if digest is None:
+        try:
+            digest = hashlib.blake2b(fast_json.dumps([tools, json_schema_mode, web_search]), digest_size=16).digest()
+        except TypeError:  # not JSON (only a direct caller can pass that): no caching
+            return _prepare(tools, json_schema_mode, fill_missing, web_search)
+        if shared is not None:
+            shared.keys[json_schema_mode, web_search] = digest
     kept = _PREPARED.get(digest)
     if kept is None:
         prepared = _prepare(tools, json_schema_mode, fill_missing, web_search)
