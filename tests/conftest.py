@@ -7,6 +7,7 @@ import pytest
 from hypothesis import settings
 
 from proxy import fast_json
+from proxy.store import entry_store
 from proxy.tools import prepare_tools
 from tests.harness import Stack
 from tests.shared_tools_check import changed_shared_tools
@@ -56,6 +57,24 @@ def cached_tool_lists_stay_unchanged():
 
 def _state(entry) -> bytes:
     return fast_json.dumps([entry.declarations, entry.echo, entry.schemas])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def stored_turns_are_what_serializing_them_whole_gives():
+    """Every Responses turn stored during the run, its input spliced in as serialized before the
+    upstream call (entry_store.TurnInput), reads back as the whole turn serialized at the end would:
+    nothing changed the turn's contents, system parts or input items while Gemini was asked."""
+    original = entry_store._response_doc
+
+    def checked(stored, known):
+        doc = original(stored, known)
+        if known is not None:
+            assert fast_json.loads(doc) == fast_json.loads(fast_json.dumps(vars(stored))), stored.id
+        return doc
+
+    entry_store._response_doc = checked
+    yield
+    entry_store._response_doc = original
 
 
 @pytest.fixture(autouse=True)

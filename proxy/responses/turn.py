@@ -17,7 +17,7 @@ from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import validate
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
-from proxy.store.base import StoredResponse, conversation_at
+from proxy.store.base import StoredResponse, TurnInput, conversation_at
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.request_body import build_gemini_request, stream_arguments
@@ -63,6 +63,7 @@ class Turn:
     key: str | None
     headers: dict[str, str] = field(default_factory=dict)
     recent: Recent | None = None
+    known: TurnInput | None = None  # its stored input, serialized before Gemini is asked
 
     @property
     def response(self) -> dict[str, Any]:
@@ -106,7 +107,7 @@ class Turn:
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=t.response["id"], response=t.response, contents=added, system=system,
             pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input),
-            chained=True)
+            chained=True, known=self.known)
 
 
 def _check_options(req: ResponsesRequest) -> None:
@@ -193,9 +194,11 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     # The input items as sent: GET .../input_items gives them their ids and statuses (as_items).
     sent_input = [{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str) else (
         req.input)
+    known = None
     if req.store is not False:  # what storing the turn will keep: its contents and its input items
-        start = len(prior.contents) if prior else 0
-        ctx.store.refuse_unkeepable([conv.contents[start:], conv.system, sent_input], "This turn's input", "input")
+        known = ctx.store.turn_input(conv.contents[len(prior.contents) if prior else 0:],
+                                     conv.system[len(prior.system) if prior else 0:], sent_input,
+                                     "This turn's input", "input")
     body = build_gemini_request(req, conv, tools, model)
     await object_owners.refuse_foreign(request, body)
     carry = ENCRYPTED_REASONING in (req.include or [])
@@ -204,4 +207,4 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                      carrier=ctx.seal(request, model) if carry else None, snapshots=False,
                                      sources="web_search_call.action.sources" in (req.include or []))
     return Turn(ctx, session, req, sent_input, prior, conv, model, tools, body, translator,
-                api_key_of(request), warning_headers(tools.warnings), recent)
+                api_key_of(request), warning_headers(tools.warnings), recent, known)

@@ -9,11 +9,13 @@
 
 from typing import Any
 
+import orjson
+
 from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
-from proxy.store.base import StoredResponse
+from proxy.store.base import StoredResponse, TurnInput
 from proxy.store.entries import Entries, Evicted, Key, TooLarge
 from proxy.store.history_cache import HistoryCache
 
@@ -28,6 +30,29 @@ def _too_large(what: str, e: TooLarge) -> ProxyError:
 def _evicted(conversation: str, how: str) -> ProxyError:
     return ProxyError(f"Conversation '{conversation}' {how}", status=409, param="conversation",
                       code="conversation_evicted")
+
+
+def _joined(array: bytes, more: bytes) -> bytes:
+    """Two JSON arrays' texts as one array."""
+    if array == b"[]":
+        return more
+    return array if more == b"[]" else b"".join((array[:-1], b",", more[1:]))
+
+
+def _response_doc(stored: StoredResponse, known: TurnInput | None) -> bytes:
+    """The stored response's document: what `known` holds is not serialized again. Text the
+    standard library wrote (a leading space: an integer past 64 bits) is never spliced, so the whole
+    document is read back by the parser that keeps it exact."""
+    if known is not None:
+        more = fast_json.dumps(stored.contents[known.count:])
+        if not any(part[:1] == b" " for part in (known.contents, known.system, known.input, more)):
+            try:
+                return orjson.dumps({**vars(stored), "contents": orjson.Fragment(_joined(known.contents, more)),
+                                     "system": orjson.Fragment(known.system), "input": orjson.Fragment(known.input)})
+            except (orjson.JSONEncodeError, TypeError):
+                pass
+    # vars(), not asdict(): asdict deep-copies the whole response only to serialize it.
+    return fast_json.dumps(vars(stored))
 
 
 class EntryStore:
@@ -88,11 +113,25 @@ class EntryStore:
         except Evicted:
             return None
 
-    async def put_response(self, session: str, stored: StoredResponse, chained: bool = False) -> None:
+    def turn_input(self, contents: list[dict[str, Any]], system: list[dict[str, Any]], items: list[Any],
+                   what: str, param: str) -> TurnInput:
+        """A turn's stored input, serialized now (TurnInput), and refused with a 413 naming `param`
+        when it is already more than one session may keep (refuse_unkeepable)."""
+        known = TurnInput(fast_json.dumps(contents), len(contents), fast_json.dumps(system), fast_json.dumps(items))
+        limit = getattr(self.backend, "entry_limit", None)
+        size = len(known.contents) + len(known.system) + len(known.input) + 4  # as one JSON array
+        if limit is not None and size > limit:
+            raise ProxyError(f"{what} is too large to keep: {size} bytes is more than a session may keep ({limit} "
+                             "bytes). Send less, or ask for no storage (store: false / no conversation).",
+                             status=413, param=param, code="session_too_large")
+        return known
+
+    async def put_response(self, session: str, stored: StoredResponse, chained: bool = False,
+                           known: TurnInput | None = None) -> None:
         """Store a response. `chained`: its contents are exactly what it adds to its parent's history,
-        so the history cache (history_cache.py) can keep its whole history for the next turn."""
-        # vars(), not asdict(): asdict deep-copies the whole response only to serialize it.
-        await self._put((session, "response", stored.id), [fast_json.dumps(vars(stored))], f"Response '{stored.id}'")
+        so the history cache (history_cache.py) can keep its whole history for the next turn.
+        `known`: its input as turn_input serialized it (its contents start with those)."""
+        await self._put((session, "response", stored.id), [_response_doc(stored, known)], f"Response '{stored.id}'")
         if chained:
             self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system)
         else:

@@ -1,0 +1,62 @@
+"""A Responses turn's stored input is serialized before the upstream call (entry_store.TurnInput)
+and spliced into the stored response, never serialized again. The conftest checks, for every turn
+stored during the run, that the document reads back as the whole turn serialized at the end."""
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from proxy import fast_json
+from proxy.errors import ProxyError
+from proxy.store import MemoryStore
+from proxy.store.base import StoredResponse
+from proxy.store.entry_store import _response_doc
+
+USER = {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
+CALL = {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+                                    "thoughtSignature": "c2ln"}]}
+ITEMS = [{"type": "message", "role": "user", "content": "Weather in Paris?"}]
+
+
+def _stored(contents: list[dict[str, Any]], items: list[Any] = ITEMS, system: list[Any] | None = None
+            ) -> StoredResponse:
+    return StoredResponse(id="resp_1", response={"id": "resp_1", "status": "completed", "output": []},
+                          contents=contents, system=system or [], pending=["call_1"], parent=None, input=items)
+
+
+@pytest.mark.parametrize("added,turn", [([USER], CALL), ([USER], None), ([], CALL), ([], None),
+                                        ([USER, CALL, USER], CALL)])
+def test_a_spliced_document_reads_back_as_the_whole_one(added: list[Any], turn: dict[str, Any] | None) -> None:
+    system = [{"text": "Be brief."}]
+    known = MemoryStore().turn_input(added, system, ITEMS, "This turn's input", "input")
+    stored = _stored(added + ([turn] if turn else []), system=system)
+    doc = _response_doc(stored, known)
+    assert fast_json.loads(doc) == fast_json.loads(fast_json.dumps(vars(stored)))
+
+
+def test_the_known_input_is_spliced_in_not_serialized_again() -> None:
+    sent = [{"type": "message", "role": "user", "content": "as sent"}]
+    known = MemoryStore().turn_input([USER], [], sent, "x", "input")
+    doc = fast_json.loads(_response_doc(_stored([USER, CALL]), known))
+    assert doc["input"][0]["content"] == "as sent" and doc["contents"] == [USER, CALL]
+
+
+def test_a_number_past_64_bits_survives_the_store() -> None:
+    """The standard library writes what orjson cannot (marked by a leading space): such text is
+    never spliced into orjson's output, whose reader would make the number a float."""
+    big = [{"type": "function_call_output", "call_id": "call_1", "output": {"n": 2**70}}]
+    for items, turn in ((big, CALL), (ITEMS, {"role": "model", "parts": [{"text": "ok", "n": 2**70}]})):
+        known = MemoryStore().turn_input([USER], [], items, "x", "input")
+        stored = _stored([USER, turn], items)
+        store = MemoryStore()
+        asyncio.run(store.put_response("s", stored, known=known))
+        again = asyncio.run(store.get_response("s", "resp_1"))
+        assert again is not None and vars(again) == vars(stored)
+
+
+def test_an_input_too_large_to_keep_is_refused_with_its_size() -> None:
+    store = MemoryStore(max_bytes=10_000, session_bytes=1_000)
+    with pytest.raises(ProxyError) as e:
+        store.turn_input([{"role": "user", "parts": [{"text": "x" * 2_000}]}], [], ITEMS, "This turn's input", "input")
+    assert e.value.status == 413 and e.value.param == "input" and "too large to keep" in e.value.message
