@@ -206,9 +206,13 @@ def main() -> None:
                         Target(f"http://127.0.0.1:{hport}" + direct_path, sent["body"]), direct))
                     rows.append((workload, kind, "null aiohttp hop", hop_row))
                 proxied["added"] = asyncio.run(paired_added(Target(f"http://127.0.0.1:{pport}" + p, body), direct))
+                # Beyond the floor, paired too: the proxy (the client's body) against the null hop (the
+                # body the proxy sent), alternated, rather than two paired series taken minutes apart.
+                proxied["beyond"] = asyncio.run(paired_added(Target(f"http://127.0.0.1:{pport}" + p, body), Target(
+                    f"http://127.0.0.1:{hport}" + direct_path, sent["body"])))
                 rows.append((workload, kind, "gemini-tool-proxy", proxied))
         rows += litellm_rows(tmp, mock_url)
-        ttfe = first_events(f"http://127.0.0.1:{pport}", mock_url)
+        ttfe = first_events(f"http://127.0.0.1:{pport}", mock_url, f"http://127.0.0.1:{hport}")
         per_turn = translation_per_turn()
         redis_cost = store_cost(tmp, mock_url)
         scale = instances(tmp, mock_url)
@@ -265,9 +269,9 @@ FIRST_TEXT = {"direct": re.compile(rb"^data: ", re.M), "responses": re.compile(r
               "chat": re.compile(rb'"delta": ?\{"content"')}
 
 
-def first_events(proxy_url: str, mock_url: str) -> list[tuple[str, str, float]]:
+def first_events(proxy_url: str, mock_url: str, hop_url: str) -> list[tuple[str, str, float, float]]:
     """Stream time to first event through the proxy against the mock's own (same body as the proxy
-    sent it), as paired differences."""
+    sent it), and against the null hop's (which forwards the stream whole), as paired differences."""
     out = []
     for workload in ("small", "large"):
         for kind in ("responses", "chat"):
@@ -275,9 +279,11 @@ def first_events(proxy_url: str, mock_url: str) -> list[tuple[str, str, float]]:
             proxied = Target(proxy_url + path, {**body, "stream": True}, first=FIRST_TEXT[kind])
             asyncio.run(paired_added(proxied, proxied, n=0, warm=1))  # so that the mock has seen the body
             sent = asyncio.run(last_sent(mock_url))
-            direct = Target(f"{mock_url}/v1beta/models/{sent['model']}:streamGenerateContent?alt=sse", sent["body"],
-                            first=FIRST_TEXT["direct"])
-            out.append((workload, kind, asyncio.run(paired_added(proxied, direct))))
+            stream = f"/v1beta/models/{sent['model']}:streamGenerateContent?alt=sse"
+            direct = Target(mock_url + stream, sent["body"], first=FIRST_TEXT["direct"])
+            hop = Target(hop_url + stream, sent["body"], first=FIRST_TEXT["direct"])
+            out.append((workload, kind, asyncio.run(paired_added(proxied, direct)),
+                        asyncio.run(paired_added(proxied, hop))))
     return out
 
 
@@ -445,16 +451,23 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
                      f"{r['rps']:.0f} | {r['rps'] / b['rps']:.2f} | {cpu} | {vs} |")
 
     hop = {w: r["added"] for w, k, name, r in rows if name == "null aiohttp hop"}
-    lines += ["", "| large requests | API | added p50 ms | null hop added p50 ms | beyond the hop ms (goal ≤ 1.0) | "
-              "CPU vs LiteLLM (goal ≤ 1/15) |", "|---|---|---|---|---|---|"]
+    lines += ["", "Beyond the hop: the median difference of requests sent alternately through the proxy and "
+              "through the null aiohttp hop (the body the proxy sent), so a drift of the machine cancels; "
+              "the added p50 minus the hop's (two series taken apart) is shown beside it.", "",
+              "| workload | API | added p50 ms | null hop added p50 ms | beyond the hop ms, paired (goal ≤ 0.5 small, "
+              "≤ 1.0 large) | added − hop added | CPU vs LiteLLM (goal ≤ 1/15 large) |",
+              "|---|---|---|---|---|---|---|"]
     for workload, kind, name, r in rows:
-        if name == "gemini-tool-proxy" and workload == "large":
+        if name == "gemini-tool-proxy":
             vs = f"1/{litellm[(workload, kind)]['cpu_ms'] / r['cpu_ms']:.1f}" if (workload, kind) in litellm else "—"
-            lines.append(f"| {workload} | {kind} | {r['added']:+.2f} | {hop[workload]:+.2f} | "
+            lines.append(f"| {workload} | {kind} | {r['added']:+.2f} | {hop[workload]:+.2f} | {r['beyond']:+.2f} | "
                          f"{r['added'] - hop[workload]:+.2f} | {vs} |")
 
-    lines += ["", "| stream | API | added time to first text event ms (paired) |", "|---|---|---|"]
-    lines += [f"| {w} | {k} | {added:+.2f} |" for w, k, added in ttfe]
+    lines += ["", "The null hop forwards a stream whole: the mock's whole stream arrives within 0.1 ms of its first "
+              "event, so that flatters the hop by no more.", "",
+              "| stream | API | added time to first text event ms (paired, vs the mock) | beyond the null hop "
+              "ms (paired; goal ≤ 1.0) |", "|---|---|---|---|"]
+    lines += [f"| {w} | {k} | {added:+.2f} | {beyond:+.2f} |" for w, k, added, beyond in ttfe]
     if mitm:
         lines += ["", f"CPU vs plain: the median of {MITM_ROUNDS} rounds, each measuring plain mitmdump and the "
                   "addon one after the other (in alternating order), with the rounds' lowest and highest ratio; "
