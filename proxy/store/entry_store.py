@@ -32,13 +32,6 @@ def _evicted(conversation: str, how: str) -> ProxyError:
                       code="conversation_evicted")
 
 
-def _joined(array: bytes, more: bytes) -> bytes:
-    """Two JSON arrays' texts as one array."""
-    if array == b"[]":
-        return more
-    return array if more == b"[]" else b"".join((array[:-1], b",", more[1:]))
-
-
 def _response_doc(stored: StoredResponse, known: TurnInput | None) -> bytes:
     """The stored response's document: what `known` holds is not serialized again. Text the
     standard library wrote (a leading space: an integer past 64 bits) is never spliced, so the whole
@@ -46,8 +39,9 @@ def _response_doc(stored: StoredResponse, known: TurnInput | None) -> bytes:
     if known is not None:
         more = fast_json.dumps(stored.contents[known.count:])
         if not any(part[:1] == b" " for part in (known.contents, known.system, known.input, more)):
+            contents = fast_json.concat_arrays(known.contents, more)
             try:
-                return orjson.dumps({**vars(stored), "contents": orjson.Fragment(_joined(known.contents, more)),
+                return orjson.dumps({**vars(stored), "contents": orjson.Fragment(contents),
                                      "system": orjson.Fragment(known.system), "input": orjson.Fragment(known.input)})
             except (orjson.JSONEncodeError, TypeError):
                 pass
@@ -76,11 +70,12 @@ class EntryStore:
         """Before the upstream call: a 413 naming `param` when `doc` (what the turn will store, before
         the answer is added) is already more than one session may keep, so no answer is billed and
         then lost. Cheap (one serialization); the answer's own size is checked when it is stored."""
+        if getattr(self.backend, "entry_limit", None) is not None:
+            self._refuse_size(len(fast_json.dumps(doc)), what, param)
+
+    def _refuse_size(self, size: int, what: str, param: str) -> None:
         limit = getattr(self.backend, "entry_limit", None)
-        if limit is None:
-            return
-        size = len(fast_json.dumps(doc))
-        if size > limit:
+        if limit is not None and size > limit:
             raise ProxyError(f"{what} is too large to keep: {size} bytes is more than a session may keep ({limit} "
                              "bytes). Send less, or ask for no storage (store: false / no conversation).",
                              status=413, param=param, code="session_too_large")
@@ -118,12 +113,7 @@ class EntryStore:
         """A turn's stored input, serialized now (TurnInput), and refused with a 413 naming `param`
         when it is already more than one session may keep (refuse_unkeepable)."""
         known = TurnInput(fast_json.dumps(contents), len(contents), fast_json.dumps(system), fast_json.dumps(items))
-        limit = getattr(self.backend, "entry_limit", None)
-        size = len(known.contents) + len(known.system) + len(known.input) + 4  # as one JSON array
-        if limit is not None and size > limit:
-            raise ProxyError(f"{what} is too large to keep: {size} bytes is more than a session may keep ({limit} "
-                             "bytes). Send less, or ask for no storage (store: false / no conversation).",
-                             status=413, param=param, code="session_too_large")
+        self._refuse_size(len(known.contents) + len(known.system) + len(known.input) + 4, what, param)  # (one array)
         return known
 
     async def put_response(self, session: str, stored: StoredResponse, chained: bool = False,

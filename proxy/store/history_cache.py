@@ -67,8 +67,8 @@ class HistoryCache:
         if added_doc[:1] == b" " or system_doc[:1] == b" ":
             return  # written by the standard library (an integer beyond 64 bits): not spliced
         chain = [*fast_json.loads(before[0]), response_id]
-        self._keep(session, response_id, [fast_json.dumps(chain), _concat(before[1], added_doc),
-                                          _concat(before[2], system_doc), fast_json.dumps(pending)])
+        self._keep(session, response_id, [fast_json.dumps(chain), fast_json.concat_arrays(before[1], added_doc),
+                                          fast_json.concat_arrays(before[2], system_doc), fast_json.dumps(pending)])
 
     def forget(self, session: str, response_id: str) -> None:
         self.lru.pop((session, KIND, response_id))
@@ -78,12 +78,3 @@ class HistoryCache:
             return  # written by the standard library (an integer beyond 64 bits): not spliced, not kept
         with suppress(TooLarge):  # larger than the cache keeps: the chain is walked instead
             self.lru.put((session, KIND, response_id), docs)
-
-
-def _concat(a: bytes, b: bytes) -> bytes:
-    """Two JSON arrays' bytes as one array's."""
-    if a == b"[]":
-        return b
-    if b == b"[]":
-        return a
-    return a[:-1] + b"," + b[1:]
