@@ -155,7 +155,7 @@ def test_shared_tools_are_prepared_as_a_list_of_their_own_would_be() -> None:
     tools = _tools()
     shared = _parse(orjson.dumps({"tools": tools}))["tools"]
     for json_mode, web_search in [(False, False), (True, False), (False, True), (True, False), (False, False)]:
-        got = prepare_tools(shared, json_schema_mode=json_mode, web_search=web_search)
+        got = prepare_tools(shared, json_schema_mode=json_mode, web_search=web_search, digests=shared.keys)
         own = _prepare(tools, json_mode, False, web_search)
         assert (got.declarations, got.echo, got.schemas, got.hosted) == (own.declarations, own.echo, own.schemas,
                                                                          own.hosted)

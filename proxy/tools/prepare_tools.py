@@ -18,7 +18,6 @@ from proxy.schema.repairs import schema_repairs
 from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
-from proxy.wire.shared_tools import SharedTools
 
 
 @dataclass
@@ -167,21 +166,23 @@ _PREPARED: LRUCache[bytes, _Prepared] = LRUCache(MAX_ENTRIES)
 
 
 def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = False,
-                  fill_missing: bool = False, web_search: bool = False) -> PreparedTools:
+                  fill_missing: bool = False, web_search: bool = False,
+                  digests: dict[tuple[bool, bool], bytes] | None = None) -> PreparedTools:
     """`json_schema_mode` picks `parametersJsonSchema` over `parameters` (see schema_mode_for);
     `web_search`: Chat's `web_search_options` was given. Hosted tools are only collected here:
-    `PreparedTools.serve_hosted` decides for the model. Each call gets its own PreparedTools."""
+    `PreparedTools.serve_hosted` decides for the model. Each call gets its own PreparedTools.
+    `digests`: where this very list keeps its cache key per (mode, web_search), worked out once (a
+    list shared by every request that sends the same text: wire/shared_tools.py)."""
     if not tools and not web_search:
         return PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
-    shared = tools if type(tools) is SharedTools else None  # its digest is worked out once
-    digest = shared.keys.get((json_schema_mode, web_search)) if shared is not None else None
+    digest = digests.get((json_schema_mode, web_search)) if digests is not None else None
     if digest is None:
         try:
             digest = hashlib.blake2b(fast_json.dumps([tools, json_schema_mode, web_search]), digest_size=16).digest()
         except TypeError:  # not JSON (only a direct caller can pass that): no caching
             return _prepare(tools, json_schema_mode, fill_missing, web_search)
-        if shared is not None:
-            shared.keys[json_schema_mode, web_search] = digest
+        if digests is not None:
+            digests[json_schema_mode, web_search] = digest
     kept = _PREPARED.get(digest)
     if kept is None:
         prepared = _prepare(tools, json_schema_mode, fill_missing, web_search)
