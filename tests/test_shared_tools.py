@@ -20,6 +20,7 @@ from proxy.server.errors import ON_LOOP_BYTES, _parsed, parse_body, validate
 from proxy.tools.prepare_tools import _prepare, prepare_tools
 from proxy.wire import shared_tools
 from proxy.wire.chat import ChatRequest
+from proxy.wire.json_body import split_member
 from proxy.wire.responses import ResponsesRequest
 from proxy.wire.shared_tools import SharedTools, parse_with_tools
 from tests.harness import Stack
@@ -74,7 +75,7 @@ def test_a_split_body_is_what_the_whole_parse_gives(raw: bytes) -> None:
     whole = _outcome(_parsed, raw)
     first, again = _outcome(_parse, raw), _outcome(_parse, raw)
     assert first == whole and again == whole  # the same value, keys in the same order, or the same error
-    if whole[0] == "ok" and type(whole[2].get("tools")) is list and shared_tools._split(raw) is not None:
+    if whole[0] == "ok" and type(whole[2].get("tools")) is list and split_member(raw, "tools") is not None:
         one, two = _parse(raw)["tools"], _parse(raw)["tools"]
         assert type(one) is SharedTools and one is two, "a text seen before is parsed once, then shared"
 

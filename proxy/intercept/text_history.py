@@ -22,6 +22,7 @@ import orjson
 
 from proxy.intercept.session_marker import MARKER
 from proxy.to_gemini.repair_history import rejects_prefill
+from proxy.wire.json_body import split_member
 
 
 class _TextPart(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -35,7 +36,6 @@ class _TextTurn(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     role: str | None = None
 
 
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _TURNS = msgspec.json.Decoder(list[_TextTurn])
 
 
@@ -43,15 +43,8 @@ def members(raw: bytes, key: str = "contents") -> tuple[bytes, bytes] | None:
     """(the body without `key`, as a JSON object; `key`'s value as sent), or None when the body is
     not a JSON object holding `key` (the caller parses it whole, and says why). Cloud Code's body
     is split twice: its "request", then that request's contents."""
-    try:
-        top = _TOP.decode(raw)
-        contents = top.pop(key, None)
-        if contents is None:
-            return None
-        rest = b",".join(orjson.dumps(k) + b":" + bytes(v) for k, v in top.items())
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, orjson.JSONEncodeError):
-        return None
-    return b"{" + rest + b"}", bytes(contents)
+    split = split_member(raw, key)
+    return None if split is None else split[1:]
 
 
 def untouched(contents: bytes, model: str, placeholder: str) -> bool:

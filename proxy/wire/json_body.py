@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import orjson
 
 from proxy.errors import ProxyError
@@ -56,6 +57,26 @@ def parse_json(raw: bytes) -> Any:
         if _plain(value):
             return value
     return _parse_standard(raw)
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def split_member(raw: bytes, key: str) -> tuple[list[str], bytes, bytes] | None:
+    """An object's text split at its top level, none of it parsed (msgspec reads the members as raw
+    spans, one pass, no object per key): (its keys in order, the object without `key` as a JSON
+    object, `key`'s value as sent), or None when `raw` is not a JSON object holding `key` (the
+    caller parses it whole, which says why)."""
+    try:
+        top = _TOP.decode(raw)
+        order = list(top)
+        value = top.pop(key, None)
+        if value is None:
+            return None
+        rest = b",".join(orjson.dumps(k) + b":" + bytes(v) for k, v in top.items())
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, orjson.JSONEncodeError):
+        return None
+    return order, b"{" + rest + b"}", bytes(value)
 
 
 def count_tools(body: Any) -> int:

@@ -15,14 +15,13 @@ Only routes that read their tools without changing them ask for it (Responses, C
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
 from cachetools import LRUCache
+
+from proxy.wire.json_body import split_member
 
 # Tools texts kept, by their length (their objects take about ten times as much). A text longer
 # than this is parsed every time.
 CACHE_BYTES = 1024 * 1024
-
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 class SharedTools(list):  # type: ignore[type-arg]
@@ -46,7 +45,7 @@ def parse_with_tools(raw: bytes, parse: Callable[[bytes], Any]) -> Any:
     """The body as `parse` gives it, its `tools` (when a list) a SharedTools: the kept one when this
     text was seen before (then only the rest of the body is parsed), else a new one kept from now on.
     `parse` refuses what it must for the whole body; a tools text is kept only once it passed."""
-    split = _split(raw)  # (a search for '"tools"' first would take as long as the split: 20 us)
+    split = split_member(raw, "tools")  # (a search for '"tools"' first would take as long: 20 us)
     if split is None:
         return parse(raw)
     order, rest, text = split
@@ -59,18 +58,3 @@ def parse_with_tools(raw: bytes, parse: Callable[[bytes], Any]) -> Any:
         return body
     members = parse(rest)  # an object (it was one member short of the body's)
     return {key: kept if key == "tools" else members[key] for key in order}  # the body's order
-
-
-def _split(raw: bytes) -> tuple[list[str], bytes, bytes] | None:
-    """(the body's keys in order, the body without `tools` as a JSON object, the tools' text), or
-    None when the body is not an object holding `tools` (it is parsed whole, which says why)."""
-    try:
-        top = _TOP.decode(raw)
-        order = list(top)
-        tools = top.pop("tools", None)
-        if tools is None:
-            return None
-        rest = b",".join(msgspec.json.encode(k) + b":" + bytes(v) for k, v in top.items())
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-        return None
-    return order, b"{" + rest + b"}", bytes(tools)
