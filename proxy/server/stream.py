@@ -94,22 +94,31 @@ class _Sender:
             self.handle.cancel()
 
 
+class _HeldHeaders(web.StreamResponse):
+    """A stream's status line and headers go out with its first write (relay's start, at once), in one
+    packet: sent alone by prepare(), they cost a write and a wake-up of the client on the way to
+    the first event. (An aiohttp class attribute, as web.Response sets it; without it, they are
+    sent by prepare() as before.)"""
+    _send_headers_immediately = False
+
+
 async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterator[dict[str, Any]]],
                      writer: StreamWriter, headers: dict[str, str] | None = None,
                      on_end: Callable[[bool], Awaitable[None]] | None = None) -> web.StreamResponse:
     """Stream `open_upstream`'s chunks through `writer` as an HTTP response (SSE or a JSON array)."""
     ctx = request.app[CONTEXT]
-    resp = web.StreamResponse(headers={"content-type": writer.content_type, "cache-control": "no-cache",
-                                       "x-accel-buffering": "no", **(headers or {})})
+    resp = _HeldHeaders(headers={"content-type": writer.content_type, "cache-control": "no-cache",
+                                 "x-accel-buffering": "no", **(headers or {})})
     send = _Sender(request, resp, ctx.limits.client_timeout)
-    chunks = await open_upstream
+    started = _Start(writer)
+    chunks = await started.while_waiting(open_upstream)
     try:
         await resp.prepare(request)
     except BaseException:
         await _close(chunks, writer, on_end)
         raise
     try:
-        if await relay(chunks, writer, send, on_end, ctx.in_flight, f"{request.method} {request.path}"):
+        if await relay(chunks, writer, send, on_end, ctx.in_flight, f"{request.method} {request.path}", started.take()):
             await send(b"", eof=True)
         return resp
     except ConnectionError:
@@ -118,16 +127,47 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
         send.close()
 
 
+class _Start:
+    """The writer's opening events (Responses' created and in_progress each carry the whole response
+    with its echoed tools), made while Gemini is working on the request rather than after its
+    answer begins: they are on the way to the first event otherwise."""
+
+    def __init__(self, writer: StreamWriter) -> None:
+        self.writer, self.frames = writer, None
+
+    async def while_waiting(self, open_upstream: Awaitable[Any]) -> Any:
+        # Called back once the request has gone out: the upstream's first wait is for Gemini's
+        # headers (aiohttp writes a pooled connection's request without waiting, eager_start).
+        handle = asyncio.get_running_loop().call_soon(self._make)
+        try:
+            return await open_upstream
+        finally:
+            handle.cancel()
+
+    def _make(self) -> None:
+        try:
+            frames = self.writer.start()
+            self.frames = frames if isinstance(frames, bytes) else list(frames)
+        except Exception:  # made again, as before, where a failure reaches the client in its protocol
+            log.debug("the stream's opening events could not be made early", exc_info=True)
+
+    def take(self) -> Any:
+        frames, self.frames = self.frames, None
+        return frames
+
+
 async def relay(chunks: AsyncIterator[dict[str, Any]], writer: StreamWriter, send: Callable[[Any], Awaitable[None]],
-                on_end: Callable[[bool], Awaitable[None]] | None, in_flight: Any, what: str) -> bool:
+                on_end: Callable[[bool], Awaitable[None]] | None, in_flight: Any, what: str,
+                started: Any = None) -> bool:
     """The pipeline itself, for any transport (`send` writes what the writer gives: SSE bytes, or a
     WebSocket's events). `on_end(True)` stores the turn once the answer is whole and before the client
     is told it ended well: if storing fails (the store is down, the turn too large), the client is told
-    the answer failed. On any other end `on_end(False)` runs. False when the client went away."""
+    the answer failed. On any other end `on_end(False)` runs. False when the client went away.
+    `started`: the writer's start, made already (run_stream's _Start)."""
     ok = False
     try:
         try:
-            await send(writer.start())
+            await send(writer.start() if started is None else started)
             async for chunk in chunks:
                 await send(writer.feed(checked(chunk)))
                 if writer.done:
