@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,7 @@ LATENCY_N = int(os.environ.get("BENCH_N", "200"))
 # The MITM rows' CPU ratio is the median of this many alternated rounds: one round of each row varied
 # by +-0.1 from run to run, as much as the addon's whole cost on a small flow.
 MITM_ROUNDS = int(os.environ.get("BENCH_MITM_ROUNDS", "3"))
+CPU_ROUNDS = int(os.environ.get("BENCH_CPU_ROUNDS", "3"))  # paired rounds of the CPU ratio against LiteLLM
 LOAD_SECONDS = float(os.environ.get("BENCH_SECONDS", "3"))
 CONCURRENCY = 32
 TICK = os.sysconf("SC_CLK_TCK")
@@ -95,18 +97,23 @@ async def measure(url: str, body: dict, pids: list[int], via: str | None = None,
             t = time.perf_counter()
             await one()
             lat.append(time.perf_counter() - t)
-        cpu0, done, stop = sum(cpu_seconds(p) for p in pids), [0], time.perf_counter() + LOAD_SECONDS
+        done, took, cpu = await _load(one, pids)
+    return {"p50": statistics.median(lat) * 1000, "rps": done / took, "cpu_ms": cpu * 1000 / max(1, done),
+            "count": LATENCY_N + 20 + done}
 
-        async def worker() -> None:
-            while time.perf_counter() < stop:
-                await one()
-                done[0] += 1
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        took = time.perf_counter() - t0
-        cpu = sum(cpu_seconds(p) for p in pids) - cpu0
-    return {"p50": statistics.median(lat) * 1000, "rps": done[0] / took, "cpu_ms": cpu * 1000 / max(1, done[0]),
-            "count": LATENCY_N + 20 + done[0]}
+
+async def _load(one: Callable[[], Awaitable[None]], pids: list[int]) -> tuple[int, float, float]:
+    """`one` request after another from CONCURRENCY workers for LOAD_SECONDS: the requests done, the
+    seconds taken and the CPU seconds the processes `pids` used meanwhile."""
+    cpu0, done, stop = sum(cpu_seconds(p) for p in pids), [0], time.perf_counter() + LOAD_SECONDS
+
+    async def worker() -> None:
+        while time.perf_counter() < stop:
+            await one()
+            done[0] += 1
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return done[0], time.perf_counter() - t0, sum(cpu_seconds(p) for p in pids) - cpu0
 
 
 @dataclass
@@ -211,7 +218,7 @@ def main() -> None:
                 proxied["beyond"] = asyncio.run(paired_added(Target(f"http://127.0.0.1:{pport}" + p, body), Target(
                     f"http://127.0.0.1:{hport}" + direct_path, sent["body"])))
                 rows.append((workload, kind, "gemini-tool-proxy", proxied))
-        rows += litellm_rows(tmp, mock_url)
+        rows += litellm_rows(tmp, mock_url, (f"http://127.0.0.1:{pport}", proxy.proc.pid))
         ttfe = first_events(f"http://127.0.0.1:{pport}", mock_url, f"http://127.0.0.1:{hport}")
         per_turn = translation_per_turn()
         redis_cost = store_cost(tmp, mock_url)
@@ -229,10 +236,10 @@ def main() -> None:
 LITELLM_KEY = "sk-bench-master-key-0123456789"
 
 
-def litellm_rows(tmp: Path, mock_url: str) -> list[tuple[str, str, str, dict]]:
+def litellm_rows(tmp: Path, mock_url: str, ours: tuple[str, int]) -> list[tuple[str, str, str, dict]]:
     """LiteLLM's proxy (installed by bench.sh into .bench/litellm) on the same mock, one worker. Its
     baseline is the mock called directly with the body LiteLLM sent, so each proxy is charged only
-    for itself."""
+    for itself. The CPU ratio is paired (cpu_ratio): `ours` is the proxy's URL and pid."""
     binary = os.environ.get("BENCH_LITELLM_BIN")
     if not binary:
         return []
@@ -257,11 +264,45 @@ general_settings: {{master_key: {LITELLM_KEY}}}
                 sent = asyncio.run(last_sent(mock_url))
                 base = asyncio.run(measure(f"{mock_url}/v1beta/models/{sent['model']}:generateContent", sent["body"],
                                            []))
+                r["paired"] = cpu_ratio(f"http://127.0.0.1:{port}" + path, proc.proc.pid, ours[0] + path,
+                                        ours[1], body, {"authorization": f"Bearer {LITELLM_KEY}"})
                 out.append((workload, kind, "LiteLLM, direct with its body", base))
                 out.append((workload, kind, "LiteLLM proxy", r))
     finally:
         proc.stop()
     return out
+
+
+def cpu_ratio(theirs: str, their_pid: int, ours: str, our_pid: int, body: dict, their_headers: dict[str, str]
+              ) -> tuple[float, float, float]:
+    """Their CPU per request over ours, measured in CPU_ROUNDS rounds, each loading both one after the
+    other (in alternating order): the median of the rounds' ratios and their lowest and highest. The
+    two were measured minutes apart before, and the machine drifts by as much as 10 % in that time."""
+    ratios = []
+    for i in range(CPU_ROUNDS):
+        order = [(theirs, their_pid, their_headers), (ours, our_pid, None)]
+        got = {}
+        for url, pid, headers in order if i % 2 == 0 else order[::-1]:
+            got[url] = asyncio.run(cpu_per_request(url, body, pid, headers))
+        ratios.append(got[theirs] / got[ours])
+    ratios.sort()
+    return ratios[len(ratios) // 2], ratios[0], ratios[-1]
+
+
+async def cpu_per_request(url: str, body: dict, pid: int, headers: dict[str, str] | None = None) -> float:
+    """CPU ms per request of process `pid` at CONCURRENCY for LOAD_SECONDS (measure's load phase alone)."""
+    data = json.dumps(body).encode()
+    headers = {**KEY, "content-type": "application/json", **(headers or {})}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as s:
+        async def one() -> None:
+            async with s.post(url, data=data, headers=headers) as r:
+                await r.read()
+                if r.status != 200:
+                    raise RuntimeError(f"{url}: {r.status} {(await r.text())[:300]}")
+        for _ in range(20):
+            await one()
+        done, _, cpu = await _load(one, [pid])
+        return cpu * 1000 / max(1, done)
 
 
 # The first text of a stream: Gemini's first SSE event, Responses' first text delta, Chat's first content delta.
@@ -434,6 +475,12 @@ def instances(tmp: Path, mock_url: str) -> list[tuple[int, dict]]:
     return out
 
 
+def _versus(theirs: dict) -> str:
+    """The paired CPU ratio against LiteLLM (cpu_ratio) as the share of its CPU we use, with the rounds' range."""
+    middle, low, high = theirs["paired"]
+    return f"1/{middle:.1f} (1/{low:.1f}–1/{high:.1f})"
+
+
 def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm: list, redis_cost: list,
            in_flight: dict, chain: list) -> None:
     base = {(w, k): r for w, k, name, r in rows if name.startswith("direct")}
@@ -445,7 +492,7 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
         b = (theirs if name.startswith("LiteLLM") else base)[(workload, kind)]
         vs = ""
         if name == "gemini-tool-proxy" and (workload, kind) in litellm:
-            vs = f"1/{litellm[(workload, kind)]['cpu_ms'] / r['cpu_ms']:.1f}"
+            vs = _versus(litellm[(workload, kind)])
         cpu = f"{r['cpu_ms']:.2f}" if r["cpu_ms"] else "—"
         lines.append(f"| {workload} | {kind} | {name} | {r['p50']:.2f} | {r.get('added', r['p50'] - b['p50']):+.2f} | "
                      f"{r['rps']:.0f} | {r['rps'] / b['rps']:.2f} | {cpu} | {vs} |")
@@ -459,7 +506,7 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
               "|---|---|---|---|---|---|---|"]
     for workload, kind, name, r in rows:
         if name == "gemini-tool-proxy":
-            vs = f"1/{litellm[(workload, kind)]['cpu_ms'] / r['cpu_ms']:.1f}" if (workload, kind) in litellm else "—"
+            vs = _versus(litellm[(workload, kind)]) if (workload, kind) in litellm else "—"
             lines.append(f"| {workload} | {kind} | {r['added']:+.2f} | {hop[workload]:+.2f} | {r['beyond']:+.2f} | "
                          f"{r['added'] - hop[workload]:+.2f} | {vs} |")
 
@@ -516,6 +563,9 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
         f"process; the mock Gemini answers all of them. \"Added p50\" is the median difference of requests "
         f"sent alternately through the proxy and to its baseline (the mock with the body the proxy sent it; for "
         f"LiteLLM, the body LiteLLM sent), so a drift of the machine cancels. The direct rows' CPU is the mock's. "
+        f"CPU vs LiteLLM is paired the same way: the median of {CPU_ROUNDS} rounds, each loading LiteLLM and the "
+        f"proxy one after the other (in alternating order), with the rounds' range; the CPU ms columns are each "
+        f"target's own run. "
         f"Command: `bash scripts/bench.sh`. Judge ratios, not absolute numbers.\n\n{table}\n")
 
 
