@@ -1,16 +1,21 @@
-"""wire/shared_tools.py: a tools text seen before is parsed and checked once and shared. The body it
+"""wire/shared_tools.py: a tools text seen before is parsed and checked once and shared (Responses,
+Chat and Gemini REST). The body it
 gives is the one the whole parse gives (or the same error); its tools skip a check they passed for
 that wire model only; a route that changed them would be caught (tests/shared_tools_check.py, which
 the conftest runs after every test)."""
 
 import asyncio
 import json
+import urllib.error
+import urllib.request
 import uuid
 from typing import Any
 
 import openai
 import orjson
 import pytest
+from google import genai
+from google.genai import types as genai_types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +25,7 @@ from proxy.server.errors import ON_LOOP_BYTES, _parsed, parse_body, validate
 from proxy.tools.prepare_tools import _prepare, prepare_tools
 from proxy.wire import shared_tools
 from proxy.wire.chat import ChatRequest
+from proxy.wire.gemini import GenerateContentRequest
 from proxy.wire.json_body import split_member
 from proxy.wire.responses import ResponsesRequest
 from proxy.wire.shared_tools import SharedTools, parse_with_tools
@@ -193,3 +199,61 @@ def test_a_route_that_changed_shared_tools_would_be_caught(stack: Stack, client:
     assert any(repr(text[:200]) in c for c in changed_shared_tools())
     shared_tools._kept.pop(text)  # (the conftest's own check would fail this test too)
     assert not changed_shared_tools()
+
+
+def _declarations(name: str = "get_weather", snake: bool = False) -> list[dict[str, Any]]:
+    """Gemini-native tools of their own for each test, spelt as google-genai sends them (camelCase) or
+    as proto JSON allows (snake_case), with a schema the proxy repairs (additionalProperties)."""
+    decl = {"name": f"{name}_{uuid.uuid4().hex[:8]}", "description": "Weather in a city",
+            "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}},
+                           "additionalProperties": False}}
+    return [{"function_declarations" if snake else "functionDeclarations": [decl]}]
+
+
+def _native(stack: Stack, tools: list[dict[str, Any]], contents: Any = None) -> tuple[int, Any]:
+    body = {"contents": contents or [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}], "tools": tools}
+    req = urllib.request.Request(stack.url + "/v1beta/models/gemini-2.5-flash:generateContent", orjson.dumps(body),
+                                 headers={"content-type": "application/json", "x-goog-api-key": "k"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_gemini_rest_shares_its_tools_and_sends_what_a_list_of_its_own_gives(stack: Stack) -> None:
+    tools = _declarations()
+    name = tools[0]["functionDeclarations"][0]["name"]
+    g = genai.Client(api_key="k", http_options=genai_types.HttpOptions(base_url=stack.url))
+    config = genai_types.GenerateContentConfig(tools=[genai_types.Tool(function_declarations=[
+        genai_types.FunctionDeclaration.model_validate(tools[0]["functionDeclarations"][0])])])
+    sent = []
+    for _ in range(2):
+        g.models.generate_content(model="gemini-2.5-flash", contents="Weather in Paris?", config=config)
+        sent.append(stack.last_body()["tools"])
+    kept = [k for t, k in shared_tools._kept.items() if name.encode() in t]
+    assert len(kept) == 1 and GenerateContentRequest in kept[0].checked
+    assert ("conversion", ()) in kept[0].facts, "the repair's cache key is worked out once per text"
+    assert sent[0] == sent[1] and sent[0][0]["functionDeclarations"][0]["name"] == name
+    assert "additionalProperties" not in json.dumps(sent[1]), "repaired on the second sight too"
+
+
+def test_gemini_rest_tools_in_snake_case_are_spelt_again_on_every_sight(stack: Stack) -> None:
+    tools = _declarations(snake=True)
+    for _ in range(2):
+        assert _native(stack, tools)[0] == 200
+        decls = stack.last_body()["tools"][0]
+        assert list(decls) == ["functionDeclarations"] and "additionalProperties" not in json.dumps(decls)
+    assert shared_tools._kept[orjson.dumps(tools)].facts["snake_free"] is False
+
+
+def test_gemini_rest_checks_the_rest_of_the_body_when_its_tools_passed(stack: Stack) -> None:
+    tools = _declarations()
+    assert _native(stack, tools)[0] == 200
+    status, answer = _native(stack, tools, contents=[{"role": "user", "parts": "not a list"}])
+    assert status == 400 and "contents[0].parts" in answer["error"]["message"]
+    refused = [{"functionDeclarations": "not a list"}]
+    for _ in range(2):
+        status, answer = _native(stack, refused)
+        assert status == 400 and "tools[0].functionDeclarations" in answer["error"]["message"]
+    assert GenerateContentRequest not in shared_tools._kept[orjson.dumps(refused)].checked

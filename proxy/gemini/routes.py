@@ -117,7 +117,7 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
         raise ProxyError(f"Method {method or request.match_info['target']} not found: this proxy serves "
                          f"{', '.join(METHODS + MODEL_METHODS)} on models.", status=404)
     model = ctx.gemini_model(model)
-    raw = await read_json(request)
+    raw = await read_json(request, shared_tools=True)
     if not isinstance(raw, dict):
         raise ProxyError("Invalid JSON payload received. Expected an object.")
     body = prepared_body(ctx, raw, model)

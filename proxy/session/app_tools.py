@@ -5,6 +5,7 @@ from typing import Any
 
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
 from proxy.tools.conversion_cache import ConversionCache
+from proxy.wire.shared_tools import SharedTools
 
 _CACHE = ConversionCache()
 
@@ -17,7 +18,7 @@ def repair_app_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
     if not any("parameters" in d for t in tools for d in t.get("functionDeclarations") or ()):
         return tools
-    return _CACHE.get(tools, (), lambda: _repair_tools(tools))
+    return _CACHE.get(tools, (), lambda: _repair_tools(tools), tools.facts if type(tools) is SharedTools else None)
 
 
 def _repair_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

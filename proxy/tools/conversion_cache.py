@@ -21,12 +21,18 @@ class ConversionCache:
     def __init__(self, size: int = MAX_ENTRIES) -> None:
         self._entries: LRUCache[bytes, bytes] = LRUCache(size)
 
-    def get(self, value: Any, options: tuple, convert: Callable[[], Any]) -> Any:
-        """`convert()`'s JSON-able result for `value` and `options`, converted once per content."""
-        try:
-            digest = hashlib.blake2b(fast_json.dumps([value, list(options)]), digest_size=16).digest()
-        except TypeError:
-            return convert()
+    def get(self, value: Any, options: tuple, convert: Callable[[], Any], digests: dict | None = None) -> Any:
+        """`convert()`'s JSON-able result for `value` and `options`, converted once per content.
+        `digests`: where `value` itself keeps its key per options, worked out once (a SharedTools's
+        facts: the same text is the same content)."""
+        digest = digests.get(("conversion", options)) if digests is not None else None
+        if digest is None:
+            try:
+                digest = hashlib.blake2b(fast_json.dumps([value, list(options)]), digest_size=16).digest()
+            except TypeError:
+                return convert()
+            if digests is not None:
+                digests["conversion", options] = digest
         kept = self._entries.get(digest)
         if kept is None:
             result = convert()

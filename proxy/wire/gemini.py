@@ -13,6 +13,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, Va
 
 from proxy.errors import ProxyError, UpstreamError
 from proxy.wire.json_body import field_path
+from proxy.wire.shared_tools import SharedTools
 
 _INSTANCE = re.compile(r" or instance of \w+")
 
@@ -217,8 +218,17 @@ def _check_request(shape: TypeAdapter[Any], body: dict[str, Any]) -> None:
 
 
 def check_generate_request(body: dict[str, Any]) -> None:
-    """Raise a 400 naming the first field whose shape Gemini would refuse (body already camelCase)."""
+    """Raise a 400 naming the first field whose shape Gemini would refuse (body already camelCase).
+    Tools shared by their text (wire/shared_tools.py) are checked the first time only."""
+    tools = body.get("tools")
+    if type(tools) is SharedTools and GenerateContentRequest in tools.checked:
+        _check_request(_REQUEST, {k: v for k, v in body.items() if k != "tools"})
+        return
     _check_request(_REQUEST, body)
+    if type(tools) is SharedTools:
+        # What passed (a TypedDict check gives back what was sent); a copy of the list, not the list
+        # itself: an evicted list in a cycle with its own memo would wait for the collector.
+        tools.checked[GenerateContentRequest] = list(tools)
 
 
 def check_cloudcode_request(body: dict[str, Any]) -> None:

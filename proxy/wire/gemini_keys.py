@@ -8,6 +8,8 @@ structure — call arguments, function results, schemas, labels — pass through
 import re
 from typing import Any
 
+from proxy.wire.shared_tools import SharedTools
+
 # Fields whose value is the caller's data (or a schema in its own dialect): never renamed inside.
 OPAQUE = frozenset({"args", "response", "parameters", "parametersJsonSchema", "responseSchema",
                     "responseJsonSchema", "labels", "metadata"})
@@ -25,7 +27,19 @@ def to_camel_request(body: dict[str, Any]) -> dict[str, Any]:
 
     Where both spellings of a field are sent, the camelCase one wins (proto JSON would refuse the
     duplicate; keeping one is the lenient choice a proxy can make)."""
+    tools = body.get("tools") if type(body) is dict else None
+    if type(tools) is SharedTools and not _shared_snake_free(tools):
+        body = {**body, "tools": list(tools)}  # spelt in snake_case: walked (so copied) as any list is
+    # A SharedTools left in the body is not a `list` to _snake_free: its spelling was learnt above.
     return body if _snake_free(body) else _walk(body)  # type: ignore[return-value]
+
+
+def _shared_snake_free(tools: SharedTools) -> bool:
+    """_snake_free of tools shared by their text (wire/shared_tools.py), walked once per text."""
+    free = tools.facts.get("snake_free")
+    if free is None:
+        free = tools.facts["snake_free"] = _snake_free(list(tools))
+    return free
 
 
 def _snake_free(node: Any, budget: int = 64) -> bool:

@@ -9,7 +9,8 @@ the rest of the body is parsed.
 
 The value is shared by every request that sends the same text, whatever its client key: nothing may
 change it (tests/conftest.py checks after every test that each kept value still equals its text).
-Only routes that read their tools without changing them ask for it (Responses, Chat).
+Only routes that read their tools without changing them ask for it (Responses, Chat, and
+Gemini's REST generateContent).
 """
 
 from collections.abc import Callable
@@ -27,15 +28,17 @@ CACHE_BYTES = 1024 * 1024
 class SharedTools(list):  # type: ignore[type-arg]
     """The tools of a text seen before: a list, so every reader works as before, and what was
     worked out from it once -- the checked value per wire model (`checked`), the key of its prepared
-    declarations per preparation (`keys`, prepare_tools)."""
+    declarations per preparation (`keys`, prepare_tools), and anything else a route learns of the
+    text itself (`facts`: Gemini-native's spelling and cache key)."""
 
-    __slots__ = ("checked", "keys", "text")
+    __slots__ = ("checked", "facts", "keys", "text")
 
     def __init__(self, value: list[Any], text: bytes) -> None:
         super().__init__(value)
         self.text = text
         self.checked: dict[type, Any] = {}
         self.keys: dict[tuple[bool, bool], bytes] = {}
+        self.facts: dict[Any, Any] = {}
 
 
 _kept: LRUCache[bytes, SharedTools] = LRUCache(CACHE_BYTES, getsizeof=len)
