@@ -147,3 +147,25 @@ async def test_gemini_refusing_before_its_headers_is_an_error_answer_not_a_start
     finally:
         await runner.cleanup()
         await up_runner.cleanup()
+
+
+async def test_an_opening_that_fails_while_made_early_is_the_streams_failure_not_a_second_start(
+        front: Any, monkeypatch: Any) -> None:
+    """The failure is raised where the writer's start used to run (relay), so the client is told in
+    its protocol, and the opening is not made a second time."""
+    session, url, gates = front
+    tries = []
+
+    def broken(self: ResponsesTranslator) -> Any:
+        tries.append(1)
+        raise RuntimeError("the opening could not be made")
+
+    monkeypatch.setattr(ResponsesTranslator, "start", broken)
+    gates["headers"].set()
+    gates["chunk"].set()
+    body = {"model": "gemini-2.5-flash", "input": "hi", "stream": True}
+    async with session.post(url + "/v1/responses", json=body) as resp:
+        assert resp.status == 200
+        text = (await asyncio.wait_for(resp.content.read(), 10)).decode()
+    assert "response.failed" in text and "output_text.delta" not in text
+    assert len(tries) == 1

@@ -118,7 +118,7 @@ async def run_stream(request: web.Request, open_upstream: Awaitable[AsyncIterato
         await _close(chunks, writer, on_end)
         raise
     try:
-        if await relay(chunks, writer, send, on_end, ctx.in_flight, f"{request.method} {request.path}", started.take()):
+        if await relay(chunks, writer, send, on_end, ctx.in_flight, f"{request.method} {request.path}", started.take):
             await send(b"", eof=True)
         return resp
     except ConnectionError:
@@ -133,7 +133,9 @@ class _Start:
     answer begins: they are on the way to the first event otherwise."""
 
     def __init__(self, writer: StreamWriter) -> None:
-        self.writer, self.frames = writer, None
+        self.writer = writer
+        self.frames: Any = None
+        self.error: Exception | None = None
 
     async def while_waiting(self, open_upstream: Awaitable[Any]) -> Any:
         # Called back once the request has gone out: the upstream's first wait is for Gemini's
@@ -148,26 +150,30 @@ class _Start:
         try:
             frames = self.writer.start()
             self.frames = frames if isinstance(frames, bytes) else list(frames)
-        except Exception:  # made again, as before, where a failure reaches the client in its protocol
-            log.debug("the stream's opening events could not be made early", exc_info=True)
+        except Exception as e:  # raised by take(), in relay, where it reaches the client in its protocol
+            self.error = e
 
     def take(self) -> Any:
+        """The opening events: made early, or now (the upstream opened without a wait)."""
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
         frames, self.frames = self.frames, None
-        return frames
+        return self.writer.start() if frames is None else frames
 
 
 async def relay(chunks: AsyncIterator[dict[str, Any]], writer: StreamWriter, send: Callable[[Any], Awaitable[None]],
                 on_end: Callable[[bool], Awaitable[None]] | None, in_flight: Any, what: str,
-                started: Any = None) -> bool:
+                start: Callable[[], Any] | None = None) -> bool:
     """The pipeline itself, for any transport (`send` writes what the writer gives: SSE bytes, or a
     WebSocket's events). `on_end(True)` stores the turn once the answer is whole and before the client
     is told it ended well: if storing fails (the store is down, the turn too large), the client is told
     the answer failed. On any other end `on_end(False)` runs. False when the client went away.
-    `started`: the writer's start, made already (run_stream's _Start)."""
+    `start`: gives the writer's opening events (run_stream's, made while Gemini worked)."""
     ok = False
     try:
         try:
-            await send(writer.start() if started is None else started)
+            await send(writer.start() if start is None else start())
             async for chunk in chunks:
                 await send(writer.feed(checked(chunk)))
                 if writer.done:
