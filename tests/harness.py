@@ -5,7 +5,10 @@ tests talk to them over real HTTP exactly as a user's client would.
 """
 
 import asyncio
+import json
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Coroutine
 from typing import Any
 
@@ -87,3 +90,15 @@ class Stack:
         self.lt.run(self.runner.cleanup())
         self.lt.run(self.mock_runner.cleanup())
         self.lt.stop()
+
+
+def post_json(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """POST a JSON body with a Gemini key header, as a plain HTTP client would: the status and the
+    JSON answer, an error's too."""
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json",
+                                                                               "x-goog-api-key": "k"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())

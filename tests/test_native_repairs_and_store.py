@@ -4,13 +4,13 @@ are appended atomically; a long previous_response_id chain costs memory linear i
 import asyncio
 import copy
 import json
-import urllib.request
 from typing import Any
 
 import aiohttp
 import openai
 
 from tests.harness import Stack
+from tests.harness import post_json as post
 
 MODEL = "gemini-3-flash-preview"
 CAMEL = {
@@ -41,16 +41,6 @@ def snake(node: Any, opaque: bool = False) -> Any:
     if not isinstance(node, dict) or opaque:
         return node
     return {RENAMES.get(k, k): snake(v, k in ("args", "response", "parameters")) for k, v in node.items()}
-
-
-def post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json",
-                                                                               "x-goog-api-key": "k"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def test_snake_and_camel_bodies_are_repaired_identically(stack: Stack) -> None:

@@ -6,8 +6,6 @@ the conftest runs after every test)."""
 
 import asyncio
 import json
-import urllib.error
-import urllib.request
 import uuid
 from typing import Any
 
@@ -29,7 +27,7 @@ from proxy.wire.gemini import GenerateContentRequest
 from proxy.wire.json_body import split_member
 from proxy.wire.responses import ResponsesRequest
 from proxy.wire.shared_tools import SharedTools, parse_with_tools
-from tests.harness import Stack
+from tests.harness import Stack, post_json
 from tests.shared_tools_check import changed_shared_tools
 
 
@@ -212,13 +210,7 @@ def _declarations(name: str = "get_weather", snake: bool = False) -> list[dict[s
 
 def _native(stack: Stack, tools: list[dict[str, Any]], contents: Any = None) -> tuple[int, Any]:
     body = {"contents": contents or [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}], "tools": tools}
-    req = urllib.request.Request(stack.url + "/v1beta/models/gemini-2.5-flash:generateContent", orjson.dumps(body),
-                                 headers={"content-type": "application/json", "x-goog-api-key": "k"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    return post_json(stack.url + "/v1beta/models/gemini-2.5-flash:generateContent", body)
 
 
 def test_gemini_rest_shares_its_tools_and_sends_what_a_list_of_its_own_gives(stack: Stack) -> None:
@@ -244,7 +236,7 @@ def test_gemini_rest_tools_in_snake_case_are_spelt_again_on_every_sight(stack: S
         assert _native(stack, tools)[0] == 200
         decls = stack.last_body()["tools"][0]
         assert list(decls) == ["functionDeclarations"] and "additionalProperties" not in json.dumps(decls)
-    assert shared_tools._kept[orjson.dumps(tools)].facts["snake_free"] is False
+    assert shared_tools._kept[json.dumps(tools).encode()].facts["snake_free"] is False  # (as post_json spells it)
 
 
 def test_gemini_rest_checks_the_rest_of_the_body_when_its_tools_passed(stack: Stack) -> None:
@@ -256,4 +248,4 @@ def test_gemini_rest_checks_the_rest_of_the_body_when_its_tools_passed(stack: St
     for _ in range(2):
         status, answer = _native(stack, refused)
         assert status == 400 and "tools[0].functionDeclarations" in answer["error"]["message"]
-    assert GenerateContentRequest not in shared_tools._kept[orjson.dumps(refused)].checked
+    assert GenerateContentRequest not in shared_tools._kept[json.dumps(refused).encode()].checked

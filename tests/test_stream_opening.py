@@ -39,30 +39,37 @@ async def _held(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-@pytest.fixture
-async def front() -> Any:
-    gates = {name: asyncio.Event() for name in ("arrived", "headers", "chunk")}
+async def _serve(gemini: Any, gates: dict[str, asyncio.Event] | None = None) -> tuple[list[web.AppRunner], str]:
+    """`gemini` (a handler) as Gemini on loopback, and the front-end before it: their runners, its URL."""
     up = web.Application()
-    up[GATES] = gates
-    up.router.add_post("/v1beta/models/{target}", _held)
-    up_runner = web.AppRunner(up, shutdown_timeout=0.1)
-    await up_runner.setup()
-    up_site = web.TCPSite(up_runner, "127.0.0.1", 0)
-    await up_site.start()
-    port = up_site._server.sockets[0].getsockname()[1]
-    app = make_app(MemoryStore(), GeminiUpstream(f"http://127.0.0.1:{port}", api_key="k"),
-                   recorder=Recorder(Journal()))  # the journal tells when the upstream call was attempted
+    if gates is not None:
+        up[GATES] = gates
+    up.router.add_post("/v1beta/models/{target}", gemini)
+    up_runner, up_port = await _start(up)
+    front = make_app(MemoryStore(), GeminiUpstream(f"http://127.0.0.1:{up_port}", api_key="k"),
+                     recorder=Recorder(Journal()))  # the journal tells when the upstream call was attempted
+    runner, port = await _start(front)
+    return [up_runner, runner], f"http://127.0.0.1:{port}"
+
+
+async def _start(app: web.Application) -> tuple[web.AppRunner, int]:
     runner = web.AppRunner(app, shutdown_timeout=0.1)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    return runner, site._server.sockets[0].getsockname()[1]
+
+
+@pytest.fixture
+async def front() -> Any:
+    gates = {name: asyncio.Event() for name in ("arrived", "headers", "chunk")}
+    runners, url = await _serve(_held, gates)
     async with aiohttp.ClientSession() as session:
         yield session, url, gates
     for gate in gates.values():
         gate.set()
-    await runner.cleanup()
-    await up_runner.cleanup()
+    for runner in reversed(runners):
+        await runner.cleanup()
 
 
 async def test_responses_opening_is_made_while_gemini_works_and_sent_with_the_headers(front: Any,
@@ -123,21 +130,8 @@ async def test_gemini_refusing_before_its_headers_is_an_error_answer_not_a_start
         await request.read()
         return web.json_response(upstream_error, status=400)
 
-    # The same front-end against a Gemini that refuses at once.
-    up = web.Application()
-    up.router.add_post("/v1beta/models/{target}", refuse)
-    up_runner = web.AppRunner(up, shutdown_timeout=0.1)
-    await up_runner.setup()
-    up_site = web.TCPSite(up_runner, "127.0.0.1", 0)
-    await up_site.start()
-    port = up_site._server.sockets[0].getsockname()[1]
-    runner = web.AppRunner(make_app(MemoryStore(), GeminiUpstream(f"http://127.0.0.1:{port}", api_key="k")),
-                           shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
+    runners, refused_url = await _serve(refuse)  # the same front-end against a Gemini that refuses at once
     try:
-        refused_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
         body = {"model": "gemini-2.5-flash", "input": "hi", "stream": True}
         async with session.post(refused_url + "/v1/responses", json=body) as resp:
             assert resp.status == 400
@@ -145,8 +139,8 @@ async def test_gemini_refusing_before_its_headers_is_an_error_answer_not_a_start
         assert "bad thing" in answer["error"]["message"]
         assert b"response.created" not in json.dumps(answer).encode()
     finally:
-        await runner.cleanup()
-        await up_runner.cleanup()
+        for runner in reversed(runners):
+            await runner.cleanup()
 
 
 async def test_an_opening_that_fails_while_made_early_is_the_streams_failure_not_a_second_start(
