@@ -163,3 +163,14 @@ async def test_an_opening_that_fails_while_made_early_is_the_streams_failure_not
         text = (await asyncio.wait_for(resp.content.read(), 10)).decode()
     assert "response.failed" in text and "output_text.delta" not in text
     assert len(tries) == 1
+
+
+def test_aiohttp_still_lets_a_stream_hold_its_headers_for_its_first_write() -> None:
+    """stream._HeldHeaders sets an aiohttp class attribute (web.Response's own way of sending its
+    headers with its body): an aiohttp without it would send them alone again, silently."""
+    from aiohttp.http_writer import StreamWriter
+
+    from proxy.server.stream import _HeldHeaders
+
+    assert web.StreamResponse._send_headers_immediately is True and web.Response._send_headers_immediately is False
+    assert _HeldHeaders._send_headers_immediately is False and hasattr(StreamWriter, "send_headers")
