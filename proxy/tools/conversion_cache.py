@@ -17,6 +17,21 @@ MAX_ENTRIES = 512  # distinct tool sets per process: many agents, each with a fe
 _UNCHANGED = b""  # kept for a conversion whose result serializes as its input did
 
 
+def content_digest(value: Any, digests: dict | None = None, key: Any = None) -> bytes | None:
+    """A cache key for `value`'s content (None when it is not JSON). `digests`: where the value it is
+    worked out from keeps it under `key`, so that it is worked out once (a list shared by every
+    request that sends the same text: wire/shared_tools.py)."""
+    digest = digests.get(key) if digests is not None else None
+    if digest is None:
+        try:
+            digest = hashlib.blake2b(fast_json.dumps(value), digest_size=16).digest()
+        except TypeError:
+            return None
+        if digests is not None:
+            digests[key] = digest
+    return digest
+
+
 class ConversionCache:
     def __init__(self, size: int = MAX_ENTRIES) -> None:
         self._entries: LRUCache[bytes, bytes] = LRUCache(size)
@@ -25,14 +40,9 @@ class ConversionCache:
         """`convert()`'s JSON-able result for `value` and `options`, converted once per content.
         `digests`: where `value` itself keeps its key per options, worked out once (a SharedTools's
         facts: the same text is the same content)."""
-        digest = digests.get(("conversion", options)) if digests is not None else None
+        digest = content_digest([value, list(options)], digests, ("conversion", options))
         if digest is None:
-            try:
-                digest = hashlib.blake2b(fast_json.dumps([value, list(options)]), digest_size=16).digest()
-            except TypeError:
-                return convert()
-            if digests is not None:
-                digests["conversion", options] = digest
+            return convert()
         kept = self._entries.get(digest)
         if kept is None:
             result = convert()

@@ -4,18 +4,16 @@ Accepts the flat Responses function tool and the nested Chat-style `{type, funct
 (real clients send both; reference/protocols.md §A4, §A8). Tool choice mapping: §C.
 """
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cachetools import LRUCache
 
-from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
 from proxy.schema.repairs import schema_repairs
-from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache
+from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache, content_digest
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
 
@@ -175,14 +173,9 @@ def prepare_tools(tools: list[dict[str, Any]] | None, json_schema_mode: bool = F
     list shared by every request that sends the same text: wire/shared_tools.py)."""
     if not tools and not web_search:
         return PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
-    digest = digests.get((json_schema_mode, web_search)) if digests is not None else None
-    if digest is None:
-        try:
-            digest = hashlib.blake2b(fast_json.dumps([tools, json_schema_mode, web_search]), digest_size=16).digest()
-        except TypeError:  # not JSON (only a direct caller can pass that): no caching
-            return _prepare(tools, json_schema_mode, fill_missing, web_search)
-        if digests is not None:
-            digests[json_schema_mode, web_search] = digest
+    digest = content_digest([tools, json_schema_mode, web_search], digests, (json_schema_mode, web_search))
+    if digest is None:  # not JSON (only a direct caller can pass that): no caching
+        return _prepare(tools, json_schema_mode, fill_missing, web_search)
     kept = _PREPARED.get(digest)
     if kept is None:
         prepared = _prepare(tools, json_schema_mode, fill_missing, web_search)
