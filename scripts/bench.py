@@ -20,7 +20,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,9 +78,10 @@ def bodies(kind: str, workload: str) -> tuple[str, dict]:
 
 
 async def measure(url: str, body: dict, pids: list[int], via: str | None = None, ssl: object = None,
-                  headers: dict[str, str] | None = None) -> dict:
-    """p50 of LATENCY_N sequential requests, then requests/s and server CPU per request at CONCURRENCY
-    (`via`: an HTTP proxy such as mitmdump, `ssl`: the context that trusts it)."""
+                  headers: dict[str, str] | None = None, sequential: int = LATENCY_N) -> dict:
+    """p50 of `sequential` requests one at a time (LATENCY_N; 0: no p50), then requests/s and server
+    CPU per request at CONCURRENCY (`via`: an HTTP proxy such as mitmdump, `ssl`: the context that
+    trusts it)."""
     data = json.dumps(body).encode()
     headers = {**KEY, "content-type": "application/json", **(headers or {})}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as s:
@@ -93,27 +93,22 @@ async def measure(url: str, body: dict, pids: list[int], via: str | None = None,
         for _ in range(20):
             await one()  # warm-up: connections, caches
         lat = []
-        for _ in range(LATENCY_N):
+        for _ in range(sequential):
             t = time.perf_counter()
             await one()
             lat.append(time.perf_counter() - t)
-        done, took, cpu = await _load(one, pids)
-    return {"p50": statistics.median(lat) * 1000, "rps": done / took, "cpu_ms": cpu * 1000 / max(1, done),
-            "count": LATENCY_N + 20 + done}
+        cpu0, done, stop = sum(cpu_seconds(p) for p in pids), [0], time.perf_counter() + LOAD_SECONDS
 
-
-async def _load(one: Callable[[], Awaitable[None]], pids: list[int]) -> tuple[int, float, float]:
-    """`one` request after another from CONCURRENCY workers for LOAD_SECONDS: the requests done, the
-    seconds taken and the CPU seconds the processes `pids` used meanwhile."""
-    cpu0, done, stop = sum(cpu_seconds(p) for p in pids), [0], time.perf_counter() + LOAD_SECONDS
-
-    async def worker() -> None:
-        while time.perf_counter() < stop:
-            await one()
-            done[0] += 1
-    t0 = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return done[0], time.perf_counter() - t0, sum(cpu_seconds(p) for p in pids) - cpu0
+        async def worker() -> None:
+            while time.perf_counter() < stop:
+                await one()
+                done[0] += 1
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        took = time.perf_counter() - t0
+        cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+    return {"p50": statistics.median(lat) * 1000 if lat else None, "rps": done[0] / took,
+            "cpu_ms": cpu * 1000 / max(1, done[0]), "count": sequential + 20 + done[0]}
 
 
 @dataclass
@@ -283,26 +278,10 @@ def cpu_ratio(theirs: str, their_pid: int, ours: str, our_pid: int, body: dict, 
         order = [(theirs, their_pid, their_headers), (ours, our_pid, None)]
         got = {}
         for url, pid, headers in order if i % 2 == 0 else order[::-1]:
-            got[url] = asyncio.run(cpu_per_request(url, body, pid, headers))
+            got[url] = asyncio.run(measure(url, body, [pid], headers=headers, sequential=0))["cpu_ms"]
         ratios.append(got[theirs] / got[ours])
     ratios.sort()
     return ratios[len(ratios) // 2], ratios[0], ratios[-1]
-
-
-async def cpu_per_request(url: str, body: dict, pid: int, headers: dict[str, str] | None = None) -> float:
-    """CPU ms per request of process `pid` at CONCURRENCY for LOAD_SECONDS (measure's load phase alone)."""
-    data = json.dumps(body).encode()
-    headers = {**KEY, "content-type": "application/json", **(headers or {})}
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as s:
-        async def one() -> None:
-            async with s.post(url, data=data, headers=headers) as r:
-                await r.read()
-                if r.status != 200:
-                    raise RuntimeError(f"{url}: {r.status} {(await r.text())[:300]}")
-        for _ in range(20):
-            await one()
-        done, _, cpu = await _load(one, [pid])
-        return cpu * 1000 / max(1, done)
 
 
 # The first text of a stream: Gemini's first SSE event, Responses' first text delta, Chat's first content delta.
