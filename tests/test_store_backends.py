@@ -245,3 +245,52 @@ def test_the_redis_store_parses_replies_with_hiredis() -> None:
     store = open_store("redis://127.0.0.1:1/0")  # no connection is made
     connection = store.backend.client.connection_pool.make_connection()
     assert type(connection._parser).__name__ == "_AsyncHiredisParser"
+
+
+def test_redis_calls_share_a_bounded_set_of_connections(redis_server: RedisServer, monkeypatch) -> None:
+    """The store's calls take redis-py's connections from a free list of its own (redis_entries.py):
+    at most MAX_CONNECTIONS at once, the rest wait for one; all of them answered."""
+    monkeypatch.setattr("proxy.store.redis_entries.MAX_CONNECTIONS", 3)
+
+    async def go() -> None:
+        store = open_store(redis_server.url)
+        backend = store.backend
+        backend.prefix = f"pool{time.monotonic_ns()}:"
+        await asyncio.gather(*(backend.put(("s", "response", f"r{i}"), [f"doc{i}".encode()]) for i in range(60)))
+        assert len(backend._free) == 3
+        assert [await backend.get(("s", "response", f"r{i}")) for i in range(60)] == [[f"doc{i}".encode()]
+                                                                                   for i in range(60)]
+        await store.close()
+    asyncio.run(go())
+
+
+def test_redis_scripts_are_loaded_again_when_redis_forgot_them(redis_server: RedisServer) -> None:
+    async def go() -> None:
+        store = open_store(redis_server.url)
+        backend = store.backend
+        backend.prefix = f"noscript{time.monotonic_ns()}:"
+        await backend.put(("s", "response", "a"), [b"1"])
+        await backend.client.script_flush()  # as after a restart: EVALSHA answers NOSCRIPT
+        await backend.put(("s", "response", "b"), [b"2"])
+        assert await backend.get(("s", "response", "a")) == [b"1"]
+        assert await backend.get(("s", "response", "b")) == [b"2"]
+        await store.close()
+    asyncio.run(go())
+
+
+def test_a_cancelled_redis_call_never_hands_its_reply_to_the_next(redis_server: RedisServer) -> None:
+    """A request cancelled while its script waits (the client went away) leaves a reply on the way:
+    its connection is dropped, so the next call reads its own answer."""
+    async def go() -> None:
+        store = open_store(redis_server.url)
+        backend = store.backend
+        backend.prefix = f"cancel{time.monotonic_ns()}:"
+        await backend.put(("s", "response", "kept"), [b"doc"])
+        await backend.client.execute_command("CLIENT", "PAUSE", "300", "ALL")
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(backend.put(("s", "response", "other"), [b"late"]), 0.05)
+        await asyncio.sleep(0.4)  # the pause ends; Redis answers the cancelled put
+        assert await backend.get(("s", "response", "kept")) == [b"doc"]
+        assert await backend.get(("s", "response", "missing")) is None
+        await store.close()
+    asyncio.run(go())
