@@ -7,6 +7,7 @@ import pytest
 from hypothesis import settings
 
 from proxy import fast_json
+from proxy.responses import routes as responses_routes
 from proxy.store import entry_store
 from proxy.tools import prepare_tools
 from tests.harness import Stack
@@ -63,18 +64,24 @@ def _state(entry) -> bytes:
 def stored_turns_are_what_serializing_them_whole_gives():
     """Every Responses turn stored during the run, its input spliced in as serialized before the
     upstream call (entry_store.TurnInput), reads back as the whole turn serialized at the end would:
-    nothing changed the turn's contents, system parts or input items while Gemini was asked."""
-    original = entry_store._response_doc
+    nothing changed the turn's contents, system parts or input items while Gemini was asked. And a
+    whole answer sent as the bytes stored with it (Turn.answer_json) is the response as it is then."""
+    original, answer = entry_store._response_doc, responses_routes.json_answer
 
-    def checked(stored, known):
-        doc = original(stored, known)
+    def checked(stored, known, response_json=None):
+        doc = original(stored, known, response_json)
         if known is not None:
             assert fast_json.loads(doc) == fast_json.loads(fast_json.dumps(vars(stored))), stored.id
         return doc
 
-    entry_store._response_doc = checked
+    def checked_answer(data, status=200, headers=None, text=None):
+        if text is not None:
+            assert fast_json.loads(text) == fast_json.loads(fast_json.dumps(data))
+        return answer(data, status, headers, text)
+
+    entry_store._response_doc, responses_routes.json_answer = checked, checked_answer
     yield
-    entry_store._response_doc = original
+    entry_store._response_doc, responses_routes.json_answer = original, answer
 
 
 @pytest.fixture(autouse=True)

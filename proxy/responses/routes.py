@@ -37,7 +37,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     if turn.req.stream:
         return await run_stream(request, turn.open_stream(), ResponsesWriter(turn.translator),
                                 headers=turn.headers, on_end=turn.remember)
-    return json_answer(await turn.run_whole(), headers=turn.headers)
+    return json_answer(await turn.run_whole(), headers=turn.headers, text=turn.answer_json)
 
 
 # -- background -------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import ids
+from proxy import fast_json, ids
 from proxy.errors import ProxyError
 from proxy.responses.response_object import response_skeleton
 from proxy.responses.translator import ResponsesTranslator
@@ -64,6 +64,9 @@ class Turn:
     headers: dict[str, str] = field(default_factory=dict)
     recent: Recent | None = None
     known: TurnInput | None = None  # its stored input, serialized before Gemini is asked
+    # The whole answer's JSON once remember() stored it: the client is sent the same bytes (one
+    # serialization of the response, with its echoed tools, for both).
+    answer_json: bytes | None = None
 
     @property
     def response(self) -> dict[str, Any]:
@@ -104,10 +107,11 @@ class Turn:
         if self.req.store is False:
             return
         added, system = self.conv.added_since(self.prior, turn)
+        self.answer_json = fast_json.dumps(t.response)
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=t.response["id"], response=t.response, contents=added, system=system,
             pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input),
-            chained=True, known=self.known)
+            chained=True, known=self.known, response_json=self.answer_json)
 
 
 def _check_options(req: ResponsesRequest) -> None:

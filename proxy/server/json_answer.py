@@ -9,6 +9,8 @@ from aiohttp import web
 from proxy import fast_json
 
 
-def json_answer(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(body=fast_json.dumps(data), status=status, headers=headers, content_type="application/json",
-                        charset="utf-8")
+def json_answer(data: Any, status: int = 200, headers: Mapping[str, str] | None = None,
+                text: bytes | None = None) -> web.Response:
+    """`text`: `data` serialized already (sent as it is)."""
+    return web.Response(body=fast_json.dumps(data) if text is None else text, status=status, headers=headers,
+                        content_type="application/json", charset="utf-8")

@@ -32,16 +32,20 @@ def _evicted(conversation: str, how: str) -> ProxyError:
                       code="conversation_evicted")
 
 
-def _response_doc(stored: StoredResponse, known: TurnInput | None) -> bytes:
-    """The stored response's document: what `known` holds is not serialized again. Text the
-    standard library wrote (a leading space: an integer past 64 bits) is never spliced, so the whole
-    document is read back by the parser that keeps it exact."""
+def _response_doc(stored: StoredResponse, known: TurnInput | None, response_json: bytes | None = None) -> bytes:
+    """The stored response's document: what `known` holds, and the response as `response_json` (the
+    answer's own bytes), are not serialized again. Text the standard library wrote (a leading space:
+    an integer past 64 bits) is never spliced, so the whole document is read back by the parser that
+    keeps it exact."""
     if known is not None:
         more = fast_json.dumps(stored.contents[known.count:])
+        response: Any = stored.response
+        if response_json is not None and response_json[:1] != b" ":
+            response = orjson.Fragment(response_json)
         if not any(part[:1] == b" " for part in (known.contents, known.system, known.input, more)):
             contents = fast_json.concat_arrays(known.contents, more)
             try:
-                return orjson.dumps({**vars(stored), "contents": orjson.Fragment(contents),
+                return orjson.dumps({**vars(stored), "response": response, "contents": orjson.Fragment(contents),
                                      "system": orjson.Fragment(known.system), "input": orjson.Fragment(known.input)})
             except (orjson.JSONEncodeError, TypeError):
                 pass
@@ -117,11 +121,13 @@ class EntryStore:
         return known
 
     async def put_response(self, session: str, stored: StoredResponse, chained: bool = False,
-                           known: TurnInput | None = None) -> None:
+                           known: TurnInput | None = None, response_json: bytes | None = None) -> None:
         """Store a response. `chained`: its contents are exactly what it adds to its parent's history,
         so the history cache (history_cache.py) can keep its whole history for the next turn.
-        `known`: its input as turn_input serialized it (its contents start with those)."""
-        await self._put((session, "response", stored.id), [_response_doc(stored, known)], f"Response '{stored.id}'")
+        `known`: its input as turn_input serialized it (its contents start with those);
+        `response_json`: stored.response as the client is sent it."""
+        await self._put((session, "response", stored.id), [_response_doc(stored, known, response_json)],
+                        f"Response '{stored.id}'")
         if chained:
             self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system)
         else:
