@@ -32,23 +32,28 @@ def _evicted(conversation: str, how: str) -> ProxyError:
                       code="conversation_evicted")
 
 
+_SPLICED = ("response", "contents", "system", "input")  # the stored response's fields _response_doc joins in
+
+
 def _response_doc(stored: StoredResponse, known: TurnInput | None, response_json: bytes | None = None) -> bytes:
     """The stored response's document: what `known` holds, and the response as `response_json` (the
-    answer's own bytes), are not serialized again. Text the standard library wrote (a leading space:
-    an integer past 64 bits) is never spliced, so the whole document is read back by the parser that
-    keeps it exact."""
+    answer's own bytes), are not serialized again but joined in, each copied once (orjson given them
+    as Fragments copied them into a buffer it grew by doubling, copying it each time). Text the
+    standard library wrote (a leading space: an integer past 64 bits) is never spliced, so the whole
+    document is read back by the parser that keeps it exact."""
     if known is not None:
         more = fast_json.dumps(stored.contents[known.count:])
-        response: Any = stored.response
-        if response_json is not None and response_json[:1] != b" ":
-            response = orjson.Fragment(response_json)
-        if not any(part[:1] == b" " for part in (known.contents, known.system, known.input, more)):
-            contents = fast_json.concat_arrays(known.contents, more)
+        if response_json is None or response_json[:1] == b" ":
+            response_json = fast_json.dumps(stored.response)
+        if not any(part[:1] == b" " for part in (known.contents, known.system, known.input, more, response_json)):
             try:
-                return orjson.dumps({**vars(stored), "response": response, "contents": orjson.Fragment(contents),
-                                     "system": orjson.Fragment(known.system), "input": orjson.Fragment(known.input)})
+                head = orjson.dumps({k: v for k, v in vars(stored).items() if k not in _SPLICED})
             except (orjson.JSONEncodeError, TypeError):
                 pass
+            else:
+                return b"".join((memoryview(head)[:-1], b',"response":', response_json, b',"contents":',
+                                 *fast_json.array_pieces(known.contents, more), b',"system":', known.system,
+                                 b',"input":', known.input, b"}"))
     # vars(), not asdict(): asdict deep-copies the whole response only to serialize it.
     return fast_json.dumps(vars(stored))
 
