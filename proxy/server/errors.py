@@ -97,13 +97,16 @@ async def read_json(request: web.Request, shared_tools: bool = False) -> Any:
     """The request body as JSON, within the edge's limits (wire/json_body.py) and the client
     timeout (a body trickled byte by byte ties up nothing for longer). `shared_tools`: the route
     never changes its tools, so a tools text seen before may be shared (wire/shared_tools.py)."""
-    timeout = request.app[CONTEXT].limits.client_timeout
-    try:
-        async with asyncio.timeout(timeout):
-            raw = await request.read()
-    except TimeoutError:
-        raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
-                         code="request_timeout", headers={"Connection": "close"}) from None
+    if request.content.is_eof():  # the whole body came with the headers (most do): nothing to wait for
+        raw = await request.read()  # (a timer set and cancelled cost 5 us in a loaded loop)
+    else:
+        timeout = request.app[CONTEXT].limits.client_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                raw = await request.read()
+        except TimeoutError:
+            raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
+                             code="request_timeout", headers={"Connection": "close"}) from None
     body = await parse_body(raw, shared_tools)
     ex = exchange.CURRENT.get()
     if ex is not None:
