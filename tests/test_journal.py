@@ -167,12 +167,61 @@ def test_a_dead_collector_costs_one_log_line_and_no_spans() -> None:
     tracing.breaker.clock = lambda: now[0]
     assert tracing.breaker.export(["span"]) == SpanExportResult.FAILURE and tracing.breaker.down
     ex = exchange(1)
-    tracing.export(ex, summarize(ex))  # while it is down: no span is even made
+
+    def unwanted(ex):
+        raise AssertionError("summarized while the collector is down")
+
+    tracing.export(ex, unwanted)  # while it is down: no span is made, nor even the exchange's summary
     assert tracing.breaker.export(["span"]) == SpanExportResult.FAILURE and Dead.calls == 1
     now[0] += 2.5  # its wait is over: tried again, and down for longer
     tracing.breaker.export(["span"])
     assert Dead.calls == 2 and tracing.breaker.down_until == now[0] + 4
     assert isinstance(tracing.breaker, Breaker)
+    tracing.shutdown()
+
+
+def test_after_its_wait_a_dead_collector_is_probed_with_one_exchange_only() -> None:
+    """Spans for every request while a collector that failed is tried again cost as much as tracing
+    to a live one: one exchange's spans probe it, the rest are not made until the probe was tried."""
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from proxy.journal.tracing import Tracing
+
+    class Flaky:
+        result = SpanExportResult.FAILURE
+
+        def export(self, spans):
+            return Flaky.result
+
+        def shutdown(self):
+            pass
+
+    now = [0.0]
+    tracing = Tracing("http://127.0.0.1:9/v1/traces", exporter=Flaky())
+    tracing.breaker.clock = lambda: now[0]
+    made: list = []
+
+    def counted(ex):
+        made.append(ex)
+        return summarize(ex)
+
+    tracing.breaker.export(["span"])  # it fails: down for 2 s
+    now[0] += 2.5
+    for i in range(5):
+        tracing.export(exchange(i), counted)
+    assert len(made) == 1  # the probe
+    tracing.breaker.export(["span"])  # the probe's batch fails: down for 4 s, and nothing is made meanwhile
+    tracing.export(exchange(9), counted)
+    assert len(made) == 1
+    now[0] += 4.5
+    Flaky.result = SpanExportResult.SUCCESS  # the collector is back
+    for i in range(3):
+        tracing.export(exchange(i), counted)
+    assert len(made) == 2
+    tracing.breaker.export(["span"])  # the probe's batch goes through: every exchange's spans again
+    for i in range(3):
+        tracing.export(exchange(i), counted)
+    assert len(made) == 5 and tracing.breaker.failures == 0
     tracing.shutdown()
 
 

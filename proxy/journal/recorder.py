@@ -84,7 +84,7 @@ class Recorder:
                 read, answer, record = complete
                 read(ex, answer, record)
             if self.tracing is not None:  # before the journal keeps the bodies: spans read the live objects
-                self.tracing.export(ex, summarize(ex))
+                self.tracing.export(ex, summarize)
             if self.journal is not None:
                 self.journal.add(ex)
         except Exception:  # what the proxy did is recorded on the side: a failure here never fails a request
