@@ -147,24 +147,37 @@ def test_a_long_stream_keeps_its_summary_not_all_its_chunks() -> None:
     assert {"name": "g", "id": "c9"} in summary["calls"] and summary["input_tokens"] == 7
 
 
+class StubExporter:
+    """An OTLP exporter answering `result` (a SpanExportResult) to each export, counted in `calls`."""
+
+    def __init__(self, result) -> None:
+        self.result, self.calls = result, 0
+
+    def export(self, spans):
+        self.calls += 1
+        return self.result
+
+    def shutdown(self):
+        pass
+
+
+def stub_tracing(exporter: StubExporter, now: list[float]):
+    """Tracing to `exporter`, its breaker's clock reading now[0]."""
+    from proxy.journal.tracing import Tracing
+
+    tracing = Tracing("http://127.0.0.1:9/v1/traces", exporter=exporter)
+    tracing.breaker.clock = lambda: now[0]
+    return tracing
+
+
 def test_a_dead_collector_costs_one_log_line_and_no_spans() -> None:
     from opentelemetry.sdk.trace.export import SpanExportResult
 
-    from proxy.journal.tracing import Breaker, Tracing
-
-    class Dead:
-        calls = 0
-
-        def export(self, spans):
-            Dead.calls += 1
-            return SpanExportResult.FAILURE
-
-        def shutdown(self):
-            pass
+    from proxy.journal.tracing import Breaker
 
     now = [0.0]
-    tracing = Tracing("http://127.0.0.1:9/v1/traces", exporter=Dead())
-    tracing.breaker.clock = lambda: now[0]
+    dead = StubExporter(SpanExportResult.FAILURE)
+    tracing = stub_tracing(dead, now)
     assert tracing.breaker.export(["span"]) == SpanExportResult.FAILURE and tracing.breaker.down
     ex = exchange(1)
 
@@ -172,10 +185,10 @@ def test_a_dead_collector_costs_one_log_line_and_no_spans() -> None:
         raise AssertionError("summarized while the collector is down")
 
     tracing.export(ex, unwanted)  # while it is down: no span is made, nor even the exchange's summary
-    assert tracing.breaker.export(["span"]) == SpanExportResult.FAILURE and Dead.calls == 1
+    assert tracing.breaker.export(["span"]) == SpanExportResult.FAILURE and dead.calls == 1
     now[0] += 2.5  # its wait is over: tried again, and down for longer
     tracing.breaker.export(["span"])
-    assert Dead.calls == 2 and tracing.breaker.down_until == now[0] + 4
+    assert dead.calls == 2 and tracing.breaker.down_until == now[0] + 4
     assert isinstance(tracing.breaker, Breaker)
     tracing.shutdown()
 
@@ -185,20 +198,9 @@ def test_after_its_wait_a_dead_collector_is_probed_with_one_exchange_only() -> N
     to a live one: one exchange's spans probe it, the rest are not made until the probe was tried."""
     from opentelemetry.sdk.trace.export import SpanExportResult
 
-    from proxy.journal.tracing import Tracing
-
-    class Flaky:
-        result = SpanExportResult.FAILURE
-
-        def export(self, spans):
-            return Flaky.result
-
-        def shutdown(self):
-            pass
-
     now = [0.0]
-    tracing = Tracing("http://127.0.0.1:9/v1/traces", exporter=Flaky())
-    tracing.breaker.clock = lambda: now[0]
+    flaky = StubExporter(SpanExportResult.FAILURE)
+    tracing = stub_tracing(flaky, now)
     made: list = []
 
     def counted(ex):
@@ -214,7 +216,7 @@ def test_after_its_wait_a_dead_collector_is_probed_with_one_exchange_only() -> N
     tracing.export(exchange(9), counted)
     assert len(made) == 1
     now[0] += 4.5
-    Flaky.result = SpanExportResult.SUCCESS  # the collector is back
+    flaky.result = SpanExportResult.SUCCESS  # the collector is back
     for i in range(3):
         tracing.export(exchange(i), counted)
     assert len(made) == 2
