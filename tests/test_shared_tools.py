@@ -160,11 +160,11 @@ def test_shared_tools_are_prepared_as_a_list_of_their_own_would_be() -> None:
     tools = _tools()
     shared = _parse(orjson.dumps({"tools": tools}))["tools"]
     for json_mode, web_search in [(False, False), (True, False), (False, True), (True, False), (False, False)]:
-        got = prepare_tools(shared, json_schema_mode=json_mode, web_search=web_search, digests=shared.keys)
+        got = prepare_tools(shared, json_schema_mode=json_mode, web_search=web_search, digests=shared.facts)
         own = _prepare(tools, json_mode, False, web_search)
         assert (got.declarations, got.echo, got.schemas, got.hosted) == (own.declarations, own.echo, own.schemas,
                                                                          own.hosted)
-    assert set(shared.keys) == {(False, False), (True, False), (False, True)}, "one key per preparation"
+    assert set(shared.facts) == {(False, False), (True, False), (False, True)}, "one key per preparation"
 
 
 def test_responses_and_chat_share_their_tools_over_http(stack: Stack, client: openai.OpenAI) -> None:
@@ -173,7 +173,7 @@ def test_responses_and_chat_share_their_tools_over_http(stack: Stack, client: op
         client.responses.create(model="gemini-3-flash-preview", input="Weather in Paris?", tools=tools)
         assert [d["name"] for d in stack.last_body()["tools"][0]["functionDeclarations"]] == [tools[0]["name"]]
     kept = shared_tools._kept[orjson.dumps(tools)]
-    assert ResponsesRequest in kept.checked and kept.keys
+    assert ResponsesRequest in kept.checked and kept.facts
     chat_tools = [{"type": "function", "function": {k: v for k, v in t.items() if k != "type"}} for t in tools]
     for _ in range(2):
         client.chat.completions.create(model="gemini-3-flash-preview", tools=chat_tools,  # type: ignore[arg-type]

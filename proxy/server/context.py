@@ -108,7 +108,7 @@ class Context:
         this model) fill the gaps."""
         model = self.gemini_model(client_model)
         prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing,
-                                 web_search=web_search, digests=tools.keys if type(tools) is SharedTools else None
+                                 web_search=web_search, digests=tools.facts if type(tools) is SharedTools else None
                                  ).serve_hosted(model, self.rules.hosted_tools)
         call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.call_id for i in items
                     if isinstance(i, _REFERRING)]

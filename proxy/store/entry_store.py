@@ -43,7 +43,7 @@ def _response_doc(stored: StoredResponse, known: TurnInput | None, response_json
     document is read back by the parser that keeps it exact."""
     if known is not None:
         more = fast_json.dumps(stored.contents[known.count:])
-        if response_json is None or response_json[:1] == b" ":
+        if response_json is None:
             response_json = fast_json.dumps(stored.response)
         if not any(part[:1] == b" " for part in (known.contents, known.system, known.input, more, response_json)):
             try:

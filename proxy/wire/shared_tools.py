@@ -27,17 +27,16 @@ CACHE_BYTES = 1024 * 1024
 
 class SharedTools(list):  # type: ignore[type-arg]
     """The tools of a text seen before: a list, so every reader works as before, and what was
-    worked out from it once -- the checked value per wire model (`checked`), the key of its prepared
-    declarations per preparation (`keys`, prepare_tools), and anything else a route learns of the
-    text itself (`facts`: Gemini-native's spelling and cache key)."""
+    worked out from it once -- the checked value per wire model (`checked`), and what a route learns
+    of the text itself (`facts`: the key of its prepared declarations per preparation, prepare_tools;
+    its conversion cache key and its spelling, Gemini-native)."""
 
-    __slots__ = ("checked", "facts", "keys", "text")
+    __slots__ = ("checked", "facts", "text")
 
     def __init__(self, value: list[Any], text: bytes) -> None:
         super().__init__(value)
         self.text = text
         self.checked: dict[type, Any] = {}
-        self.keys: dict[tuple[bool, bool], bytes] = {}
         self.facts: dict[Any, Any] = {}
 
 
