@@ -61,9 +61,10 @@ def main(write: bool) -> None:
              "with traces exported to a collector that is down, and to one that is up; same mock, same run, "
              f"{ROUNDS} alternations: CPU ms are medians, ratios the median of each round's ratio. "
              "Goal: on/off <= 1.05; a dead collector changes nothing (ratios "
-             "near 1). The last row runs both on a Redis store, where the journal is also shared: each exchange's "
-             "entry is also scrubbed of secrets, packed and published to Redis (journal/packed.py, shared.py), "
-             "and rendered by whichever instance reads it.", "",
+             "near 1). The last row runs both on a Redis store, where the journal is also shared (journal/shared.py): "
+             "each instance keeps its own exchanges and answers the others' questions through Redis when one "
+             "lists or opens them, so no exchange goes to Redis unless another instance follows its scope "
+             "live.", "",
              "| workload | protocol | CPU ms/request, journal off | journal on | on/off | dead collector/on, CPU | "
              "dead collector/on, p50 | collector up/on, CPU |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {w} | {k} | {off:.3f} | {on:.3f} | {ratio:.3f} | {_cell(dead)} | {_cell(dead_p50)} | "
@@ -82,9 +83,8 @@ def main(write: bool) -> None:
 
 
 def _shared_row(tmp: Path, mport: int) -> tuple:
-    """On a Redis store the journal is shared: each exchange's entry is also scrubbed, packed and
-    published to Redis (journal/packed.py, shared.py). Small Responses requests, journal on against off,
-    both on Redis."""
+    """On a Redis store the journal is shared (journal/shared.py): each instance listens to the
+    others' questions on Redis. Small Responses requests, journal on against off, both on Redis."""
     redis = RedisServer(tmp / "redis", fsync="everysec")
     procs = {}
     try:

@@ -1,13 +1,16 @@
 """Real servers for the multi-instance tests: redis-server, haproxy, `gemini-tool-proxy serve`
 processes and the mock Gemini, each a process of its own on a free loopback port."""
 
+import contextlib
 import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.mitm_harness import ROOT, free_port, stop
@@ -69,6 +72,38 @@ class RedisServer:
         calls = {line.split(":")[0]: int(line.split("calls=")[1].split(",")[0])
                  for line in text.decode().splitlines() if line.startswith("cmdstat_")}
         return sum(calls.get(f"cmdstat_{c}", 0) for c in ("evalsha", "eval", "ping", "exists", "script"))
+
+    @contextlib.contextmanager
+    def monitor(self) -> Iterator[bytearray]:
+        """Every command clients send this server while the block runs, with its arguments, as MONITOR
+        prints them (printable bytes as they are)."""
+        seen = bytearray()
+        conn = socket.create_connection(("127.0.0.1", self.port))
+        conn.settimeout(0.2)
+        conn.sendall(b"MONITOR\r\n")
+        done = threading.Event()
+
+        def read() -> None:
+            while not done.is_set():
+                try:
+                    data = conn.recv(65536)
+                except TimeoutError:
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                seen.extend(data)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            yield seen
+        finally:
+            time.sleep(0.5)  # what was sent last reaches the monitor
+            done.set()
+            reader.join(5)
+            conn.close()
 
     def stop(self) -> None:
         if self.proc:

@@ -6,6 +6,7 @@ the key's `k-` label), what came back, what the client got, and the proxy's deci
 - `kept.py`: a finished exchange sealed into the one tuple the journal keeps, and read back;
 - `redact.py`: secrets out before anything is kept;
 - `ring.py`: the journal itself, bounded by bytes, scoped by client key, with live subscribers;
+- `shared.py`: with a Redis store, every instance's journal read from any of them;
 - `tracing.py`: the same exchange as OpenTelemetry spans (GenAI semantic conventions);
 - `access_log.py`: one line per request.
 """

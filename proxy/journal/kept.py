@@ -24,7 +24,7 @@ FILTERED = ("session", "protocol", "kind", "status", "client_model", "gemini_mod
 # The frozen exchange: these fields as they are (plain values, bytes, header blocks), in this order,
 # then the JSON of the rest (META: notes, error, and per call its attempts, calls, finish reasons,
 # usage and tools), then _FROZEN_CALL's fields for each call. The exchange's secrets (the key it
-# presented, once identified) are a field of their own: the shared journal blanks them (packed.py).
+# presented, once identified) are a field of their own, scrubbed wherever they appear when read.
 _FROZEN = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model", "time",
            "start", "status", "answer_stream_bytes", "traceparent", "end", "cut", "identified", "secrets",
            "request_body", "answer_body", "answer_stream", "request_headers", "answer_headers")

@@ -90,6 +90,11 @@ class Recorder:
         except Exception:  # what the proxy did is recorded on the side: a failure here never fails a request
             log.exception("could not record exchange %s", ex.name)
 
+    def start(self) -> None:
+        """On the loop, at start-up: the shared journal listens to the other instances from now on."""
+        if self.journal is not None and self.journal.shared is not None:
+            self.journal.shared.start()
+
     def close(self) -> None:
         self.finish_pending()
         if self.journal is not None and self.journal.shared is not None:

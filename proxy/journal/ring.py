@@ -29,7 +29,6 @@ from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.journal import redact
 from proxy.journal.exchange import Exchange, pairs
 from proxy.journal.kept import FILTERED, FILTERS, FROZEN, SCOPE, SIZE, fallback, seal, thaw, tools_of
-from proxy.journal.packed import pack
 from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
 
@@ -142,11 +141,11 @@ class Journal:
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, redactor: Redactor | None = None,
                  shared: Callable[[], Any] | None = None) -> None:
-        """`shared`: gives the Redis client of the store when it is Redis (or None): the journal is
-        then also kept there, for every instance (shared.py)."""
+        """`shared`: gives the Redis client of the store when it is Redis (or None): every instance's
+        journal is then read through it (shared.py)."""
         self.max_bytes = max_bytes
         self.redactor = redactor or Redactor()
-        self.shared = Shared(shared, max_bytes, self.packed) if shared is not None else None
+        self.shared = Shared(shared, self) if shared is not None else None
         self.total = 0
         self._entries: OrderedDict[str, Kept] = OrderedDict()
         self._live: set[tuple[str, asyncio.Queue]] = set()
@@ -169,10 +168,16 @@ class Journal:
         self.total += size
         while self.total > self.max_bytes and self._entries:
             self.total -= self._entries.popitem(last=False)[1][SIZE]
-        if self._live and any(scope == kept[SCOPE] for scope, _ in self._live):
-            self._deliver(kept[SCOPE], self._summary(thaw(kept[FROZEN]))[1])
-        if self.shared is not None:
-            self.shared.publish(kept)
+        scope, summary = kept[SCOPE], None
+        if self._live and self._wanted(scope):
+            summary = self._summary(thaw(kept[FROZEN]))[1]
+            self.deliver(scope, summary)
+        shared = self.shared
+        if shared is not None:
+            if shared.follows(scope):  # another instance's page follows this scope live
+                shared.announce(scope, summary or self._summary(thaw(kept[FROZEN]))[1])
+            elif shared.listener is None:
+                shared.start()
 
     def _summary(self, ex: Exchange) -> tuple[bytes, dict[str, Any]]:
         head = orjson.dumps(summarize(ex), default=fallback)
@@ -185,19 +190,15 @@ class Journal:
         rest = orjson.dumps(details(ex), default=fallback)
         return self.redactor.scrub(head[:-1] + b"," + rest[1:], ex.secrets)
 
-    def packed(self, kept: Kept) -> tuple[str, str, bytes, bytes]:
-        """A kept exchange's id, scope, brief and packed entry, scrubbed of secrets (the shared journal's)."""
-        exchange_id, brief, entry = pack(kept, self.redactor)
-        return exchange_id, kept[SCOPE], brief, entry
-
-    def _deliver_entry(self, scope: str, kept: Kept) -> None:
-        """Another instance's new exchange, to those following its scope (shared.py)."""
-        self._deliver(scope, self._summary(thaw(kept[FROZEN]))[1])
-
     def _wanted(self, scope: str) -> bool:
         return any(wanted == scope for wanted, _ in self._live)
 
-    def _deliver(self, scope: str, summary: dict[str, Any]) -> None:
+    def followed(self) -> set[str]:
+        """The scopes someone here follows live."""
+        return {scope for scope, _ in self._live}
+
+    def deliver(self, scope: str, summary: dict[str, Any]) -> None:
+        """A new exchange's summary (this instance's, or another's: shared.py), to those following its scope."""
         for wanted, queue in list(self._live):
             if wanted == scope:
                 with contextlib.suppress(asyncio.QueueFull):
@@ -216,24 +217,38 @@ class Journal:
         return out
 
     async def list_all(self, scope: str, limit: int = 100, **filters: str | None) -> "list[dict[str, Any]]":
-        """`list`, over every instance's exchanges when the journal is shared (else this one's)."""
+        """`list`, over every instance's exchanges when the journal is shared (else this one's): each
+        instance that is up lists its own, newest first, and the newest `limit` of them all are kept."""
+        rows = self.list(scope, limit, **filters)
         if self.shared is not None and self.shared.client is not None:
             try:
-                entries = await self.shared.list(scope, limit, lambda brief: _brief_matches(brief, filters))
-                return [self._summary(thaw(kept[FROZEN]))[1] for kept in entries]
+                replies = await self.shared.ask("list", scope, limit=limit, filters=filters)
             except Exception as e:  # Redis down: what this instance saw
                 log.info("the shared journal is unavailable (%s); listing this instance's exchanges", e)
-        return self.list(scope, limit, **filters)
+                return rows
+            for reply in replies:
+                try:
+                    theirs = orjson.loads(self.redactor.scrub(reply))  # scrubbed by its instance; by ours too
+                except orjson.JSONDecodeError:
+                    continue
+                rows += [row for row in theirs if type(row) is dict] if type(theirs) is list else ()
+            if replies:
+                rows.sort(key=_newest_first)
+                del rows[limit:]
+        return rows
 
     async def get_any(self, scope: str, exchange_id: str) -> bytes | None:
         """`get`, falling back on the shared journal for another instance's exchange."""
         doc = self.get(scope, exchange_id)
         if doc is None and self.shared is not None and self.shared.client is not None:
             try:
-                kept = await self.shared.get(scope, exchange_id)
-                doc = self.document(kept) if kept is not None else None
+                replies = await self.shared.ask("get", scope, id=exchange_id)
             except Exception as e:
                 log.info("the shared journal is unavailable (%s)", e)
+                return None
+            for reply in replies:
+                if reply:
+                    return self.redactor.scrub(reply)  # scrubbed by its instance; by this one's secrets too
         return doc
 
     def get(self, scope: str, exchange_id: str) -> bytes | None:
@@ -253,7 +268,7 @@ class Journal:
         entry = (scope, asyncio.Queue(LIVE_QUEUE))
         self._live.add(entry)
         if self.shared is not None:
-            self.shared.follow(self._deliver_entry, self._wanted)
+            await self.shared.follow(scope)
         try:
             yield entry[1]
         finally:
@@ -262,6 +277,11 @@ class Journal:
 
 def _nothing() -> None:
     pass
+
+
+def _newest_first(row: dict[str, Any]) -> float:
+    when = row.get("time")
+    return -when if type(when) in (int, float) else 0.0
 
 
 def _brief_matches(keys: Any, filters: dict[str, str | None]) -> bool:

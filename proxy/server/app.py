@@ -175,6 +175,11 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
         ctx = app[CONTEXT]
         await ctx.in_flight.stop(grace=max(0.0, ctx.limits.shutdown_timeout - FINAL_PHASE))
 
+    async def start_recorder(_: web.Application) -> None:
+        if recorder is not None:
+            recorder.start()
+
+    app.on_startup.append(start_recorder)
     app.on_shutdown.append(end_requests)
     app.on_cleanup.append(close_upstream)
     return app
