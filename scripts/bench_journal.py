@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +25,11 @@ from scripts.bench import KEY, Process, bodies, free_port, measure  # noqa: E402
 from tests.otlp_collector import Collector  # noqa: E402
 from tests.servers import RedisServer  # noqa: E402
 
-ROUNDS = 7  # on/off alternations; the median of the rounds' ratios is reported (single runs vary by about 10 %)
+ROUNDS = 8  # on/off alternations; the median of the rounds' ratios is reported (single runs vary by about 10 %)
+# The traced process's exporter sends its spans this often (ms; the SDK's default is 5 s), so that
+# they are sent while it is measured, not while the next process is; SETTLE seconds after it let the
+# last of them arrive (the collector runs in this process, on the same two cores).
+EXPORT_EVERY_MS, SETTLE = "200", 1.0
 # Requests per instruction count (callgrind counts them one by one; two runs agree within 0.3 %),
 # after the warm-up requests, which run uninstrumented.
 COUNTED, COUNT_WARMUP = 200, 100
@@ -40,7 +45,8 @@ def main(write: bool) -> None:
         collector = Collector()  # a receiver on opentelemetry-proto (tests/otlp_collector.py), in this process
         for mode, extra in (("on", []), ("off", ["--journal", "off"]), ("dead", ["--otlp-endpoint", dead]),
                             ("traced", ["--otlp-endpoint", collector.url])):
-            procs[mode] = _proxy(tmp, f"proxy-{mode}", mport, *extra)
+            procs[mode] = _proxy(tmp, f"proxy-{mode}", mport, *extra,
+                                 env={"OTEL_BSP_SCHEDULE_DELAY": EXPORT_EVERY_MS} if mode == "traced" else None)
         rows = []
         for workload in ("small", "large"):
             for kind in ("responses", "chat"):
@@ -106,19 +112,28 @@ def _ratio(got: dict[str, list[dict]], a: str, b: str, key: str = "cpu_ms") -> f
     return ratios[len(ratios) // 2]
 
 
-def _proxy(tmp: Path, name: str, mport: int, *extra: str) -> tuple[Process, str]:
+def _proxy(tmp: Path, name: str, mport: int, *extra: str, env: dict[str, str] | None = None
+           ) -> tuple[Process, str]:
     """A `serve` process in front of the mock, and its URL."""
     port = free_port()
     return Process(tmp, name, [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port", str(port),
-                               "--upstream", f"http://127.0.0.1:{mport}", *extra], "ready"), f"http://127.0.0.1:{port}"
+                               "--upstream", f"http://127.0.0.1:{mport}", *extra], "ready",
+                   env=env), f"http://127.0.0.1:{port}"
 
 
 def _alternated(procs: dict[str, tuple[Process, str]], path: str, body: dict) -> dict[str, list[dict]]:
-    """ROUNDS measurements of each process, taken in turn (so each round's ratios share the machine's state)."""
+    """ROUNDS measurements of each process, taken in turn (so each round's ratios share the machine's
+    state), the order turned by one each round: in a fixed order, two identical processes measured 4 %
+    apart (the first of a round paid for what the one before it left running), so on/off read about
+    1.07 where the two medians read 1.02."""
     got: dict[str, list[dict]] = {mode: [] for mode in procs}
-    for _ in range(ROUNDS):
-        for mode, (proc, url) in procs.items():
+    modes = list(procs)
+    for turn in range(ROUNDS):
+        for mode in modes[turn % len(modes):] + modes[:turn % len(modes)]:
+            proc, url = procs[mode]
             got[mode].append(asyncio.run(measure(url + path, body, [proc.proc.pid])))
+            if mode == "traced":
+                time.sleep(SETTLE)
     return got
 
 
