@@ -158,6 +158,16 @@ def test_the_addon_injects_tools_set_through_another_instance(fleet: Fleet, tmp_
         # The captured call is in Redis: the other instance lists it.
         status, state = post_get(f"{fleet.urls[0]}/v1/sessions/fleet-session")
         assert status == 200 and state["rounds"][0]["calls"][0]["name"] == "get_weather", state
+        # And the addon's journal is shared: another instance's inspector lists and opens the flow.
+        deadline, rows = time.monotonic() + 10, []
+        while time.monotonic() < deadline and not rows:
+            status, listed = post_get(f"{fleet.urls[0]}/inspect/api/exchanges")
+            rows = [row for row in listed.get("exchanges", []) if row["kind"] == "mitm"]
+            time.sleep(0.2)
+        assert rows and rows[0]["calls"][0]["name"] == "get_weather", listed
+        status, doc = post_get(f"{fleet.urls[1]}/inspect/api/exchanges/{rows[0]['id']}")
+        assert status == 200 and doc["kind"] == "mitm"
+        assert doc["upstream"][0]["request"]["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
     finally:
         mitm.close()
 

@@ -37,18 +37,18 @@ class Recorder:
     def from_options(cls, journal: str = "on", max_bytes: int = DEFAULT_MAX_BYTES, otlp_endpoint: str | None = None,
                      env: dict[str, str] | None = None, secrets: Iterable[str] = (), store: Any = None
                      ) -> "Recorder":
-        """`store`: the session store; when its backend is Redis, the journal is shared through it."""
+        """`store`: the session store; while its backend is Redis, the journal is shared through it (the
+        addon's store learns its backend after the journal is made: gtp_store is configured later)."""
         import os
 
         from proxy.journal.tracing import endpoint_from
         env = dict(os.environ) if env is None else env
         endpoint = endpoint_from(otlp_endpoint, env)
-        backend = getattr(store, "backend", None)
 
         def redis_client() -> Any:
-            return getattr(backend, "client", None)
+            return getattr(getattr(store, "backend", None), "client", None)
 
-        shared = redis_client if redis_client() is not None else None  # a store on Redis: the journal is shared
+        shared = redis_client if store is not None else None
         return cls(Journal(max_bytes, shared=shared) if journal != "off" else None,
                    Tracing(endpoint) if endpoint else None, [*secrets, *redact.known_secrets(env)])
 
