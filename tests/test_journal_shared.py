@@ -171,3 +171,24 @@ async def test_with_redis_unreachable_an_instance_lists_its_own(caplog: pytest.L
     journal.shared.close()
     await client.aclose()
 
+
+
+async def test_a_follower_that_leaves_while_its_follow_is_announced_is_forgotten(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shared_module, "ASK_TIMEOUT", 5.0)
+    client = aioredis.Redis.from_url("redis://127.0.0.1:9/0", socket_connect_timeout=0.2)
+    journal = Journal(shared=lambda: client)
+
+    async def follow() -> None:
+        async with journal.live(SCOPE):
+            await asyncio.sleep(60)
+
+    task = asyncio.get_running_loop().create_task(follow())
+    await asyncio.sleep(0.3)  # waiting for Redis to announce the follow
+    assert journal.followed() == {SCOPE}
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert journal.followed() == set()
+    journal.shared.close()
+    await client.aclose()

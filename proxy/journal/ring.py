@@ -267,9 +267,9 @@ class Journal:
         """Summaries of new exchanges of `scope` as they finish."""
         entry = (scope, asyncio.Queue(LIVE_QUEUE))
         self._live.add(entry)
-        if self.shared is not None:
-            await self.shared.follow(scope)
         try:
+            if self.shared is not None:
+                await self.shared.follow(scope)  # (a follower that leaves meanwhile is forgotten all the same)
             yield entry[1]
         finally:
             self._live.discard(entry)
