@@ -14,6 +14,7 @@ import orjson
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.journal.ring import MAX_LIST
 from proxy.server.auth import INSPECT_COOKIE, SCOPE
 from proxy.server.context import CONTEXT
 from proxy.server.sessions_routes import get_session
@@ -61,9 +62,9 @@ async def static(request: web.Request) -> web.Response:
 async def exchanges(request: web.Request) -> web.Response:
     q = request.query
     try:
-        limit = max(1, min(1000, int(q.get("limit", "200"))))
+        limit = max(1, min(MAX_LIST, int(q.get("limit", "200"))))
     except ValueError:
-        raise ProxyError("limit must be a whole number from 1 to 1000.", param="limit") from None
+        raise ProxyError(f"limit must be a whole number from 1 to {MAX_LIST}.", param="limit") from None
     rows = await _journal(request).list_all(_scope(request), limit, session=q.get("session"), model=q.get("model"),
                                   status=q.get("status"), protocol=q.get("protocol"), kind=q.get("kind"))
     return web.Response(body=orjson.dumps({"exchanges": rows}), content_type="application/json",

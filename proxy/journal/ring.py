@@ -35,6 +35,7 @@ from proxy.journal.shared import Shared
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it misses some
+MAX_LIST = 1000         # summaries one list gives at most (each instance's, when the journal is shared)
 
 Kept = tuple  # an entry (kept.py)
 
@@ -205,9 +206,9 @@ class Journal:
                     queue.put_nowait(summary)
 
     def list(self, scope: str, limit: int = 100, **filters: str | None) -> list[dict[str, Any]]:
-        """The newest `limit` summaries of a scope, newest first, matching every filter given."""
+        """The newest `limit` summaries of a scope (1 to MAX_LIST), newest first, matching every filter given."""
         self.before_read()
-        out = []
+        limit, out = max(1, min(MAX_LIST, limit)), []
         for kept in reversed(self._entries.values()):
             if kept[SCOPE] != scope or not _brief_matches(kept[FILTERS], filters):
                 continue

@@ -40,7 +40,6 @@ FOLLOW_EVERY = 10.0  # seconds between a follower's announcements of what it fol
 FOLLOW_TTL = 30.0  # seconds an instance announces a scope's exchanges after last hearing of a follower
 MAX_ANNOUNCING = 256  # summaries waiting to be announced (Redis slow or down: the oldest are dropped)
 FILTER_NAMES = frozenset({"session", "model", "status", "protocol", "kind"})
-MAX_LIMIT = 1000
 
 
 class Local(Protocol):
@@ -94,7 +93,7 @@ class Shared:
                             assert self._ready is not None
                             self._ready.set()
                             self._broken = False
-                            self._send(self.asks, {"op": "hello"})  # followers, announce again
+                            self._spawn(self._say({"op": "hello"}))  # followers, announce again
                         elif kind == "message":
                             self._heard(message["channel"], message["data"])
             except asyncio.CancelledError:
@@ -136,7 +135,7 @@ class Shared:
             if type(limit) is not int or type(filters) is not dict:
                 return
             wanted = {k: v for k, v in filters.items() if k in FILTER_NAMES and type(v) is str}
-            reply = orjson.dumps(self.local.list(scope, max(1, min(MAX_LIMIT, limit)), **wanted))
+            reply = orjson.dumps(self.local.list(scope, limit, **wanted))  # (list bounds the limit)
         else:
             exchange_id = message.get("id")
             reply = (self.local.get(scope, exchange_id) if type(exchange_id) is str else None) or b""
@@ -218,7 +217,7 @@ class Shared:
         except TimeoutError:
             log.info("the shared journal is unavailable: following this instance's exchanges only")
             return
-        await self._publish_one(self.asks, orjson.dumps({"op": "follow", "scope": scope, "instance": self.instance}))
+        await self._say({"op": "follow", "scope": scope})
         self._remind()
 
     def _remind(self) -> None:
@@ -228,16 +227,13 @@ class Shared:
     async def _announce_follows(self) -> None:
         while followed := self.local.followed():
             for scope in followed:
-                await self._publish_one(self.asks, orjson.dumps({"op": "follow", "scope": scope,
-                                                                 "instance": self.instance}))
+                await self._say({"op": "follow", "scope": scope})
             await asyncio.sleep(FOLLOW_EVERY)
 
-    def _send(self, channel: bytes, message: dict[str, Any]) -> None:
-        self._spawn(self._publish_one(channel, orjson.dumps({**message, "instance": self.instance})))
-
-    async def _publish_one(self, channel: bytes, data: bytes) -> None:
+    async def _say(self, message: dict[str, Any]) -> None:
+        """Tell every other instance (on the questions' channel), as this instance."""
         try:
-            await self.client.publish(channel, data)
+            await self.client.publish(self.asks, orjson.dumps({**message, "instance": self.instance}))
         except Exception as e:
             log.info("could not publish to the shared journal: %s", e)
 
