@@ -37,6 +37,12 @@ def _wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 20
     raise RuntimeError(f"{what} did not listen on {port}")
 
 
+def monitored(seen: bytearray, about: bytes) -> bytes:
+    """The lines of what RedisServer.monitor() saw whose command names a key or channel beginning
+    with `about` (MONITOR quotes each argument)."""
+    return b"\n".join(line for line in bytes(seen).split(b"\r\n") if b'"' + about in line)
+
+
 class RedisServer:
     """redis-server with append-only persistence, so a restart keeps what was stored."""
 

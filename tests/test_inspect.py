@@ -280,7 +280,7 @@ def test_instances_on_one_redis_share_the_journal(tmp_path):
     import redis
 
     from proxy.journal.shared import ASK_TIMEOUT
-    from tests.servers import RedisServer
+    from tests.servers import RedisServer, monitored
 
     server = RedisServer(tmp_path)
     mock, murl = mock_gemini(tmp_path)
@@ -308,7 +308,7 @@ def test_instances_on_one_redis_share_the_journal(tmp_path):
             newest = exchanges(burl)[0]
             assert newest["path"] == "/v1beta/models/gemini-2.5-flash:generateContent?key=[redacted]"
             assert KEY.encode() not in api(burl, f"/inspect/api/exchanges/{newest['id']}")[2]
-        journal = b"\n".join(line for line in bytes(seen).split(b"\r\n") if b'"gtp:jk:' in line)
+        journal = monitored(seen, b"gtp:jk:")
         assert b"get_weather" in journal and b"generateContent" in journal  # the exchanges went through Redis...
         assert KEY.encode() not in journal  # ...scrubbed (the session store holds the conversation, as it must)
         r = redis.Redis.from_url(server.url)

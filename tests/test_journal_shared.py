@@ -16,7 +16,7 @@ from proxy.journal import shared as shared_module
 from proxy.journal.exchange import Exchange
 from proxy.journal.redact import Redactor
 from proxy.journal.ring import Journal
-from tests.servers import RedisServer
+from tests.servers import RedisServer, monitored
 
 KEY = "client-key-canary-0123456789"  # presented by the request: a secret of this exchange only
 KNOWN = "gemini-key-canary-9876543210"  # one the serving instance knows (its redactor's)
@@ -76,8 +76,14 @@ async def instances(redis_server: RedisServer) -> AsyncIterator[list[Journal]]:
         await client.aclose()
 
 
-def journal_traffic(seen: bytearray) -> bytes:
-    return b"\n".join(line for line in bytes(seen).split(b"\r\n") if b'"gtp:jk:' in line)
+@pytest.fixture
+async def unreachable() -> AsyncIterator[Journal]:
+    """A journal whose store's Redis cannot be reached."""
+    client = aioredis.Redis.from_url("redis://127.0.0.1:9/0", socket_connect_timeout=0.2)
+    journal = Journal(shared=lambda: client)
+    yield journal
+    journal.shared.close()
+    await client.aclose()
 
 
 async def test_any_instance_lists_and_opens_another_instances_exchange_as_its_owner_renders_it(
@@ -94,7 +100,7 @@ async def test_any_instance_lists_and_opens_another_instances_exchange_as_its_ow
     assert [row["id"] for row in rows] == [reader.list(SCOPE)[0]["id"], theirs["id"]]  # newest first
     assert theirs == owner.list(SCOPE)[0] and theirs["calls"][0]["name"] == "f" and theirs["error"]
     assert doc == owner.get(SCOPE, theirs["id"])
-    traffic = journal_traffic(seen)
+    traffic = monitored(seen, b"gtp:jk:")
     assert b'"calls' in traffic and b"gemini-2.5-pro" in traffic  # the summary and the document crossed Redis
     for canary in CANARIES:
         assert canary not in traffic and canary not in doc
@@ -158,26 +164,21 @@ async def test_an_instance_that_does_not_answer_is_waited_for_no_longer_than_ask
         await silent.aclose()
 
 
-async def test_with_redis_unreachable_an_instance_lists_its_own(caplog: pytest.LogCaptureFixture,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_with_redis_unreachable_an_instance_lists_its_own(
+        unreachable: Journal, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shared_module, "ASK_TIMEOUT", 0.5)
-    client = aioredis.Redis.from_url("redis://127.0.0.1:9/0", socket_connect_timeout=0.2)
-    journal = Journal(shared=lambda: client)
+    journal = unreachable
     journal.add(served(13))
     with caplog.at_level(logging.INFO):
         assert [row["session"] for row in await journal.list_all(SCOPE)] == ["s1"]
         assert await journal.get_any(SCOPE, "ex_0000000000000000000000") is None
     assert "the shared journal is unavailable" in caplog.text
-    journal.shared.close()
-    await client.aclose()
-
 
 
 async def test_a_follower_that_leaves_while_its_follow_is_announced_is_forgotten(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        unreachable: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shared_module, "ASK_TIMEOUT", 5.0)
-    client = aioredis.Redis.from_url("redis://127.0.0.1:9/0", socket_connect_timeout=0.2)
-    journal = Journal(shared=lambda: client)
+    journal = unreachable
 
     async def follow() -> None:
         async with journal.live(SCOPE):
@@ -190,5 +191,3 @@ async def test_a_follower_that_leaves_while_its_follow_is_announced_is_forgotten
     with pytest.raises(asyncio.CancelledError):
         await task
     assert journal.followed() == set()
-    journal.shared.close()
-    await client.aclose()
