@@ -1,19 +1,29 @@
 """The journal's cost (issue 28): CPU per request of `serve` with the journal on (the default) and
-with `--journal off`, and with traces exported to a collector that is down (`--otlp-endpoint` to a
-closed port): small and large Responses and Chat requests, measured alternately in one run against
-the same mock; and small Responses requests on a Redis store, where the journal is also shared.
+off, and with traces exported to a collector that is down (`--otlp-endpoint` to a closed port) and
+to one that is up: small and large Responses and Chat requests against the same mock; and small
+Responses requests on a Redis store, where the journal is also shared.
+
+Each comparison is made inside one process, switched between its two states by a signal between two
+measurements (PRELUDE, this script's own instrumentation): two processes of the same build, started
+alike, measured 0.99, 1.06 and 1.01 of each other (A/A, small Chat, 10 alternations each), an offset
+of their own as large as what is measured, where one process measured against itself read 0.99-1.01.
+Per row, PROCESSES fresh processes, ROUNDS pairs each, the order turning every pair; the ratio is the
+median over all pairs, and each process's own median is shown beside it.
 With valgrind installed (bench.sh installs it), also the instructions per request, journal on and
-off: a count that does not drift with the machine, where CPU time on this machine varies by a few
-per cent from round to round, as much as the journal's cost itself.
+off: a count that does not drift with the machine.
 `--write` puts the table in docs/benchmarks-journal.md (bench.sh does)."""
 
 import asyncio
 import glob
+import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,63 +31,81 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
 
-from scripts.bench import KEY, Process, bodies, free_port, measure  # noqa: E402
+from scripts.bench import KEY, LATENCY_N, Process, bodies, free_port, measure  # noqa: E402
 from tests.otlp_collector import Collector  # noqa: E402
 from tests.servers import RedisServer  # noqa: E402
 
-ROUNDS = 8  # on/off alternations; the median of the rounds' ratios is reported (single runs vary by about 10 %)
+PROCESSES, ROUNDS = 2, 6  # per row: processes, and on/off pairs measured in each
 # The traced process's exporter sends its spans this often (ms; the SDK's default is 5 s), so that
-# they are sent while it is measured, not while the next process is; SETTLE seconds after it let the
-# last of them arrive (the collector runs in this process, on the same two cores).
-EXPORT_EVERY_MS, SETTLE = "200", 1.0
+# they are sent while it is measured, not while it is idle; SETTLE seconds after a pair let the last
+# of them arrive (the collector runs in this process, on the same two cores) and a switch take hold.
+EXPORT_EVERY_MS, SETTLE = "200", 0.5
 # Requests per instruction count (callgrind counts them one by one; two runs agree within 0.3 %),
 # after the warm-up requests, which run uninstrumented.
 COUNTED, COUNT_WARMUP = 200, 100
+# Run in each measured process before the proxy: SIGUSR1 switches recording (the journal, when no
+# traces are exported) off and on again, SIGUSR2 the export of traces (the journal stays on). The
+# switches act on every Recorder the process makes; _checked() proves from outside that they do.
+PRELUDE = """
+import signal
+from proxy.journal import recorder as _recorder
+_made, _init = [], _recorder.Recorder.__init__
+def _register(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    _made.append(self)
+_recorder.Recorder.__init__ = _register
+def _journal(*_):
+    for made in _made:
+        made.active = not made.active
+def _tracing(*_):
+    for made in _made:
+        made.tracing, made.bench_idle_tracing = getattr(made, "bench_idle_tracing", None), made.tracing
+signal.signal(signal.SIGUSR1, _journal)
+signal.signal(signal.SIGUSR2, _tracing)
+"""
+JOURNAL, TRACING = signal.SIGUSR1, signal.SIGUSR2
 
 
 def main(write: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gtp-bench-journal-"))
     mport = free_port()
     mock = Process(tmp, "mock", [sys.executable, "-m", "proxy", "mock", "--port", str(mport)], "ready")
-    procs = {}
+    collector = Collector()  # a receiver on opentelemetry-proto (tests/otlp_collector.py), in this process
     try:
         dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-        collector = Collector()  # a receiver on opentelemetry-proto (tests/otlp_collector.py), in this process
-        for mode, extra in (("on", []), ("off", ["--journal", "off"]), ("dead", ["--otlp-endpoint", dead]),
-                            ("traced", ["--otlp-endpoint", collector.url])):
-            procs[mode] = _proxy(tmp, f"proxy-{mode}", mport, *extra,
-                                 env={"OTEL_BSP_SCHEDULE_DELAY": EXPORT_EVERY_MS} if mode == "traced" else None)
         rows = []
         for workload in ("small", "large"):
             for kind in ("responses", "chat"):
-                got = _alternated(procs, *bodies(kind, workload))
-                on, off = _median(got["on"], "cpu_ms"), _median(got["off"], "cpu_ms")
-                rows.append((workload, kind, off, on, _ratio(got, "on", "off"), _ratio(got, "dead", "on"),
-                             _ratio(got, "dead", "on", "p50"), _ratio(got, "traced", "on")))
+                path, body = bodies(kind, workload)
+                journal = _toggled(tmp, mport, path, body, JOURNAL, PROCESSES)
+                down = _toggled(tmp, mport, path, body, TRACING, 1, "--otlp-endpoint", dead)
+                up = _toggled(tmp, mport, path, body, TRACING, 1, "--otlp-endpoint", collector.url,
+                              env={"OTEL_BSP_SCHEDULE_DELAY": EXPORT_EVERY_MS}, spans=collector.spans)
+                rows.append((workload, kind, journal, down, up))
         rows.append(_shared_row(tmp, mport))
         counts = [(kind, _instructions(tmp, mport, kind, "--journal", "off"), _instructions(tmp, mport, kind))
                   for kind in ("responses", "chat")] if shutil.which("valgrind") else []
     finally:
-        for proc, _ in procs.values():
-            proc.stop()
         mock.stop()
         collector.close()
     lines = ["# The journal's cost", "", "Generated by `scripts/bench_journal.py --write` (run by scripts/bench.sh): "
-             "CPU of the proxy process per request, journal off against on (the default), and the journal on "
-             "with traces exported to a collector that is down, and to one that is up; same mock, same run, "
-             f"{ROUNDS} alternations: CPU ms are medians, ratios the median of each round's ratio. "
-             "Goal: on/off <= 1.05; a dead collector changes nothing (ratios "
-             "near 1). The last row runs both on a Redis store, where the journal is also shared (journal/shared.py): "
-             "each instance keeps its own exchanges and answers the others' questions through Redis when one "
-             "lists or opens them, so no exchange goes to Redis unless another instance follows its scope "
-             "live.", "",
-             "| workload | protocol | CPU ms/request, journal off | journal on | on/off | dead collector/on, CPU | "
-             "dead collector/on, p50 | collector up/on, CPU |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {w} | {k} | {off:.3f} | {on:.3f} | {ratio:.3f} | {_cell(dead)} | {_cell(dead_p50)} | "
-              f"{_cell(traced)} |" for w, k, off, on, ratio, dead, dead_p50, traced in rows]
+             "CPU of the proxy process per request, the journal on (the default) against off, and traces exported "
+             "to a collector that is down, and to one that is up, against none. Each comparison is made inside one "
+             "process switched between its two states by a signal between measurements (two separate processes of "
+             "the same build measured up to 6 % apart; one process against itself, within 1 %): "
+             f"{PROCESSES} processes per journal row and one per collector row, {ROUNDS} pairs each, the order turning "
+             "every pair. The ratio is the median over all pairs; in brackets, each process's own median. "
+             "Goal: on/off <= 1.05; a dead collector changes nothing (ratios near 1). The last row runs on a Redis "
+             "store, where the journal is also shared (journal/shared.py): each instance keeps its own exchanges "
+             "and answers the others' questions through Redis when one lists or opens them, so no exchange goes "
+             "to Redis unless another instance follows its scope live.", "",
+             "| workload | protocol | CPU ms/request, journal off | journal on | on/off | dead collector/none, CPU | "
+             "dead collector/none, p50 | collector up/none, CPU |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {w} | {k} | {j.off:.3f} | {j.on:.3f} | {j} | {_cell(down and down.ratio())} | "
+              f"{_cell(down and down.ratio('p50'))} | {_cell(up and up.ratio())} |" for w, k, j, down, up in rows]
     if counts:
         lines += ["", f"Instructions per request (valgrind's callgrind; {COUNTED} sequential small requests after "
-                  f"{COUNT_WARMUP} uncounted), the same servers one at a time:", "",
+                  f"{COUNT_WARMUP} uncounted), a process with the journal off and one with it on, one at a time:", "",
                   "| workload | protocol | journal off | journal on | on/off | the journal's instructions |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| small | {k} | {off / 1e6:.3f} M | {on / 1e6:.3f} M | {on / off:.3f} | {(on - off) / 1e3:.0f} K |"
@@ -88,53 +116,99 @@ def main(write: bool) -> None:
         (ROOT / "docs" / "benchmarks-journal.md").write_text(text)
 
 
+class Pairs:
+    """The CPU ms per request of one process in each of its two states, measured in pairs, per process."""
+
+    def __init__(self) -> None:
+        self.by_process: list[list[tuple[dict, dict]]] = []  # per pair, measure()'s (on, off)
+
+    def ratio(self, key: str = "cpu_ms") -> float:
+        return _middle([on[key] / off[key] for pairs in self.by_process for on, off in pairs])
+
+    @property
+    def on(self) -> float:
+        return _middle([on["cpu_ms"] for pairs in self.by_process for on, _ in pairs])
+
+    @property
+    def off(self) -> float:
+        return _middle([off["cpu_ms"] for pairs in self.by_process for _, off in pairs])
+
+    def __format__(self, spec: str) -> str:
+        if len(self.by_process) == 1:
+            return f"{self.ratio():.3f}"
+        own = ", ".join(f"{_middle([a['cpu_ms'] / b['cpu_ms'] for a, b in pairs]):.3f}" for pairs in self.by_process)
+        return f"{self.ratio():.3f} ({own})"
+
+
+def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signals, processes: int, *extra: str,
+             env: dict[str, str] | None = None, spans: list | None = None) -> Pairs:
+    """ROUNDS pairs in each of `processes` fresh `serve` processes (started with `extra`): CPU per
+    request (and, for traces, p50 latency) in the state the process starts in ("on") and with `switch`
+    sent ("off"), the order turned each pair. What each state recorded is checked (_checked): a switch
+    that did nothing would read 1."""
+    got = Pairs()
+    for n in range(processes):
+        proc, url = _proxy(tmp, f"proxy-{switch.name}-{n}", mport, *extra, env=env)
+        state, pairs = "on", []
+        try:
+            asyncio.run(measure(url + path, body, [proc.proc.pid], sequential=0))  # warm-up: fills the journal
+            for turn in range(ROUNDS):
+                cpu = {}
+                for want in ("on", "off") if turn % 2 == 0 else ("off", "on"):
+                    if state != want:
+                        os.kill(proc.proc.pid, switch)
+                        state = want
+                        time.sleep(SETTLE)
+                    before = _recorded(url, switch, spans)
+                    cpu[want] = asyncio.run(measure(url + path, body, [proc.proc.pid],
+                                                    sequential=LATENCY_N if switch is TRACING else 0))
+                    time.sleep(SETTLE)
+                    _checked(want, before, _recorded(url, switch, spans), switch)
+                pairs.append((cpu["on"], cpu["off"]))
+        finally:
+            proc.stop()
+        got.by_process.append(pairs)
+    return got
+
+
+def _recorded(url: str, switch: signal.Signals, spans: list | None) -> object:
+    """What shows that a state records: the newest exchange's id (journal), the spans received (a
+    collector that is up); None where nothing shows it (a collector that is down)."""
+    if switch is TRACING:
+        return None if spans is None else len(spans)
+    with urllib.request.urlopen(f"{url}/inspect/api/exchanges?limit=1", timeout=10) as r:
+        rows = json.loads(r.read())["exchanges"]
+    return rows[0]["id"] if rows else None
+
+
+def _checked(state: str, before: object, after: object, switch: signal.Signals) -> None:
+    if before is None and after is None:
+        return
+    if (after != before) != (state == "on"):
+        raise RuntimeError(f"{switch.name}: the process recorded {'nothing' if state == 'on' else 'something'} "
+                           f"while {state}: the bench's switch (PRELUDE) no longer works")
+
+
 def _shared_row(tmp: Path, mport: int) -> tuple:
     """On a Redis store the journal is shared (journal/shared.py): each instance listens to the
-    others' questions on Redis. Small Responses requests, journal on against off, both on Redis."""
+    others' questions on Redis. Small Responses requests, journal on against off."""
     redis = RedisServer(tmp / "redis", fsync="everysec")
-    procs = {}
     try:
-        for mode, extra in (("on", []), ("off", ["--journal", "off"])):
-            procs[mode] = _proxy(tmp, f"proxy-redis-{mode}", mport, "--store", redis.url, *extra)
-        got = _alternated(procs, *bodies("responses", "small"))
+        journal = _toggled(tmp, mport, *bodies("responses", "small"), JOURNAL, PROCESSES, "--store", redis.url)
     finally:
-        for proc, _ in procs.values():
-            proc.stop()
         redis.stop()
-    return ("small", "responses, store on Redis (the journal shared)", _median(got["off"], "cpu_ms"),
-            _median(got["on"], "cpu_ms"), _ratio(got, "on", "off"), None, None, None)
-
-
-def _ratio(got: dict[str, list[dict]], a: str, b: str, key: str = "cpu_ms") -> float:
-    """The median over rounds of a/b, each round's two measured one after the other: the machine's
-    drift over a run (10 % here) cancels out of each round's ratio."""
-    ratios = sorted(x[key] / y[key] for x, y in zip(got[a], got[b], strict=True))
-    return ratios[len(ratios) // 2]
+    return ("small", "responses, store on Redis (the journal shared)", journal, None, None)
 
 
 def _proxy(tmp: Path, name: str, mport: int, *extra: str, env: dict[str, str] | None = None
            ) -> tuple[Process, str]:
-    """A `serve` process in front of the mock, and its URL."""
+    """A `serve` process in front of the mock, with the bench's switches (PRELUDE), and its URL."""
     port = free_port()
-    return Process(tmp, name, [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port", str(port),
+    start = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); sys.argv[0] = 'gemini-tool-proxy'; exec({PRELUDE!r}); "
+             "from proxy.cli import main; main()")
+    return Process(tmp, name, [sys.executable, "-c", start, "--log-level", "WARNING", "serve", "--port", str(port),
                                "--upstream", f"http://127.0.0.1:{mport}", *extra], "ready",
                    env=env), f"http://127.0.0.1:{port}"
-
-
-def _alternated(procs: dict[str, tuple[Process, str]], path: str, body: dict) -> dict[str, list[dict]]:
-    """ROUNDS measurements of each process, taken in turn (so each round's ratios share the machine's
-    state), the order turned by one each round: in a fixed order, two identical processes measured 4 %
-    apart (the first of a round paid for what the one before it left running), so on/off read about
-    1.07 where the two medians read 1.02."""
-    got: dict[str, list[dict]] = {mode: [] for mode in procs}
-    modes = list(procs)
-    for turn in range(ROUNDS):
-        for mode in modes[turn % len(modes):] + modes[:turn % len(modes)]:
-            proc, url = procs[mode]
-            got[mode].append(asyncio.run(measure(url + path, body, [proc.proc.pid])))
-            if mode == "traced":
-                time.sleep(SETTLE)
-    return got
 
 
 def _instructions(tmp: Path, mport: int, kind: str, *extra: str) -> float:
@@ -175,8 +249,9 @@ def _cell(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def _median(rows: list[dict], key: str) -> float:
-    return sorted(r[key] for r in rows)[len(rows) // 2]
+def _middle(values: list[float]) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
 
 
 if __name__ == "__main__":
