@@ -83,6 +83,8 @@ def main(write: bool) -> None:
                               env={"OTEL_BSP_SCHEDULE_DELAY": EXPORT_EVERY_MS}, spans=collector.spans)
                 rows.append((workload, kind, journal, down, up))
         rows.append(_shared_row(tmp, mport))
+        rows.append(("small", "chat, A/A: the journal on in both states (the method's noise)",
+                     _toggled(tmp, mport, *bodies("chat", "small"), None, PROCESSES), None, None))
         counts = [(kind, _instructions(tmp, mport, kind, "--journal", "off"), _instructions(tmp, mport, kind))
                   for kind in ("responses", "chat")] if shutil.which("valgrind") else []
     finally:
@@ -94,7 +96,9 @@ def main(write: bool) -> None:
              "process switched between its two states by a signal between measurements (two separate processes of "
              "the same build measured up to 6 % apart; one process against itself, within 1 %): "
              f"{PROCESSES} processes per journal row and one per collector row, {ROUNDS} pairs each, the order turning "
-             "every pair. The ratio is the median over all pairs; in brackets, each process's own median. "
+             "every pair. The ratio is the median over all pairs; in brackets, each process's own median. The A/A row "
+             "measures processes against themselves, changing nothing: what the method reads where there is nothing "
+             "to find. "
              "Goal: on/off <= 1.05; a dead collector changes nothing (ratios near 1). The last row runs on a Redis "
              "store, where the journal is also shared (journal/shared.py): each instance keeps its own exchanges "
              "and answers the others' questions through Redis when one lists or opens them, so no exchange goes "
@@ -140,15 +144,16 @@ class Pairs:
         return f"{self.ratio():.3f} ({own})"
 
 
-def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signals, processes: int, *extra: str,
+def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signals | None, processes: int, *extra: str,
              env: dict[str, str] | None = None, spans: list | None = None) -> Pairs:
     """ROUNDS pairs in each of `processes` fresh `serve` processes (started with `extra`): CPU per
     request (and, for traces, p50 latency) in the state the process starts in ("on") and with `switch`
     sent ("off"), the order turned each pair. What each state recorded is checked (_checked): a switch
-    that did nothing would read 1."""
+    that did nothing would read 1. Without a switch, the process is measured against itself (A/A: what
+    the method reads where there is nothing to find)."""
     got = Pairs()
     for n in range(processes):
-        proc, url = _proxy(tmp, f"proxy-{switch.name}-{n}", mport, *extra, env=env)
+        proc, url = _proxy(tmp, f"proxy-{switch.name if switch else 'aa'}-{n}", mport, *extra, env=env)
         state, pairs = "on", []
         try:
             asyncio.run(measure(url + path, body, [proc.proc.pid], sequential=0))  # warm-up: fills the journal
@@ -156,14 +161,16 @@ def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signal
                 cpu = {}
                 for want in ("on", "off") if turn % 2 == 0 else ("off", "on"):
                     if state != want:
-                        os.kill(proc.proc.pid, switch)
+                        if switch is not None:
+                            os.kill(proc.proc.pid, switch)
                         state = want
                         time.sleep(SETTLE)
                     before = _recorded(url, switch, spans)
                     cpu[want] = asyncio.run(measure(url + path, body, [proc.proc.pid],
                                                     sequential=LATENCY_N if switch is TRACING else 0))
                     time.sleep(SETTLE)
-                    _checked(want, before, _recorded(url, switch, spans), switch)
+                    if switch is not None:
+                        _checked(want, before, _recorded(url, switch, spans), switch)
                 pairs.append((cpu["on"], cpu["off"]))
         finally:
             proc.stop()
@@ -171,7 +178,7 @@ def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signal
     return got
 
 
-def _recorded(url: str, switch: signal.Signals, spans: list | None) -> object:
+def _recorded(url: str, switch: signal.Signals | None, spans: list | None) -> object:
     """What shows that a state records: the newest exchange's id (journal), the spans received (a
     collector that is up); None where nothing shows it (a collector that is down)."""
     if switch is TRACING:
