@@ -129,26 +129,30 @@ def main(write: bool) -> None:
 
 
 class Pairs:
-    """The CPU ms per request of one process in each of its two states, measured in pairs, per process."""
+    """measure()'s results for each of a process's two states, in pairs, per process."""
 
     def __init__(self) -> None:
         self.by_process: list[list[tuple[dict, dict]]] = []  # per pair, measure()'s (on, off)
 
-    def ratio(self, key: str = "cpu_ms") -> float:
-        return _middle([on[key] / off[key] for pairs in self.by_process for on, off in pairs])
+    def _all(self) -> list[tuple[dict, dict]]:
+        return [pair for pairs in self.by_process for pair in pairs]
+
+    def ratio(self, key: str = "cpu_ms", pairs: list[tuple[dict, dict]] | None = None) -> float:
+        """The median on/off of `pairs` (every process's, unless given)."""
+        return _middle([on[key] / off[key] for on, off in (self._all() if pairs is None else pairs)])
 
     @property
     def on(self) -> float:
-        return _middle([on["cpu_ms"] for pairs in self.by_process for on, _ in pairs])
+        return _middle([on["cpu_ms"] for on, _ in self._all()])
 
     @property
     def off(self) -> float:
-        return _middle([off["cpu_ms"] for pairs in self.by_process for _, off in pairs])
+        return _middle([off["cpu_ms"] for _, off in self._all()])
 
     def __format__(self, spec: str) -> str:
         if len(self.by_process) == 1:
             return f"{self.ratio():.3f}"
-        own = ", ".join(f"{_middle([a['cpu_ms'] / b['cpu_ms'] for a, b in pairs]):.3f}" for pairs in self.by_process)
+        own = ", ".join(f"{self.ratio(pairs=pairs):.3f}" for pairs in self.by_process)
         return f"{self.ratio():.3f} ({own})"
 
 
@@ -176,7 +180,7 @@ def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signal
                         time.sleep(SETTLE)
                         for _ in range(FILL if switch is JOURNAL and want == "on" else 0):
                             asyncio.run(measure(url + path, body, [proc.proc.pid], sequential=0))
-                    before = _recorded(url, switch, spans)
+                    before = _recorded(url, switch, spans) if switch is not None else None
                     cpu[want] = asyncio.run(measure(url + path, body, [proc.proc.pid],
                                                     sequential=LATENCY_N if switch is TRACING else 0))
                     time.sleep(SETTLE)
@@ -189,7 +193,7 @@ def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signal
     return got
 
 
-def _recorded(url: str, switch: signal.Signals | None, spans: list | None) -> object:
+def _recorded(url: str, switch: signal.Signals, spans: list | None) -> object:
     """What shows that a state records: the newest exchange's id (journal), the spans received (a
     collector that is up); None where nothing shows it (a collector that is down)."""
     if switch is TRACING:
