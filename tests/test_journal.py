@@ -349,7 +349,7 @@ def test_seal_keeps_every_field_where_thaw_reads_it() -> None:
     ex.answer_stream = [b"da", b"ta"]  # joined
     ex.request_headers, ex.answer_headers = ((b"a", b"1"),), {"b": "2"}  # blocks, read back as pairs
     ex.notes, ex.error, ex.secrets = [{"kind": "k", "message": "m"}], {"message": "x"}, ("s",)
-    ex.upstreams = []
+    ex.shared_notes, ex.upstreams = None, []
     for n in range(3):
         call = UpstreamCall(f"model-{n}", f'{{"n":{n}}}'.encode(), stream=bool(n % 2))
         call.raw, call.answer, call.learnt, call.tools = True, f'{{"a":{n}}}'.encode(), True, ["f"]
@@ -420,3 +420,42 @@ def test_a_body_sent_as_the_app_sent_it_is_kept_once() -> None:
                                 request_headers=((b"a", b"1"),)), 1 << 30)
         extra = entry[k.SIZE] - alone[k.SIZE] - len(raw)  # beyond the request body
         assert extra < len(raw) if shared else extra >= len(sent), "held once: counted once"
+
+
+def test_shared_notes_are_kept_as_if_made_for_the_exchange() -> None:
+    """A tool list's schema repairs are noted on every exchange that uses it, their JSON made once
+    (note_all's `json`): seal embeds it where the notes are, between the exchange's own, and the entry
+    is the one the notes themselves make, byte for byte; past MAX_NOTES, or not plain JSON, the
+    notes are kept as any others."""
+    from proxy.journal import kept as k
+    from proxy.journal.exchange import MAX_NOTES, SHARED_JSON_MIN, notes_json
+
+    shared = [{"kind": "schema", "message": f"tool 'f': $ref at /properties/p{i} inlined", "path": f"/p{i}"}
+              for i in range(20)]
+    items = notes_json(shared)
+    assert items is not None and orjson.loads(b"[" + items + b"]") == shared
+
+    def sealed(own_before: int, json: bytes | None, own_after: int = 1) -> tuple:
+        ex = exchange(1)
+        for i in range(own_before):
+            ex.note("warning", f"before {i}")
+        ex.note_all(shared, json)
+        for i in range(own_after):
+            ex.note("signature", f"after {i}", call_id=f"c{i}")
+        return ex, k.seal(ex, 1 << 30)
+
+    for before in (0, 3):
+        ex, with_json = sealed(before, items)
+        assert ex.shared_notes == (before, len(shared), items)
+        _, without = sealed(before, None)
+        assert with_json[k.FROZEN][k.META] == without[k.FROZEN][k.META]
+        assert k.thaw(with_json[k.FROZEN]).notes == ex.notes
+    once = notes_json([{"kind": "schema", "message": f"made once {i}"} for i in range(SHARED_JSON_MIN)])
+    _, trusted = sealed(0, once)  # embedded as it is, not made again from the notes
+    assert [n["message"] for n in k.thaw(trusted[k.FROZEN]).notes][-2:] == [f"made once {SHARED_JSON_MIN - 1}",
+                                                                            "after 0"]
+    ex, full = sealed(MAX_NOTES - 5, items, own_after=0)  # only 5 of them fit: no shared JSON
+    assert ex.shared_notes is None and k.thaw(full[k.FROZEN]).notes == ex.notes
+    assert len(ex.notes) == MAX_NOTES
+    assert notes_json([{"kind": "x", "message": "m", "detail": object()}] * SHARED_JSON_MIN) is None
+    assert notes_json(shared[:SHARED_JSON_MIN - 1]) is None  # too few to be worth it

@@ -22,6 +22,8 @@ BODY_CAP = 256 * 1024
 MAX_CHUNKS = 2000
 # Notes kept per exchange (a pathological schema could otherwise note thousands).
 MAX_NOTES = 200
+# Shared notes (Exchange.note_all) from this many on are kept as the JSON made of them once.
+SHARED_JSON_MIN = 4
 EMPTY: Any = MappingProxyType({})
 
 
@@ -160,8 +162,8 @@ class Exchange:
     """One request and what the proxy did for it (see the module's docstring)."""
     __slots__ = ("id", "kind", "method", "path", "protocol", "scope", "session", "request_id", "client_model",
                  "time", "start", "request_headers", "request_body", "upstreams", "status", "answer_headers",
-                 "answer_body", "answer_stream", "answer_stream_bytes", "notes", "error", "secrets", "traceparent",
-                 "end", "cut", "identified", "complete")
+                 "answer_body", "answer_stream", "answer_stream_bytes", "notes", "shared_notes", "error", "secrets",
+                 "traceparent", "end", "cut", "identified", "complete")
 
     def __init__(self, id: int | str, kind: str, method: str, path: str, request_headers: Any = EMPTY,
                  request_id: str | None = None, session: str | None = None, protocol: str = "", scope: str = "",
@@ -183,6 +185,9 @@ class Exchange:
         self.answer_stream: list[bytes] | None = None  # what a streaming answer wrote (a list from its first write)
         self.answer_stream_bytes = 0
         self.notes: list[dict[str, Any]] = []
+        # (where in `notes`, how many, their JSON): notes made once for many exchanges (note_all), whose
+        # JSON was made once too; the journal embeds it as it is (kept.seal).
+        self.shared_notes: tuple[int, int, bytes] | None = None
         self.error: dict[str, Any] | None = None
         self.secrets: tuple[str, ...] = ()  # this exchange's own secrets (the key it presented)
         self.traceparent: str | None = None
@@ -214,11 +219,19 @@ class Exchange:
         if len(self.notes) < MAX_NOTES:
             self.notes.append({"kind": kind, "message": message, **detail})
 
-    def note_all(self, notes: list[dict[str, Any]]) -> None:
-        """Record notes made beforehand (shared: a note is never changed once made)."""
+    def note_all(self, notes: list[dict[str, Any]], json: bytes | None = None) -> None:
+        """Record notes made beforehand (shared: a note is never changed once made). `json`: their JSON
+        array's items (notes_json), made once: the journal embeds it instead of making it again for
+        every exchange (a large tool list's repairs cost more to serialize than the rest of a
+        request's record)."""
         if notes:
-            self.notes.extend(notes[: MAX_NOTES - len(self.notes)] if len(self.notes) + len(notes) > MAX_NOTES
-                              else notes)
+            mine = self.notes
+            if len(mine) + len(notes) > MAX_NOTES:
+                mine.extend(notes[: MAX_NOTES - len(mine)])
+                return
+            if json is not None and self.shared_notes is None:
+                self.shared_notes = (len(mine), len(notes), json)
+            mine.extend(notes)
 
     def streamed(self, data: bytes) -> None:
         """What a streaming answer wrote to the client, kept up to BODY_CAP bytes."""
@@ -274,11 +287,24 @@ def note(kind: str, message: str, **detail: Any) -> None:
         exchange.note(kind, message, **detail)
 
 
-def note_all(notes: list[dict[str, Any]]) -> None:
-    """Record notes made beforehand (shared: a note is never changed once made)."""
+def note_all(notes: list[dict[str, Any]], json: bytes | None = None) -> None:
+    """Record notes made beforehand (shared: a note is never changed once made; Exchange.note_all)."""
     exchange = CURRENT.get()
     if exchange is not None:
-        exchange.note_all(notes)
+        exchange.note_all(notes, json)
+
+
+def notes_json(notes: list[dict[str, Any]]) -> bytes | None:
+    """Shared notes' JSON as Exchange.note_all takes it: the items of their array, in an object of their
+    own size (orjson's output keeps its working buffer). None for fewer than SHARED_JSON_MIN notes
+    (embedding them costs more than making their JSON), or when a note is not plain JSON (the journal
+    then makes it with its fallback, as for any note)."""
+    if len(notes) < SHARED_JSON_MIN:
+        return None
+    try:
+        return b"".join((orjson.dumps(notes)[1:-1], b""))
+    except TypeError:
+        return None
 
 
 def recording() -> bool:

@@ -4,8 +4,9 @@ seal() reads each field of a finished exchange once and makes the journal's whol
 without writing anything back: the filters the list looks at, the exchange's plain fields, its bodies
 as bytes of their own size (an object the proxy built becomes JSON now, as it could change once the
 request is over; a body past BODY_CAP keeps its head), its headers as one block each, its notes and
-attempts as one JSON document, and last the bytes the entry is counted for. One flat tuple of plain
-values: the collector stops looking at it after one pass (kept as objects, an exchange's fifteen or
+attempts as one JSON document (notes many exchanges share, such as a tool list's schema repairs,
+embedded as the JSON made of them once), and last the bytes the entry is counted for. One flat tuple
+of plain values: the collector stops looking at it after one pass (kept as objects, an exchange's fifteen or
 so containers made every young collection slower in proportion). An exchange past `most` bytes
 keeps its summary and decisions only.
 """
@@ -110,7 +111,11 @@ def seal(ex: Exchange, most: int) -> tuple:
             rows[at + _LEARNT], rows[at + _VERSION] = call.learnt, call.version
             rests[i] = (call.attempts, call.calls, call.finish, call.usage, call.tools)
         size = len(request_headers) + len(answer_headers) + 2 * HEADER_OVERHEAD + ENTRY_OVERHEAD
-    meta = (ex.notes, ex.error, rests)
+    notes, shared = ex.notes, ex.shared_notes
+    if shared is not None:  # their JSON, made once (exchange.note_all): its items in the array as they are
+        at, count, items = shared
+        notes = [*notes[:at], orjson.Fragment(items), *notes[at + count:]]
+    meta = (notes, ex.error, rests)
     try:
         meta = _copy((orjson.dumps(meta), b""))
     except TypeError:  # a note's detail that is not JSON
@@ -135,7 +140,7 @@ def thaw(frozen: tuple) -> Exchange:
     ex.id = ex.name  # made of its number now
     notes, error, rests = orjson.loads(frozen[META])
     ex.request_headers, ex.answer_headers = pairs(ex.request_headers), pairs(ex.answer_headers)  # decoded once
-    ex.notes, ex.error, ex.secrets, ex.complete = notes, error, tuple(ex.secrets), None
+    ex.notes, ex.error, ex.secrets, ex.complete, ex.shared_notes = notes, error, tuple(ex.secrets), None, None
     ex.upstreams = []
     for i, rest in enumerate(rests):
         call = UpstreamCall.__new__(UpstreamCall)

@@ -120,7 +120,7 @@ class Context:
             if call_ids or prepared.warnings:
                 _note_preparation(ex, prepared, carried, stored, call_ids)
             elif not prepared.json_schema_mode:  # (the common case, without the call)
-                ex.note_all(prepared.schema_repair_notes())
+                ex.note_all(*prepared.schema_repair_notes())
         return model, prepared, calls
 
 
@@ -134,7 +134,7 @@ def _note_preparation(ex: Exchange, prepared: PreparedTools, carried: dict[str, 
     list), and where each earlier call's record (its thought signature, Gemini's own id and name)
     came from."""
     if not prepared.json_schema_mode:
-        ex.note_all(prepared.schema_repair_notes())
+        ex.note_all(*prepared.schema_repair_notes())
     for warning in prepared.warnings:
         ex.note("warning", warning)
     ids = list(dict.fromkeys(asked))

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from cachetools import LRUCache
 
 from proxy.errors import ProxyError
+from proxy.journal.exchange import notes_json
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
 from proxy.schema.repairs import schema_repairs
@@ -42,12 +43,13 @@ class PreparedTools:
                                     for name, schema in self.schemas.items() for r in schema_repairs(schema)]
         return self.memo["repairs"]
 
-    def schema_repair_notes(self) -> list[dict[str, Any]]:
-        """The repairs as the journal's notes (made once; notes are never changed once made)."""
+    def schema_repair_notes(self) -> tuple[list[dict[str, Any]], bytes | None]:
+        """The repairs as the journal's notes, and their JSON (Exchange.note_all's arguments): made once
+        per tool list (notes are never changed once made)."""
         if "repair_notes" not in self.memo:
-            self.memo["repair_notes"] = [{"kind": "schema", "message": f"tool {r['tool']!r}: {r['keyword']} at "
-                                                                       f"{r['path']} {r['action']}", **r}
-                                         for r in self.schema_repairs()]
+            notes = [{"kind": "schema", "message": f"tool {r['tool']!r}: {r['keyword']} at {r['path']} {r['action']}",
+                      **r} for r in self.schema_repairs()]
+            self.memo["repair_notes"] = notes, notes_json(notes)
         return self.memo["repair_notes"]
 
     def gemini_tools(self) -> list[dict[str, Any]]:
