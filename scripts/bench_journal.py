@@ -25,6 +25,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -68,7 +69,21 @@ def _tracing(*_):
         made.tracing, made.bench_idle_tracing = getattr(made, "bench_idle_tracing", None), made.tracing
 signal.signal(signal.SIGUSR1, _journal)
 signal.signal(signal.SIGUSR2, _tracing)
+import os
+if os.environ.get("GTP_BENCH_KEEP_ONE"):  # the journal's work without its memory (_KEEP_ONE)
+    from proxy.journal import ring as _ring
+    def _keep_one(self, ex):
+        kept = _ring.seal(ex, self.max_bytes // 4)
+        self._entries.clear()
+        self._entries[ex.id] = kept
+        self.total = kept[-1]
+    _ring.Journal.add = _keep_one
 """
+# A row whose journal seals every exchange as usual but keeps only the newest (PRELUDE, with this in
+# its environment): the journal's work without the memory it keeps. The difference from the same row
+# keeping everything is what holding the bodies costs: each byte kept is written to memory the cache
+# no longer holds, where the off state's next request reuses what the last one freed.
+_KEEP_ONE = {"GTP_BENCH_KEEP_ONE": "1"}
 JOURNAL, TRACING = signal.SIGUSR1, signal.SIGUSR2
 FILL = 2  # loads of LOAD_SECONDS that fill the default journal (64 MB) again: ~8,000 small exchanges
 
@@ -89,6 +104,8 @@ def main(write: bool) -> None:
                 up = _toggled(tmp, mport, path, body, TRACING, 1, "--otlp-endpoint", collector.url,
                               env={"OTEL_BSP_SCHEDULE_DELAY": EXPORT_EVERY_MS}, spans=collector.spans)
                 rows.append((workload, kind, journal, down, up))
+        rows.append(("large", "chat, keeping only the newest exchange (the journal's work without its memory)",
+                     _toggled(tmp, mport, *bodies("chat", "large"), JOURNAL, PROCESSES, env=_KEEP_ONE), None, None))
         rows.append(_shared_row(tmp, mport))
         rows.append(("small", "chat, A/A: the journal on in both states (the method's noise)",
                      _toggled(tmp, mport, *bodies("chat", "small"), None, PROCESSES), None, None))
@@ -107,7 +124,10 @@ def main(write: bool) -> None:
              "every pair. The ratio is the median over all pairs; in brackets, each process's own median. The A/A row "
              "measures processes against themselves, changing nothing: what the method reads where there is nothing "
              "to find. "
-             "Goal: on/off <= 1.05; a dead collector changes nothing (ratios near 1). The last row runs on a Redis "
+             "Goal: on/off <= 1.05; a dead collector changes nothing (ratios near 1). The row keeping only the "
+             "newest exchange seals each one as usual and drops the one before (this bench's instrumentation): "
+             "the journal's work without the memory it holds; the rest of the large chat row's cost is keeping the "
+             "bodies, whose bytes go to memory the cache no longer holds. The Redis row runs on a Redis "
              "store, where the journal is also shared (journal/shared.py): each instance keeps its own exchanges "
              "and answers the others' questions through Redis when one lists or opens them, so no exchange goes "
              "to Redis unless another instance follows its scope live.", "",
@@ -186,6 +206,9 @@ def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signal
                     time.sleep(SETTLE)
                     if switch is not None:
                         _checked(want, before, _recorded(url, switch, spans), switch)
+                    if env is _KEEP_ONE and want == "on" and _listed(url, 2) != 1:
+                        raise RuntimeError("GTP_BENCH_KEEP_ONE: the journal keeps more than the newest exchange: "
+                                           "the bench's PRELUDE no longer replaces Journal.add")
                 pairs.append((cpu["on"], cpu["off"]))
         finally:
             proc.stop()
@@ -198,9 +221,15 @@ def _recorded(url: str, switch: signal.Signals, spans: list | None) -> object:
     collector that is up); None where nothing shows it (a collector that is down)."""
     if switch is TRACING:
         return None if spans is None else len(spans)
-    with urllib.request.urlopen(f"{url}/inspect/api/exchanges?limit=1", timeout=10) as r:
-        rows = json.loads(r.read())["exchanges"]
+    rows = _listed(url, 1, rows=True)
     return rows[0]["id"] if rows else None
+
+
+def _listed(url: str, limit: int, rows: bool = False) -> Any:
+    """The newest `limit` exchanges the process lists (or how many)."""
+    with urllib.request.urlopen(f"{url}/inspect/api/exchanges?limit={limit}", timeout=10) as r:
+        got = json.loads(r.read())["exchanges"]
+    return got if rows else len(got)
 
 
 def _checked(state: str, before: object, after: object, switch: signal.Signals) -> None:
