@@ -295,14 +295,14 @@ def note_all(notes: list[dict[str, Any]], json: bytes | None = None) -> None:
 
 
 def notes_json(notes: list[dict[str, Any]]) -> bytes | None:
-    """Shared notes' JSON as Exchange.note_all takes it: the items of their array, in an object of their
-    own size (orjson's output keeps its working buffer). None for fewer than SHARED_JSON_MIN notes
+    """Shared notes' JSON as Exchange.note_all takes it: the items of their array (the slice is an object
+    of its own size: orjson's output keeps its working buffer). None for fewer than SHARED_JSON_MIN notes
     (embedding them costs more than making their JSON), or when a note is not plain JSON (the journal
     then makes it with its fallback, as for any note)."""
     if len(notes) < SHARED_JSON_MIN:
         return None
     try:
-        return b"".join((orjson.dumps(notes)[1:-1], b""))
+        return orjson.dumps(notes)[1:-1]
     except TypeError:
         return None
 
