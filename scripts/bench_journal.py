@@ -25,7 +25,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from statistics import median_high
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,6 +51,7 @@ COUNTED, COUNT_WARMUP = 200, 100
 # about 2 % dearer (full/emptied, one process, 18 alternations: mean 1.02), as the heap it leaves
 # scattered does; switched on, FILL unmeasured loads fill it again before it is measured.
 PRELUDE = """
+import os
 import signal
 from proxy.journal import recorder as _recorder
 _made, _init = [], _recorder.Recorder.__init__
@@ -69,17 +70,16 @@ def _tracing(*_):
         made.tracing, made.bench_idle_tracing = getattr(made, "bench_idle_tracing", None), made.tracing
 signal.signal(signal.SIGUSR1, _journal)
 signal.signal(signal.SIGUSR2, _tracing)
-import os
 if os.environ.get("GTP_BENCH_KEEP_ONE"):  # the journal's work without its memory (_KEEP_ONE)
     from proxy.journal import ring as _ring
+    _add = _ring.Journal.add
     def _keep_one(self, ex):
-        kept = _ring.seal(ex, self.max_bytes // 4)
-        self._entries.clear()
-        self._entries[ex.id] = kept
-        self.total = kept[-1]
+        _add(self, ex)
+        while len(self._entries) > 1:  # the one before goes at once, while its memory is still in the cache
+            self.total -= self._entries.popitem(last=False)[1][-1]
     _ring.Journal.add = _keep_one
 """
-# A row whose journal seals every exchange as usual but keeps only the newest (PRELUDE, with this in
+# A row whose journal keeps every exchange as usual but only until the next (PRELUDE, with this in
 # its environment): the journal's work without the memory it keeps. The difference from the same row
 # keeping everything is what holding the bodies costs: each byte kept is written to memory the cache
 # no longer holds, where the off state's next request reuses what the last one freed.
@@ -159,15 +159,15 @@ class Pairs:
 
     def ratio(self, key: str = "cpu_ms", pairs: list[tuple[dict, dict]] | None = None) -> float:
         """The median on/off of `pairs` (every process's, unless given)."""
-        return _middle([on[key] / off[key] for on, off in (self._all() if pairs is None else pairs)])
+        return median_high([on[key] / off[key] for on, off in (self._all() if pairs is None else pairs)])
 
     @property
     def on(self) -> float:
-        return _middle([on["cpu_ms"] for on, _ in self._all()])
+        return median_high([on["cpu_ms"] for on, _ in self._all()])
 
     @property
     def off(self) -> float:
-        return _middle([off["cpu_ms"] for _, off in self._all()])
+        return median_high([off["cpu_ms"] for _, off in self._all()])
 
     def __format__(self, spec: str) -> str:
         if len(self.by_process) == 1:
@@ -206,7 +206,7 @@ def _toggled(tmp: Path, mport: int, path: str, body: dict, switch: signal.Signal
                     time.sleep(SETTLE)
                     if switch is not None:
                         _checked(want, before, _recorded(url, switch, spans), switch)
-                    if env is _KEEP_ONE and want == "on" and _listed(url, 2) != 1:
+                    if env is _KEEP_ONE and want == "on" and len(_listed(url, 2)) != 1:
                         raise RuntimeError("GTP_BENCH_KEEP_ONE: the journal keeps more than the newest exchange: "
                                            "the bench's PRELUDE no longer replaces Journal.add")
                 pairs.append((cpu["on"], cpu["off"]))
@@ -221,15 +221,14 @@ def _recorded(url: str, switch: signal.Signals, spans: list | None) -> object:
     collector that is up); None where nothing shows it (a collector that is down)."""
     if switch is TRACING:
         return None if spans is None else len(spans)
-    rows = _listed(url, 1, rows=True)
+    rows = _listed(url, 1)
     return rows[0]["id"] if rows else None
 
 
-def _listed(url: str, limit: int, rows: bool = False) -> Any:
-    """The newest `limit` exchanges the process lists (or how many)."""
+def _listed(url: str, limit: int) -> list[dict]:
+    """The newest `limit` exchanges the process lists."""
     with urllib.request.urlopen(f"{url}/inspect/api/exchanges?limit={limit}", timeout=10) as r:
-        got = json.loads(r.read())["exchanges"]
-    return got if rows else len(got)
+        return json.loads(r.read())["exchanges"]
 
 
 def _checked(state: str, before: object, after: object, switch: signal.Signals) -> None:
@@ -298,11 +297,6 @@ async def _sequential(url: str, body: dict, n: int) -> None:
 
 def _cell(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
-
-
-def _middle(values: list[float]) -> float:
-    values = sorted(values)
-    return values[len(values) // 2]
 
 
 if __name__ == "__main__":
