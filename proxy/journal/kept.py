@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from proxy.journal.exchange import BODY_CAP, PROTOCOLS, Exchange, UpstreamCall, pairs, protocol_of
+from proxy.journal.splice import SPLICED, Bases, joined
 from proxy.store.byte_lru import held
 
 # An entry: SCOPE, what the filters look at (FILTERED, then whether it failed), the frozen exchange
@@ -44,10 +45,11 @@ CUT = "[cut: the exchange was too large for the journal (--journal-max-bytes / 4
 _copy = b"".join
 
 
-def seal(ex: Exchange, most: int) -> tuple:
+def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
     """The journal's entry for a finished exchange (see the module's docstring). Each field is read
     once, by its name in the code (several times faster than operator.attrgetter; tests/test_journal.py
-    holds the order to _FROZEN's and _FROZEN_CALL's)."""
+    holds the order to _FROZEN's and _FROZEN_CALL's). `bases`: the journal's, whose large request
+    bodies are kept as what they add to the last one on their route (splice.py)."""
     request_headers = ex.request_headers
     if type(request_headers) is tuple and request_headers and type(request_headers[0][0]) is bytes:
         request_headers = b"\n".join(sum(request_headers, ()))  # the server's pairs (kept_headers, inlined)
@@ -57,8 +59,13 @@ def seal(ex: Exchange, most: int) -> tuple:
     stream = ex.answer_stream
     stream = b"".join(stream) if stream else b""
     request_body, answer_body = ex.request_body, ex.answer_body
+    sent = request_body  # (a call may have sent these very bytes)
+    route = (ex.scope, ex.session, ex.path) if bases is not None else None
     if type(request_body) is bytes and len(request_body) <= BODY_CAP:  # as read: kept as it is
-        size = len(request_body)
+        if bases is None:
+            size = len(request_body)
+        else:
+            request_body, size = bases.kept((route, 0), request_body, ex.id, False)
     else:
         request_body, size = _kept(request_body)
     if type(answer_body) is bytes and len(answer_body) <= BODY_CAP:  # as sent: copied
@@ -73,11 +80,15 @@ def seal(ex: Exchange, most: int) -> tuple:
     rests = []  # what goes into META per call
     for call in calls:
         body, answer = call.body, call.answer
-        if body is request_body and type(body) is bytes:  # the app's bytes sent as they came (the addon had
-            pass  # nothing to change): one object, kept and counted once, with the request
-        elif call.raw and len(body) <= BODY_CAP:  # the bytes sent, kept whole: names are read from them when read
-            body = _copy((body, b""))
-            size += len(body)
+        if body is sent and type(body) is bytes:  # the app's bytes sent as they came (the addon had nothing
+            body = request_body  # to change): kept and counted once, with the request
+        elif (call.raw or type(body) is bytes) and len(body) <= BODY_CAP:  # the bytes sent, kept whole: names are
+            if bases is None:  # read from them when read
+                body = _copy((body, b""))
+                size += len(body)
+            else:
+                body, n = bases.kept((route, 1), body, ex.id, True)
+                size += n
         else:
             if call.tools is None and call.body_obj is not None:
                 tools_of(call)  # its head alone would not tell
@@ -101,6 +112,8 @@ def seal(ex: Exchange, most: int) -> tuple:
         rests.append((call.attempts, call.calls, call.finish, call.usage, call.tools))
     cut = size > most
     if cut:  # the summary and decisions only
+        if bases is not None:
+            bases.evicted(ex.id)  # the bodies it would have kept whole are not kept
         request_body, answer_body, stream = _cut(request_body), _cut(answer_body or stream or None), b""
         for i, call in enumerate(calls):
             call.learn_kept()
@@ -141,12 +154,16 @@ def thaw(frozen: tuple) -> Exchange:
     notes, error, rests = orjson.loads(frozen[META])
     ex.request_headers, ex.answer_headers = pairs(ex.request_headers), pairs(ex.answer_headers)  # decoded once
     ex.notes, ex.error, ex.secrets, ex.complete, ex.shared_notes = notes, error, tuple(ex.secrets), None, None
+    if type(ex.request_body) is tuple and len(ex.request_body) == SPLICED:
+        ex.request_body = joined(ex.request_body)
     ex.upstreams = []
     for i, rest in enumerate(rests):
         call = UpstreamCall.__new__(UpstreamCall)
         start = META + 1 + i * _WIDTH
         for name, value in zip(_FROZEN_CALL, frozen[start:start + _WIDTH], strict=True):
             setattr(call, name, value)
+        if type(call.body) is tuple and len(call.body) == SPLICED:
+            call.body = joined(call.body)
         call.attempts, call.calls, call.finish, call.usage, call.tools = rest
         call.body_obj, call.parsed = None, None
         ex.upstreams.append(call)

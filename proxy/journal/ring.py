@@ -31,6 +31,7 @@ from proxy.journal.exchange import Exchange, pairs
 from proxy.journal.kept import FILTERED, FILTERS, FROZEN, SCOPE, SIZE, fallback, seal, thaw, tools_of
 from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
+from proxy.journal.splice import Bases
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -149,6 +150,7 @@ class Journal:
         self.shared = Shared(shared, self) if shared is not None else None
         self.total = 0
         self._entries: OrderedDict[str, Kept] = OrderedDict()
+        self.bases = Bases()  # the bodies the next large ones are kept as splices of (splice.py)
         self._live: set[tuple[str, asyncio.Queue]] = set()
         self.before_read: Callable[[], None] = _nothing  # finishes exchanges still pending (Recorder)
         metrics.SCRAPE_HOOKS.add(self)  # its size is read when /metrics is, not set per request
@@ -163,12 +165,15 @@ class Journal:
     def add(self, ex: Exchange) -> None:
         """Keep a finished exchange as it is (frozen): it is made into a document only when someone
         reads it."""
-        kept = seal(ex, self.max_bytes // 4)
+        kept = seal(ex, self.max_bytes // 4, self.bases)
         size = kept[SIZE]
-        self._entries[ex.id] = kept
+        entries = self._entries
+        entries[ex.id] = kept
         self.total += size
-        while self.total > self.max_bytes and self._entries:
-            self.total -= self._entries.popitem(last=False)[1][SIZE]
+        while self.total > self.max_bytes and entries:
+            number, gone = entries.popitem(last=False)
+            self.total -= gone[SIZE]
+            self.bases.evicted(number)
         scope, summary = kept[SCOPE], None
         if self._live and self._wanted(scope):
             summary = self._summary(thaw(kept[FROZEN]))[1]
