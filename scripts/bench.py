@@ -63,6 +63,11 @@ def history(n: int) -> list[dict]:
 WORKLOADS = {"small": (tools(1), history(1)), "large": (tools(20), history(50))}
 
 
+# In a body measure() sends, replaced by the request's own number: each request differs from the one
+# before (as an agent's turns do: the same history, and one new message).
+TURN = "{turn}"
+
+
 def bodies(kind: str, workload: str) -> tuple[str, dict]:
     fns, msgs = WORKLOADS[workload]
     if kind == "responses":
@@ -81,12 +86,17 @@ async def measure(url: str, body: dict, pids: list[int], via: str | None = None,
                   headers: dict[str, str] | None = None, sequential: int = LATENCY_N) -> dict:
     """p50 of `sequential` requests one at a time (LATENCY_N; 0: no p50), then requests/s and server
     CPU per request at CONCURRENCY (`via`: an HTTP proxy such as mitmdump, `ssl`: the context that
-    trusts it)."""
+    trusts it). A body holding TURN is sent with each request's number in its place."""
     data = json.dumps(body).encode()
+    turns = data.split(TURN.encode()) if TURN.encode() in data else None
+    sent = [0]
     headers = {**KEY, "content-type": "application/json", **(headers or {})}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as s:
         async def one() -> None:
-            async with s.post(url, data=data, headers=headers, proxy=via, ssl=ssl if ssl is not None else True) as r:
+            sent[0] += 1
+            content = str(sent[0]).encode().join(turns) if turns is not None else data
+            async with s.post(url, data=content, headers=headers, proxy=via,
+                              ssl=ssl if ssl is not None else True) as r:
                 await r.read()
                 if r.status != 200:
                     raise RuntimeError(f"{url}: {r.status} {(await r.text())[:300]}")

@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
 
-from scripts.bench import KEY, LATENCY_N, Process, bodies, free_port, measure  # noqa: E402
+from scripts.bench import KEY, LATENCY_N, TURN, Process, free_port, measure  # noqa: E402
+from scripts.bench import bodies as _bodies  # noqa: E402
 from tests.otlp_collector import Collector  # noqa: E402
 from tests.servers import RedisServer  # noqa: E402
 
@@ -64,6 +65,7 @@ def _journal(*_):
         made.active = not made.active
         if not made.active and made.journal is not None:
             made.journal._entries.clear()
+            made.journal.bases.clear()
             made.journal.total = 0
 def _tracing(*_):
     for made in _made:
@@ -76,7 +78,9 @@ if os.environ.get("GTP_BENCH_KEEP_ONE"):  # the journal's work without its memor
     def _keep_one(self, ex):
         _add(self, ex)
         while len(self._entries) > 1:  # the one before goes at once, while its memory is still in the cache
-            self.total -= self._entries.popitem(last=False)[1][-1]
+            number, gone = self._entries.popitem(last=False)
+            self.total -= gone[-1]
+            self.bases.evicted(number)
     _ring.Journal.add = _keep_one
 """
 # A row whose journal keeps every exchange as usual but only until the next (PRELUDE, with this in
@@ -86,6 +90,15 @@ if os.environ.get("GTP_BENCH_KEEP_ONE"):  # the journal's work without its memor
 _KEEP_ONE = {"GTP_BENCH_KEEP_ONE": "1"}
 JOURNAL, TRACING = signal.SIGUSR1, signal.SIGUSR2
 FILL = 2  # loads of LOAD_SECONDS that fill the default journal (64 MB) again: ~8,000 small exchanges
+
+
+def bodies(kind: str, workload: str) -> tuple[str, dict]:
+    """bench.bodies' request with one more user message, its number its own (bench.TURN): each
+    request is the one before with a turn changed, as an agent's are (the journal keeps a large body as
+    what it adds to the one before on its route: journal/splice.py)."""
+    path, body = _bodies(kind, workload)
+    items = "input" if kind == "responses" else "messages"
+    return path, {**body, items: [*body[items], {"role": "user", "content": f"Turn {TURN}: the tool answered."}]}
 
 
 def main(write: bool) -> None:
@@ -121,13 +134,14 @@ def main(write: bool) -> None:
              "the same build measured up to 6 % apart; one process against itself, within 1 %); switched off, the "
              "journal is also emptied, and filled again before it is measured on: "
              f"{PROCESSES} processes per journal row and one per collector row, {ROUNDS} pairs each, the order turning "
-             "every pair. The ratio is the median over all pairs; in brackets, each process's own median. The A/A row "
-             "measures processes against themselves, changing nothing: what the method reads where there is nothing "
-             "to find. "
+             "every pair. Each request is the one before with its last message changed (its own number), as an "
+             "agent's turns are. The ratio is the median over all pairs; in brackets, each process's own median. "
+             "The A/A row measures processes against themselves, changing nothing: what the method reads where "
+             "there is nothing to find. "
              "Goal: on/off <= 1.05; a dead collector changes nothing (ratios near 1). The row keeping only the "
              "newest exchange seals each one as usual and drops the one before (this bench's instrumentation): "
-             "the journal's work without the memory it holds; the rest of the large chat row's cost is keeping the "
-             "bodies, whose bytes go to memory the cache no longer holds. The Redis row runs on a Redis "
+             "the journal's work without the memory it holds (a large body is kept as a splice of the one before on "
+             "its route: journal/splice.py). The Redis row runs on a Redis "
              "store, where the journal is also shared (journal/shared.py): each instance keeps its own exchanges "
              "and answers the others' questions through Redis when one lists or opens them, so no exchange goes "
              "to Redis unless another instance follows its scope live.", "",
@@ -269,7 +283,7 @@ def _instructions(tmp: Path, mport: int, kind: str, *extra: str) -> float:
         "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable, "-m",
         "proxy", "--log-level", "WARNING", "serve", "--port", str(port), "--upstream", f"http://127.0.0.1:{mport}",
         *extra], "ready", timeout=300)
-    path, body = bodies(kind, "small")
+    path, body = _bodies(kind, "small")  # (the same body each time: callgrind counts requests one by one)
     url = f"http://127.0.0.1:{port}{path}"
     try:
         asyncio.run(_sequential(url, body, COUNT_WARMUP))
