@@ -3,7 +3,8 @@
 seal() reads each field of a finished exchange once and makes the journal's whole entry in one pass,
 without writing anything back: the filters the list looks at, the exchange's plain fields, its bodies
 as bytes of their own size (an object the proxy built becomes JSON now, as it could change once the
-request is over; a body past BODY_CAP keeps its head), its headers as one block each, its notes and
+request is over; a body past BODY_CAP keeps its head; a large request body that mostly repeats the
+last one on its route, as a splice of it: splice.py), its headers as one block each, its notes and
 attempts as one JSON document (notes many exchanges share, such as a tool list's schema repairs,
 embedded as the JSON made of them once), and last the bytes the entry is counted for. One flat tuple
 of plain values: the collector stops looking at it after one pass (kept as objects, an exchange's fifteen or
@@ -16,7 +17,7 @@ from typing import Any
 import orjson
 
 from proxy.journal.exchange import BODY_CAP, PROTOCOLS, Exchange, UpstreamCall, pairs, protocol_of
-from proxy.journal.splice import SPLICED, Bases, joined
+from proxy.journal.splice import SPLICE_MIN, SPLICED, Bases, joined
 from proxy.store.byte_lru import held
 
 # An entry: SCOPE, what the filters look at (FILTERED, then whether it failed), the frozen exchange
@@ -62,9 +63,8 @@ def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
     sent = request_body  # (a call may have sent these very bytes)
     route = (ex.scope, ex.session, ex.path) if bases is not None else None
     if type(request_body) is bytes and len(request_body) <= BODY_CAP:  # as read: kept as it is
-        if bases is None:
-            size = len(request_body)
-        else:
+        size = len(request_body)
+        if bases is not None and size >= SPLICE_MIN:
             request_body, size = bases.kept((route, 0), request_body, ex.id, False)
     else:
         request_body, size = _kept(request_body)
@@ -83,7 +83,7 @@ def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
         if body is sent and type(body) is bytes:  # the app's bytes sent as they came (the addon had nothing
             body = request_body  # to change): kept and counted once, with the request
         elif (call.raw or type(body) is bytes) and len(body) <= BODY_CAP:  # the bytes sent, kept whole: names are
-            if bases is None:  # read from them when read
+            if bases is None or len(body) < SPLICE_MIN:  # read from them when read
                 body = _copy((body, b""))
                 size += len(body)
             else:
