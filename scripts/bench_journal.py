@@ -64,9 +64,7 @@ def _journal(*_):
     for made in _made:
         made.active = not made.active
         if not made.active and made.journal is not None:
-            made.journal._entries.clear()
-            made.journal.bases.clear()
-            made.journal.total = 0
+            made.journal.clear()
 def _tracing(*_):
     for made in _made:
         made.tracing, made.bench_idle_tracing = getattr(made, "bench_idle_tracing", None), made.tracing
@@ -78,9 +76,7 @@ if os.environ.get("GTP_BENCH_KEEP_ONE"):  # the journal's work without its memor
     def _keep_one(self, ex):
         _add(self, ex)
         while len(self._entries) > 1:  # the one before goes at once, while its memory is still in the cache
-            number, gone = self._entries.popitem(last=False)
-            self.total -= gone[-1]
-            self.bases.evicted(number)
+            self.drop_oldest()
     _ring.Journal.add = _keep_one
 """
 # A row whose journal keeps every exchange as usual but only until the next (PRELUDE, with this in

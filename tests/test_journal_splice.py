@@ -214,3 +214,12 @@ def test_a_body_changed_before_where_the_last_one_was_is_read_back_byte_for_byte
         request, _ = _kept_bodies(journal, i)
         assert i == 0 or request[0] is base
         assert thaw(journal._entries[i][FROZEN]).request_body == body
+
+
+def test_clearing_the_journal_lets_go_of_its_bases_too() -> None:
+    journal = Journal()
+    for i, body in enumerate((_turn_body(20), _turn_body(21))):
+        journal.add(_exchange(i, body))
+    assert len(journal.bases) == 2
+    journal.clear()
+    assert len(journal) == 0 and journal.total == 0 and len(journal.bases) == 0 and not journal.bases._owner

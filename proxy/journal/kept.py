@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from proxy.journal.exchange import BODY_CAP, PROTOCOLS, Exchange, UpstreamCall, pairs, protocol_of
-from proxy.journal.splice import SPLICE_MIN, SPLICED, Bases, joined
+from proxy.journal.splice import SPLICE_MIN, Bases, whole
 from proxy.store.byte_lru import held
 
 # An entry: SCOPE, what the filters look at (FILTERED, then whether it failed), the frozen exchange
@@ -61,11 +61,10 @@ def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
     stream = b"".join(stream) if stream else b""
     request_body, answer_body = ex.request_body, ex.answer_body
     sent = request_body  # (a call may have sent these very bytes)
-    route = (ex.scope, ex.session, ex.path) if bases is not None else None
     if type(request_body) is bytes and len(request_body) <= BODY_CAP:  # as read: kept as it is
         size = len(request_body)
         if bases is not None and size >= SPLICE_MIN:
-            request_body, size = bases.kept((route, 0), request_body, ex.id, False)
+            request_body, size = bases.kept((ex.scope, ex.session, ex.path, 0), request_body, ex.id, False)
     else:
         request_body, size = _kept(request_body)
     if type(answer_body) is bytes and len(answer_body) <= BODY_CAP:  # as sent: copied
@@ -87,7 +86,7 @@ def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
                 body = _copy((body, b""))
                 size += len(body)
             else:
-                body, n = bases.kept((route, 1), body, ex.id, True)
+                body, n = bases.kept((ex.scope, ex.session, ex.path, 1), body, ex.id, True)
                 size += n
         else:
             if call.tools is None and call.body_obj is not None:
@@ -154,16 +153,14 @@ def thaw(frozen: tuple) -> Exchange:
     notes, error, rests = orjson.loads(frozen[META])
     ex.request_headers, ex.answer_headers = pairs(ex.request_headers), pairs(ex.answer_headers)  # decoded once
     ex.notes, ex.error, ex.secrets, ex.complete, ex.shared_notes = notes, error, tuple(ex.secrets), None, None
-    if type(ex.request_body) is tuple and len(ex.request_body) == SPLICED:
-        ex.request_body = joined(ex.request_body)
+    ex.request_body = whole(ex.request_body)
     ex.upstreams = []
     for i, rest in enumerate(rests):
         call = UpstreamCall.__new__(UpstreamCall)
         start = META + 1 + i * _WIDTH
         for name, value in zip(_FROZEN_CALL, frozen[start:start + _WIDTH], strict=True):
             setattr(call, name, value)
-        if type(call.body) is tuple and len(call.body) == SPLICED:
-            call.body = joined(call.body)
+        call.body = whole(call.body)
         call.attempts, call.calls, call.finish, call.usage, call.tools = rest
         call.body_obj, call.parsed = None, None
         ex.upstreams.append(call)

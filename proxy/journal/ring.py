@@ -171,9 +171,7 @@ class Journal:
         entries[ex.id] = kept
         self.total += size
         while self.total > self.max_bytes and entries:
-            number, gone = entries.popitem(last=False)
-            self.total -= gone[SIZE]
-            self.bases.evicted(number)
+            self.drop_oldest()
         scope, summary = kept[SCOPE], None
         if self._live and self._wanted(scope):
             summary = self._summary(thaw(kept[FROZEN]))[1]
@@ -184,6 +182,18 @@ class Journal:
                 shared.announce(scope, summary or self._summary(thaw(kept[FROZEN]))[1])
             elif shared.listener is None:
                 shared.start()
+
+    def drop_oldest(self) -> None:
+        """Let go of the oldest exchange (and of the bases it kept whole: splice.py)."""
+        number, gone = self._entries.popitem(last=False)
+        self.total -= gone[SIZE]
+        self.bases.evicted(number)
+
+    def clear(self) -> None:
+        """Let go of every exchange."""
+        self._entries.clear()
+        self.bases.clear()
+        self.total = 0
 
     def _summary(self, ex: Exchange) -> tuple[bytes, dict[str, Any]]:
         head = orjson.dumps(summarize(ex), default=fallback)

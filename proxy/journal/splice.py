@@ -62,6 +62,11 @@ def joined(spliced: tuple[bytes, int, bytes, int]) -> bytes:
     return b"".join((base[:head], between, base[len(base) - tail:]))
 
 
+def whole(body: Any) -> Any:
+    """A kept body as it was: a splice joined, anything else as it is."""
+    return joined(body) if type(body) is tuple and len(body) == SPLICED else body
+
+
 class Bases:
     """The body last kept whole per route (client key, session, path, which body), which exchange kept
     it (it is forgotten with that exchange), and the common ends the last body on the route had with
@@ -78,12 +83,10 @@ class Bases:
         return len(self._by_route)
 
     def kept(self, route: Any, body: bytes, owner: Any, copy: bool) -> tuple[Any, int]:
-        """A whole body as the journal keeps it, and the bytes it is counted for: a splice of the
-        route's base (the base's bytes and its own), or the body itself (`copy`: in an object of its
-        own size, byte_lru.held), which becomes the route's base when it is large enough."""
+        """A body of SPLICE_MIN bytes or more as the journal keeps it, and the bytes it is counted for:
+        a splice of the route's base (the base's bytes and its own), or the body itself (`copy`: in an
+        object of its own size, byte_lru.held), which becomes the route's base."""
         size = len(body)
-        if size < SPLICE_MIN:
-            return (held(body) if copy else body), size
         by_route = self._by_route
         known = by_route.get(route)
         if known is not None:
