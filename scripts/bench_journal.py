@@ -43,8 +43,15 @@ PROCESSES, ROUNDS = 2, 5  # per row: processes, and on/off pairs measured in eac
 # of them arrive (the collector runs in this process, on the same two cores) and a switch take hold.
 EXPORT_EVERY_MS, SETTLE = "200", 0.5
 # Requests per instruction count (callgrind counts them one by one; two runs agree within 0.3 %),
-# after the warm-up requests, which run uninstrumented.
-COUNTED, COUNT_WARMUP = 200, 100
+# after uninstrumented warm-up requests that fill the journal, so that each request counted also evicts
+# the oldest exchange, as in a server that has run a while. Counted with a journal of COUNT_JOURNAL
+# bytes: filling the default 64 MiB takes some 13,000 small requests, hours under valgrind. At steady
+# state the journal's work per request does not depend on its limit (one exchange kept, one let go),
+# only the memory it holds does, which the wall-clock rows measure at the default.
+COUNTED, COUNT_JOURNAL, COUNT_BATCH = 200, 8 * 1024 * 1024, 100
+# The instruction rows: (workload, protocol, with a Redis store); the same bodies as the rows above.
+COUNT_ROWS = (("small", "responses", False), ("small", "chat", False), ("large", "responses", False),
+              ("large", "chat", False), ("small", "responses", True))
 # Run in each measured process before the proxy: SIGUSR1 switches recording (the journal, when no
 # traces are exported) off and on again, SIGUSR2 the export of traces (the journal stays on). The
 # switches act on every Recorder the process makes; _checked() proves from outside that they do.
@@ -118,8 +125,7 @@ def main(write: bool) -> None:
         rows.append(_shared_row(tmp, mport))
         rows.append(("small", "chat, A/A: the journal on in both states (the method's noise)",
                      _toggled(tmp, mport, *bodies("chat", "small"), None, PROCESSES), None, None))
-        counts = [(kind, _instructions(tmp, mport, kind, "--journal", "off"), _instructions(tmp, mport, kind))
-                  for kind in ("responses", "chat")] if shutil.which("valgrind") else []
+        counts = _counts(tmp, mport) if shutil.which("valgrind") else []
     finally:
         mock.stop()
         collector.close()
@@ -146,12 +152,17 @@ def main(write: bool) -> None:
     lines += [f"| {w} | {k} | {j.off:.3f} | {j.on:.3f} | {j} | {_cell(down and down.ratio())} | "
               f"{_cell(down and down.ratio('p50'))} | {_cell(up and up.ratio())} |" for w, k, j, down, up in rows]
     if counts:
-        lines += ["", f"Instructions per request (valgrind's callgrind; {COUNTED} sequential small requests after "
-                  f"{COUNT_WARMUP} uncounted), a process with the journal off and one with it on, one at a time:", "",
-                  "| workload | protocol | journal off | journal on | on/off | the journal's instructions |",
-                  "|---|---|---|---|---|---|"]
-        lines += [f"| small | {k} | {off / 1e6:.3f} M | {on / 1e6:.3f} M | {on / off:.3f} | {(on - off) / 1e3:.0f} K |"
-                  for k, off, on in counts]
+        lines += ["", f"Instructions per request (valgrind's callgrind): {COUNTED} sequential requests, each the one "
+                  "before with its last message changed, counted after uncounted ones that fill the journal (a "
+                  f"journal of {COUNT_JOURNAL // 2**20} MiB, so that it fills in minutes under valgrind: from then on "
+                  "each request also lets the oldest exchange go, and the journal's work per request is what it is "
+                  "at any limit), a process with the journal off and one with it on, one at a time, each given the "
+                  "same requests. A count does not drift with the machine: the wall-clock rows above read the same "
+                  "cost through the noise of a shared machine.", "",
+                  "| workload | protocol | requests before counting | journal off | journal on | on/off | "
+                  "the journal's instructions |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {w} | {k} | {warm} | {off / 1e6:.3f} M | {on / 1e6:.3f} M | {on / off:.3f} | "
+                  f"{(on - off) / 1e3:.0f} K |" for w, k, warm, off, on in counts]
     text = "\n".join(lines) + "\n"
     print(text)
     if write:
@@ -271,20 +282,48 @@ def _proxy(tmp: Path, name: str, mport: int, *extra: str, env: dict[str, str] | 
                    env=env), f"http://127.0.0.1:{port}"
 
 
-def _instructions(tmp: Path, mport: int, kind: str, *extra: str) -> float:
-    """Instructions the proxy process runs per small request of `kind`: `serve` under callgrind with
-    counting off while it starts and warms up, then on for COUNTED requests."""
-    port, out = free_port(), tmp / f"callgrind-{kind}-{len(extra)}.out"
-    proc = Process(tmp, f"callgrind-{kind}-{len(extra)}", [
+def _counts(tmp: Path, mport: int) -> list[tuple[str, str, int, float, float]]:
+    """COUNT_ROWS' instructions per request: (workload, protocol, requests before counting, journal off,
+    journal on). The process with the journal on warms up until its journal is full; the one with it
+    off is then given as many requests before it is counted."""
+    out = []
+    for workload, kind, on_redis in COUNT_ROWS:
+        redis = RedisServer(tmp / f"redis-count-{workload}-{kind}", fsync="everysec") if on_redis else None
+        try:
+            extra = ("--store", redis.url) if redis is not None else ()
+            warm, on = _instructions(tmp, mport, workload, kind, None, *extra)
+            _, off = _instructions(tmp, mport, workload, kind, warm, "--journal", "off", *extra)
+        finally:
+            if redis is not None:
+                redis.stop()
+        out.append((workload, f"{kind}, store on Redis (the journal shared)" if on_redis else kind, warm, off, on))
+    return out
+
+
+def _instructions(tmp: Path, mport: int, workload: str, kind: str, warm: int | None, *extra: str
+                  ) -> tuple[int, float]:
+    """Requests before counting, and instructions the proxy process runs per request: `serve` under
+    callgrind with counting off while it starts and warms up, then on for COUNTED requests. `warm`: how
+    many requests before counting; None: until the journal is full (COUNT_JOURNAL), read from /metrics."""
+    name = f"callgrind-{workload}-{kind}-{len(extra)}"
+    port, out = free_port(), tmp / f"{name}.out"
+    proc = Process(tmp, name, [
         "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable, "-m",
         "proxy", "--log-level", "WARNING", "serve", "--port", str(port), "--upstream", f"http://127.0.0.1:{mport}",
-        *extra], "ready", timeout=300)
-    path, body = _bodies(kind, "small")  # (the same body each time: callgrind counts requests one by one)
+        "--journal-max-bytes", str(COUNT_JOURNAL), *extra], "ready", timeout=300)
+    path, body = bodies(kind, workload)
     url = f"http://127.0.0.1:{port}{path}"
+    sent = [0]
     try:
-        asyncio.run(_sequential(url, body, COUNT_WARMUP))
+        if warm is None:
+            while _journal_bytes(f"http://127.0.0.1:{port}") < COUNT_JOURNAL * 0.9:
+                asyncio.run(_sequential(url, body, COUNT_BATCH, sent))
+            asyncio.run(_sequential(url, body, COUNT_BATCH, sent))  # (full: each of these let one go)
+        else:
+            asyncio.run(_sequential(url, body, warm, sent))
+        warm = sent[0]
         subprocess.run(["callgrind_control", "--instr=on", str(proc.proc.pid)], check=True, capture_output=True)
-        asyncio.run(_sequential(url, body, COUNTED))
+        asyncio.run(_sequential(url, body, COUNTED, sent))
         subprocess.run(["callgrind_control", "--instr=off", str(proc.proc.pid)], check=True, capture_output=True)
     finally:
         proc.stop()  # callgrind writes its counts as the process ends
@@ -293,13 +332,27 @@ def _instructions(tmp: Path, mport: int, kind: str, *extra: str) -> float:
         for line in Path(name).read_text().splitlines():
             if line.startswith("totals:"):
                 total += int(line.split()[1])
-    return total / COUNTED
+    return warm, total / COUNTED
 
 
-async def _sequential(url: str, body: dict, n: int) -> None:
+def _journal_bytes(base: str) -> float:
+    """The journal's bytes, as /metrics reports them."""
+    with urllib.request.urlopen(urllib.request.Request(f"{base}/metrics", headers=KEY), timeout=60) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("gtp_journal_bytes "):
+                return float(line.split()[1])
+    raise RuntimeError(f"{base}/metrics reports no gtp_journal_bytes")
+
+
+async def _sequential(url: str, body: dict, n: int, sent: list[int]) -> None:
+    """`n` requests one at a time, bench.TURN in the body replaced by each one's number (`sent` counts
+    them across calls)."""
+    turns = json.dumps(body).encode().split(TURN.encode())
+    headers = {**KEY, "content-type": "application/json"}
     async with aiohttp.ClientSession() as s:
         for _ in range(n):
-            async with s.post(url, json=body, headers=KEY) as r:
+            sent[0] += 1
+            async with s.post(url, data=str(sent[0]).encode().join(turns), headers=headers) as r:
                 await r.read()
                 if r.status != 200:
                     raise RuntimeError(f"{url}: {r.status}")
