@@ -3,7 +3,7 @@
 import orjson
 
 from proxy.journal.exchange import Exchange, pairs
-from proxy.journal.kept import kept_headers
+from proxy.journal.kept import FROZEN, kept_headers, seal, thaw
 from proxy.journal.redact import REDACTED, Redactor, headers, path
 from proxy.journal.ring import Journal, summarize
 from proxy.schema.repairs import schema_repairs
@@ -311,6 +311,10 @@ def test_kept_headers_read_back_as_they_came() -> None:
     assert pairs(kept_headers(answer)) == tuple(answer.items())
     assert pairs(kept_headers({"x-count": 3})) == (("x-count", "3"),)  # values that are not text
     assert pairs(kept_headers(None)) == () and pairs(kept_headers(())) == ()
+    for given, want in ((answer, tuple(answer.items())), (CIMultiDict({"x-count": 3}), (("x-count", "3"),))):
+        ex = Exchange(1, "frontend", "POST", "/v1/chat/completions")  # seal keeps aiohttp's answer headers itself
+        ex.answer_headers = given
+        assert pairs(thaw(seal(ex, 1 << 30)[FROZEN]).answer_headers) == want
 
 
 def test_a_cloud_code_exchange_is_read_through_its_wrappers() -> None:

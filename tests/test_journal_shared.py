@@ -191,3 +191,31 @@ async def test_a_follower_that_leaves_while_its_follow_is_announced_is_forgotten
     with pytest.raises(asyncio.CancelledError):
         await task
     assert journal.followed() == set()
+
+
+async def test_a_journal_listens_once_its_store_turns_to_redis_and_not_before(redis_server: RedisServer) -> None:
+    """The addon's store learns its backend after the journal is made (gtp_store is configured later):
+    on memory the journal never listens, and the first exchange after the store turns to Redis starts
+    it listening (Journal.add asks the store's backend for a client on every exchange)."""
+    from proxy.journal.recorder import Recorder
+    from proxy.store.memory import MemoryStore
+    from proxy.store.open_store import open_store
+    store = MemoryStore()
+    recorder = Recorder.from_options("on", store=store, env={})
+    journal = recorder.journal
+    assert journal is not None and journal.shared is not None
+    redis_store = None
+    try:
+        for number in range(3):
+            journal.add(served(number))
+        assert journal.shared.listener is None and journal.shared.client is None
+        redis_store = open_store(redis_server.url)
+        store.backend = redis_store.backend  # as SharedStore.configure does
+        journal.add(served(3))
+        assert journal.shared.listener is not None
+        await asyncio.wait_for(journal.shared._ready.wait(), 5)
+        assert journal.shared.client is redis_store.backend.client
+    finally:
+        recorder.close()
+        if redis_store is not None:
+            await redis_store.close()

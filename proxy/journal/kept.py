@@ -15,6 +15,7 @@ keeps its summary and decisions only.
 from typing import Any
 
 import orjson
+from multidict import CIMultiDict
 
 from proxy.journal.exchange import BODY_CAP, PROTOCOLS, Exchange, UpstreamCall, pairs, protocol_of
 from proxy.journal.splice import SPLICE_MIN, Bases, whole
@@ -56,7 +57,12 @@ def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
         request_headers = b"\n".join(sum(request_headers, ()))  # the server's pairs (kept_headers, inlined)
     else:
         request_headers = kept_headers(request_headers)
-    answer_headers = kept_headers(ex.answer_headers)
+    answer_headers = ex.answer_headers
+    try:  # aiohttp's answer headers (kept_headers, inlined)
+        answer_headers = ("\n".join(sum(answer_headers.items(), ())) if type(answer_headers) is CIMultiDict
+                          else kept_headers(answer_headers))
+    except TypeError:  # values that are not text
+        answer_headers = kept_headers(answer_headers)
     stream = ex.answer_stream
     stream = b"".join(stream) if stream else b""
     request_body, answer_body = ex.request_body, ex.answer_body

@@ -45,8 +45,15 @@ class Recorder:
         env = dict(os.environ) if env is None else env
         endpoint = endpoint_from(otlp_endpoint, env)
 
+        seen: list[Any] = [None, None]  # the backend last looked at, and its client
+
         def redis_client() -> Any:
-            return getattr(getattr(store, "backend", None), "client", None)
+            # Asked for every exchange (Journal.add): a backend's client is looked up once per backend
+            # (looking up an attribute the memory backend does not have cost more than the rest of add).
+            backend = getattr(store, "backend", None)
+            if backend is not seen[0]:
+                seen[:] = backend, getattr(backend, "client", None)
+            return seen[1]
 
         shared = redis_client if store is not None else None
         return cls(Journal(max_bytes, shared=shared) if journal != "off" else None,

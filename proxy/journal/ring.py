@@ -177,10 +177,10 @@ class Journal:
             summary = self._summary(thaw(kept[FROZEN]))[1]
             self.deliver(scope, summary)
         shared = self.shared
-        if shared is not None:
-            if shared.follows(scope):  # another instance's page follows this scope live
+        if shared is not None:  # (two reads when nobody follows and there is no Redis: this is every request's path)
+            if shared.followers and shared.follows(scope):  # another instance's page follows this scope live
                 shared.announce(scope, summary or self._summary(thaw(kept[FROZEN]))[1])
-            elif shared.listener is None:
+            elif shared.listener is None and shared.client_of() is not None:
                 shared.start()
 
     def drop_oldest(self) -> None:
