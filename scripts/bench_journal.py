@@ -146,11 +146,11 @@ def main(write: bool) -> None:
              "its route: journal/splice.py). The Redis row runs on a Redis "
              "store, where the journal is also shared (journal/shared.py): each instance keeps its own exchanges "
              "and answers the others' questions through Redis when one lists or opens them, so no exchange goes "
-             "to Redis unless another instance follows its scope live.", "",
-             "| workload | protocol | CPU ms/request, journal off | journal on | on/off | dead collector/none, CPU | "
-             "dead collector/none, p50 | collector up/none, CPU |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {w} | {k} | {j.off:.3f} | {j.on:.3f} | {j} | {_cell(down and down.ratio())} | "
-              f"{_cell(down and down.ratio('p50'))} | {_cell(up and up.ratio())} |" for w, k, j, down, up in rows]
+             "to Redis unless another instance follows its scope live.", ""]
+    lines += _table(("workload", "protocol", "CPU ms/request, journal off", "journal on", "on/off",
+                     "dead collector/none, CPU", "dead collector/none, p50", "collector up/none, CPU"),
+                    [(w, k, f"{j.off:.3f}", f"{j.on:.3f}", f"{j}", _cell(down and down.ratio()),
+                      _cell(down and down.ratio("p50")), _cell(up and up.ratio())) for w, k, j, down, up in rows])
     if counts:
         lines += ["", f"Instructions per request (valgrind's callgrind): {COUNTED} sequential requests, each the one "
                   "before with its last message changed, counted after uncounted ones that fill the journal (a "
@@ -158,11 +158,11 @@ def main(write: bool) -> None:
                   "each request also lets the oldest exchange go, and the journal's work per request is what it is "
                   "at any limit), a process with the journal off and one with it on, one at a time, each given the "
                   "same requests. A count does not drift with the machine: the wall-clock rows above read the same "
-                  "cost through the noise of a shared machine.", "",
-                  "| workload | protocol | requests before counting | journal off | journal on | on/off | "
-                  "the journal's instructions |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {w} | {k} | {warm} | {off / 1e6:.3f} M | {on / 1e6:.3f} M | {on / off:.3f} | "
-                  f"{(on - off) / 1e3:.0f} K |" for w, k, warm, off, on in counts]
+                  "cost through the noise of a shared machine.", ""]
+        lines += _table(("workload", "protocol", "requests before counting", "journal off", "journal on", "on/off",
+                         "the journal's instructions"),
+                        [(w, k, str(warm), f"{off / 1e6:.3f} M", f"{on / 1e6:.3f} M", f"{on / off:.3f}",
+                          f"{(on - off) / 1e3:.0f} K") for w, k, warm, off, on in counts])
     text = "\n".join(lines) + "\n"
     print(text)
     if write:
@@ -356,6 +356,11 @@ async def _sequential(url: str, body: dict, n: int, sent: list[int]) -> None:
                 await r.read()
                 if r.status != 200:
                     raise RuntimeError(f"{url}: {r.status}")
+
+
+def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """A Markdown table's lines."""
+    return [f"| {' | '.join(columns)} |", "|" + "---|" * len(columns), *(f"| {' | '.join(row)} |" for row in rows)]
 
 
 def _cell(value: float | None) -> str:
