@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +69,12 @@ WORKLOADS = {"small": (tools(1), history(1)), "large": (tools(20), history(50))}
 TURN = "{turn}"
 
 
+def numbered(body: dict) -> Callable[[int], bytes]:
+    """The body as sent for request number n: its JSON with TURN replaced by n (as it is, without TURN)."""
+    parts = json.dumps(body).encode().split(TURN.encode())
+    return lambda n: str(n).encode().join(parts)
+
+
 def bodies(kind: str, workload: str) -> tuple[str, dict]:
     fns, msgs = WORKLOADS[workload]
     if kind == "responses":
@@ -87,15 +94,13 @@ async def measure(url: str, body: dict, pids: list[int], via: str | None = None,
     """p50 of `sequential` requests one at a time (LATENCY_N; 0: no p50), then requests/s and server
     CPU per request at CONCURRENCY (`via`: an HTTP proxy such as mitmdump, `ssl`: the context that
     trusts it). A body holding TURN is sent with each request's number in its place."""
-    data = json.dumps(body).encode()
-    turns = data.split(TURN.encode()) if TURN.encode() in data else None
+    content_of = numbered(body)
     sent = [0]
     headers = {**KEY, "content-type": "application/json", **(headers or {})}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as s:
         async def one() -> None:
             sent[0] += 1
-            content = str(sent[0]).encode().join(turns) if turns is not None else data
-            async with s.post(url, data=content, headers=headers, proxy=via,
+            async with s.post(url, data=content_of(sent[0]), headers=headers, proxy=via,
                               ssl=ssl if ssl is not None else True) as r:
                 await r.read()
                 if r.status != 200:

@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from scripts.bench import KEY, LATENCY_N, TURN, Process, free_port, measure  # noqa: E402
+from scripts.bench import KEY, LATENCY_N, TURN, Process, free_port, measure, numbered  # noqa: E402
 from scripts.bench import bodies as _bodies  # noqa: E402
 from tests.otlp_collector import Collector  # noqa: E402
 from tests.servers import RedisServer  # noqa: E402
@@ -338,21 +339,23 @@ def _instructions(tmp: Path, mport: int, workload: str, kind: str, warm: int | N
 def _journal_bytes(base: str) -> float:
     """The journal's bytes, as /metrics reports them."""
     with urllib.request.urlopen(urllib.request.Request(f"{base}/metrics", headers=KEY), timeout=60) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("gtp_journal_bytes "):
-                return float(line.split()[1])
+        text = r.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "gtp_journal_bytes":
+                return sample.value
     raise RuntimeError(f"{base}/metrics reports no gtp_journal_bytes")
 
 
 async def _sequential(url: str, body: dict, n: int, sent: list[int]) -> None:
     """`n` requests one at a time, bench.TURN in the body replaced by each one's number (`sent` counts
     them across calls)."""
-    turns = json.dumps(body).encode().split(TURN.encode())
+    content_of = numbered(body)
     headers = {**KEY, "content-type": "application/json"}
     async with aiohttp.ClientSession() as s:
         for _ in range(n):
             sent[0] += 1
-            async with s.post(url, data=str(sent[0]).encode().join(turns), headers=headers) as r:
+            async with s.post(url, data=content_of(sent[0]), headers=headers) as r:
                 await r.read()
                 if r.status != 200:
                     raise RuntimeError(f"{url}: {r.status}")
