@@ -58,10 +58,12 @@ def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
     else:
         request_headers = kept_headers(request_headers)
     answer_headers = ex.answer_headers
-    try:  # aiohttp's answer headers (kept_headers, inlined)
-        answer_headers = ("\n".join(sum(answer_headers.items(), ())) if type(answer_headers) is CIMultiDict
-                          else kept_headers(answer_headers))
-    except TypeError:  # values that are not text
+    if type(answer_headers) is CIMultiDict:  # aiohttp's (kept_headers, inlined: every request's path)
+        try:
+            answer_headers = "\n".join(sum(answer_headers.items(), ()))
+        except TypeError:  # values that are not text
+            answer_headers = kept_headers(answer_headers)
+    else:
         answer_headers = kept_headers(answer_headers)
     stream = ex.answer_stream
     stream = b"".join(stream) if stream else b""
