@@ -12,6 +12,9 @@ import time
 BURST = 5          # records of one key let through per window
 WINDOW = 10.0      # seconds
 MAX_KEYS = 4096    # keys remembered (a flood of distinct templates is itself bounded)
+# Loggers never limited: the access log is one line per request by contract (journal/access_log.py),
+# all of them with one template; a request refused before it reaches the app has no line there.
+UNLIMITED = frozenset({"gtp.access"})
 
 
 class RepeatFilter(logging.Filter):
@@ -21,6 +24,8 @@ class RepeatFilter(logging.Filter):
         self._seen: dict[tuple[str, str], list[float]] = {}  # key -> [window start, count, suppressed]
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name in UNLIMITED:
+            return True
         key = (record.name, str(record.msg))
         now = self.clock()
         state = self._seen.get(key)

@@ -167,6 +167,14 @@ def test_repeated_records_are_limited_and_counted() -> None:
     assert f.filter(r) and "997 more like it" in r.getMessage()
 
 
+def test_the_access_log_is_never_limited() -> None:
+    """One line per request, all with one template: none is held back (it held all but 5 per 10 s)."""
+    f = RepeatFilter(burst=3, window=10, clock=lambda: 0.0)
+    lines = [logging.LogRecord("gtp.access", logging.INFO, __file__, 1, "%s %s %s", ("POST", "/v1/responses", i),
+                               None) for i in range(100)]
+    assert all(f.filter(line) for line in lines)
+
+
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
 def test_at_the_fd_limit_clients_get_503_and_the_log_stays_small(tmp_path, loop: str) -> None:
     """A real `serve` with 256 fds: 400 connections. The cap refuses the excess with a 503 instead of
