@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+import google.genai
 import openai
 import pytest
 
@@ -105,6 +106,71 @@ def test_a_failed_request_says_why(served):
     doc = json.loads(api(url, f"/inspect/api/exchanges/{row['id']}")[2])
     assert doc["error_detail"]["param"] == "previous_response_id"
     assert any(n["kind"] == "error" for n in doc["decisions"])
+
+
+def settled(client: openai.OpenAI, rid: str):
+    deadline = time.monotonic() + 20
+    while (r := client.responses.retrieve(rid)).status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline, r
+        time.sleep(0.05)
+    return r
+
+
+def run_of(url: str, rid: str) -> tuple[dict, dict]:
+    """The row and document of the background run of `rid` (its exchange is finished once the run ends)."""
+    deadline = time.monotonic() + 20
+    while True:
+        for row in exchanges(url, query="?limit=50"):
+            if row["kind"] == "background":
+                doc = json.loads(api(url, f"/inspect/api/exchanges/{row['id']}")[2])
+                if any(n["kind"] == "background" and rid in n["message"] for n in doc["decisions"]):
+                    return row, doc
+        assert time.monotonic() < deadline, f"no exchange for the run of {rid}"
+        time.sleep(0.1)
+
+
+def test_a_background_run_is_an_exchange_of_its_own(served):
+    """A background response calls Gemini after the request that started it was answered (and its
+    exchange kept): the run is recorded as an exchange of its own, with Gemini's side and how it
+    ended, and each of the two names the other. Before, the run's call was cut off at the request's
+    end: no answer, no finish reason, no tokens, and a failure or a cancel nowhere."""
+    _, url, _ = served
+    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+    started = client.responses.create(model=MODEL, input="call get_weather city=Paris", tools=[WEATHER],
+                                      background=True)
+    assert settled(client, started.id).output[-1].type == "function_call"
+    row, doc = run_of(url, started.id)
+    assert row["protocol"] == "responses" and row["method"] == "POST" and row["status"] == 200
+    assert row["client_model"] == MODEL and row["gemini_model"] == MODEL and row["tools"] == ["get_weather"]
+    assert row["calls"][0]["name"] == "get_weather" and row["finish_reasons"] == ["STOP"]
+    assert row["input_tokens"] > 0 and row["error"] is None
+    assert doc["client_request"]["body"]["background"] is True  # the request that started it
+    assert doc["upstream"][0]["answer"]["candidates"][0]["content"]["parts"][0]["functionCall"]
+    parent_id = next(n["started_by"] for n in doc["decisions"] if n["kind"] == "background")
+    parent = json.loads(api(url, f"/inspect/api/exchanges/{parent_id}")[2])
+    assert parent["kind"] == "frontend" and parent["upstream"] == []
+    assert parent["client_answer"]["body"]["status"] == "queued"
+    assert [n["run"] for n in parent["decisions"] if n["kind"] == "background"] == [row["id"]]
+    assert any(n["kind"] == "schema" for n in parent["decisions"])  # the request's decisions stay on it
+
+    failing = client.responses.create(model=MODEL, input="[[mock:error 400]] hi", background=True)
+    assert settled(client, failing.id).status == "failed"
+    row, doc = run_of(url, failing.id)
+    assert row["status"] == 400 and row["error"] and doc["upstream"][0]["attempts"][0]["status"] == 400
+
+    slow = client.responses.create(model=MODEL, input="[[mock:slow 3]] tell me a story", background=True)
+    assert client.responses.cancel(slow.id).status == "cancelled"
+    row, _ = run_of(url, slow.id)
+    assert row["status"] == 499 and "cancelled" in row["error"]
+
+    genai = google.genai.Client(api_key=KEY, http_options={"base_url": url, "api_version": "v1beta"})
+    interaction = genai.interactions.create(model=MODEL, input="hello there", background=True)
+    deadline = time.monotonic() + 20
+    while genai.interactions.get(interaction.id).status == "in_progress":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    row, _ = run_of(url, interaction.id)
+    assert row["protocol"] == "interactions" and row["status"] == 200 and row["finish_reasons"] == ["STOP"]
 
 
 def test_a_browser_signs_in_once_and_the_key_leaves_the_url(served):

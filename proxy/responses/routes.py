@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.journal import exchange
 from proxy.responses import compact, websocket
 from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Turn, as_items, prepare_turn
@@ -65,15 +66,18 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
             await settle(_ended(turn.response, "cancelled", None))
             raise
         except ProxyError as e:
+            exchange.failed(e)
             await settle(_ended(turn.response, "failed", e))
-        except Exception:
+        except Exception as e:
             log.exception("background response %s failed", rid)
-            await settle(_ended(turn.response, "failed", ProxyError(
-                "The proxy failed while running this response; see its log.", status=500)))
+            error = ProxyError("The proxy failed while running this response; see its log.", status=500)
+            error.__cause__ = e
+            exchange.failed(error)
+            await settle(_ended(turn.response, "failed", error))
         finally:
             tasks.pop(rid, None)
 
-    tasks[rid] = background.launch(ctx.store, turn.session, rid, run(), lease)
+    tasks[rid] = background.launch(ctx.store, turn.session, rid, run(), lease, ctx.recorder)
     return turn.response
 
 

@@ -15,12 +15,16 @@ Times are wall-clock seconds (`time.time()`), the one clock instances on differe
 """
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal
 
 from proxy.errors import ProxyError
+from proxy.journal import exchange
+from proxy.journal.recorder import Recorder
+from proxy.server import recording
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)
@@ -55,18 +59,27 @@ async def stop_requested(store: SessionStore, session: str, iid: str) -> Stop | 
     return how if how in ("cancel", "delete") else None
 
 
-def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any, None], lease: float
-           ) -> asyncio.Task[None]:
+def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any, None], lease: float,
+           recorder: Recorder | None = None) -> asyncio.Task[None]:
     """Run `work` (it stores the interaction's end itself, cancelled included) while renewing the
-    lease and watching for a stop request."""
+    lease and watching for a stop request. With a `recorder`, the run is recorded as an exchange of
+    its own (recording.begin_run), finished when the run ends; `work` notes its failures on it
+    (exchange.failed)."""
+    run = recording.begin_run(recorder, iid)
 
     async def supervised() -> None:
         job = asyncio.current_task()
         assert job is not None
         beat = asyncio.create_task(_renew(store, session, iid, lease, job))
+        cancelled = False
         try:
             await work
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
         finally:
+            if run is not None and recorder is not None:
+                recording.end_run(recorder, run, cancelled)
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
             # A delete may have landed while the end was being stored: the end must not bring it back.
@@ -76,7 +89,9 @@ def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any
             except ProxyError as e:
                 log.warning("background interaction %s: could not check for a delete: %s", iid, e.message)
 
-    return asyncio.get_running_loop().create_task(supervised())
+    context = contextvars.copy_context()  # the request's, but for its exchange: the run's is current
+    context.run(exchange.CURRENT.set, run)
+    return asyncio.get_running_loop().create_task(supervised(), context=context)
 
 
 async def _renew(store: SessionStore, session: str, iid: str, lease: float, job: asyncio.Task[None]) -> None:

@@ -12,6 +12,7 @@ import time
 from aiohttp import web
 
 from proxy import ids, metrics
+from proxy.journal import exchange
 from proxy.journal.exchange import Exchange
 from proxy.journal.recorder import Recorder
 
@@ -36,6 +37,36 @@ def end(recorder: Recorder, ex: Exchange, request: web.Request, resp: web.Stream
     recorder.finish_soon(ex)
 
 
+def begin_run(recorder: Recorder | None, name: str) -> Exchange | None:
+    """A background run's own exchange (server/background.py), begun in the request that starts it: the
+    run calls Gemini after that request's exchange is finished, and a finished exchange is kept as it
+    was (kept.seal). It carries the request's client side; each exchange names the other in a note.
+    None when nothing records the request."""
+    parent = exchange.CURRENT.get()
+    if recorder is None or parent is None:
+        return None
+    record = metrics.CURRENT.get()
+    run = Exchange(ids.exchange_number(), "background", parent.method, parent.path, parent.request_headers,
+                   parent.request_id, parent.session, parent.protocol, parent.scope,
+                   record.client_model or None if record is not None else None)
+    run.request_body, run.secrets = parent.request_body, parent.secrets
+    run.note("background", f"the run of {name}, started by exchange {parent.name}", started_by=parent.name)
+    parent.note("background", f"{name} runs on after this answer: exchange {run.name} records its upstream calls",
+                run=run.name)
+    return run
+
+
+def end_run(recorder: Recorder, run: Exchange, cancelled: bool) -> None:
+    """The run is over: its exchange is finished. Its status is what a client polling the run learns:
+    200 when it completed, the error's status when it failed, 499 when it was cancelled."""
+    run.end = time.perf_counter()
+    if cancelled and run.error is None:
+        run.error = {"message": "the run was cancelled before it ended", "status": 499, "type": "cancelled"}
+        run.note("error", run.error["message"])
+    run.status = 200 if run.error is None else run.error.get("status") or 500
+    recorder.finish_soon(run)
+
+
 def completed(ex: Exchange, resp: web.StreamResponse | None, record: metrics.RequestRecord) -> None:
     ex.client_model = record.client_model or None
     if resp is not None:
@@ -47,4 +78,4 @@ def completed(ex: Exchange, resp: web.StreamResponse | None, record: metrics.Req
         ex.error = {"message": "the stream ended with its protocol's failure event"}
 
 
-__all__ = ["completed", "end", "start"]
+__all__ = ["begin_run", "completed", "end", "end_run", "start"]

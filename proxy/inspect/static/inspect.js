@@ -35,6 +35,12 @@
     return true;
   }
 
+  // The protocol served; an intercepted flow is Gemini's, a background run's is its request's.
+  function where(s) {
+    if (s.kind === "mitm") return "mitm · gemini";
+    return s.kind === "background" ? s.protocol + " · background" : s.protocol;
+  }
+
   function row(s) {
     const ok = s.status < 400 && !s.error;
     const time = new Date(s.time * 1000).toLocaleTimeString();
@@ -42,7 +48,7 @@
     const calls = (s.calls || []).map((c) => c.name).join(", ");
     const tokens = s.input_tokens == null ? "" : `${s.input_tokens} / ${s.output_tokens ?? "–"}`;
     const tr = el("tr", {tabindex: "0", "data-id": s.id, class: ok ? "ok" : "failed"},
-      el("td", {}, time), el("td", {}, s.kind === "mitm" ? "mitm · gemini" : s.protocol),
+      el("td", {}, time), el("td", {}, where(s)),
       el("td", {}, s.method + " " + s.path), el("td", {}, model), el("td", {}, (s.tools || []).length),
       el("td", {class: "calls"}, calls), el("td", {class: "status"}, s.status + (s.error ? " ⚠" : "")),
       el("td", {}, `${s.proxy_ms} / ${s.upstream_ms}`), el("td", {}, tokens));
