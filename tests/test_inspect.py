@@ -173,6 +173,60 @@ def test_a_background_run_is_an_exchange_of_its_own(served):
     assert row["protocol"] == "interactions" and row["status"] == 200 and row["finish_reasons"] == ["STOP"]
 
 
+def test_each_websocket_message_is_an_exchange_once_answered(served):
+    """Codex's default transport: one socket, open up to an hour, carrying every turn. Each
+    response.create is an exchange of its own, in the journal as soon as it is answered -- the
+    message as the client sent it, the events it got, Gemini's side -- while the socket stays open.
+    Before, the socket was one exchange, recorded when it closed, with no client side at all."""
+    _, url, _ = served
+    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0, _strict_response_validation=True)
+    headers = {"OpenAI-Beta": "responses_websockets=2026-02-06", "x-gtp-session": "ws-journal"}
+
+    def until_end(conn) -> list[dict]:
+        events = []
+        while not events or events[-1]["type"] not in ("response.completed", "response.failed", "error"):
+            events.append(json.loads(conn.recv_bytes()))
+        return events
+
+    def rows(count: int) -> list[dict]:
+        deadline = time.monotonic() + 10
+        while len(found := exchanges(url, query="?session=ws-journal")) < count:
+            assert time.monotonic() < deadline, found
+            time.sleep(0.05)
+        return found
+
+    with client.responses.connect(extra_headers=headers) as conn:
+        conn.send({"type": "response.create", "model": MODEL, "store": False, "tools": [WEATHER],
+                   "input": "call get_weather city=Paris"})
+        first = until_end(conn)
+        assert first[-1]["type"] == "response.completed"
+        (row,) = rows(1)  # the socket is still open
+        assert (row["method"], row["path"], row["protocol"], row["status"]) == ("WS", "/v1/responses", "responses", 200)
+        assert row["calls"][0]["name"] == "get_weather" and row["client_model"] == MODEL and row["input_tokens"] > 0
+        doc = json.loads(api(url, f"/inspect/api/exchanges/{row['id']}")[2])
+        assert doc["client_request"]["body"]["input"] == "call get_weather city=Paris"
+        answered = [json.loads(line) for line in doc["client_answer"]["body"].splitlines()]
+        assert answered == first  # every event, as the client got it
+        assert doc["upstream"][0]["request"]["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
+        assert any(n["kind"] == "schema" for n in doc["decisions"])
+
+        conn.send({"type": "response.processed", "response_id": first[-1]["response"]["id"]})  # Codex's ack
+        conn.send({"type": "response.create", "model": MODEL, "previous_response_id": "resp_missing", "input": "hi"})
+        refused = until_end(conn)
+        assert refused[-1]["type"] == "error" and refused[-1]["status"] == 400
+        newest = rows(2)[0]  # the acknowledgement is no exchange
+        assert newest["method"] == "WS" and newest["status"] == 400 and "resp_missing" in newest["error"]
+        conn.send({"type": "response.create", "model": MODEL, "input": "[[mock:stream_error]] hi"})
+        assert until_end(conn)[-1]["type"] == "response.failed"
+        newest = rows(3)[0]  # it failed after it started: its 200, and its error
+        assert newest["status"] == 200 and newest["error"]
+    deadline = time.monotonic() + 10
+    while len(found := exchanges(url, query="?session=ws-journal")) < 4:  # the socket's own, once closed
+        assert time.monotonic() < deadline, found
+        time.sleep(0.05)
+    assert (found[0]["method"], found[0]["status"], found[0]["attempts"]) == ("GET", 101, 0)
+
+
 def test_a_browser_signs_in_once_and_the_key_leaves_the_url(served):
     _, url, _ = served
     with pytest.raises(urllib.error.HTTPError) as e:

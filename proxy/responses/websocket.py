@@ -24,8 +24,10 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from proxy import fast_json, metrics
 from proxy.errors import ProxyError
+from proxy.journal import exchange
 from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Recent, prepare_turn
+from proxy.server import recording
 from proxy.server.context import CONTEXT
 from proxy.server.errors import parse_body
 from proxy.server.stream import INTERNAL, relay
@@ -68,15 +70,23 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
                 break
             if msg.type == WSMsgType.TEXT:
                 sock.busy = True
+                ex = recording.begin_message(ctx.recorder, request, msg.data)  # each message, an exchange
+                token = exchange.CURRENT.set(ex)
+                answered: tuple[int, bool] | None = (499, False)  # (status, failed): the client went away
                 try:
-                    await _message(request, ws, msg.data, recent)
+                    answered = await _message(request, ws, msg.data, recent)
                 except ConnectionError:
                     raise
-                except Exception:  # a bug: said on the socket in its protocol, which keeps serving
+                except Exception as e:  # a bug: said on the socket in its protocol, which keeps serving
                     log.exception("responses websocket: a message failed")
+                    exchange.failed(e)
+                    answered = (500, False)
                     await _send(ws, [error_event(ProxyError(INTERNAL, status=500, type="server_error",
                                                             code="server_error"))])
                 finally:
+                    exchange.CURRENT.reset(token)
+                    if ex is not None and answered is not None:
+                        recording.end_message(ctx.recorder, ex, *answered)
                     sock.busy = False
             elif msg.type == WSMsgType.BINARY:
                 await _send(ws, [error_event(ProxyError("Send response.create as a JSON text frame, not binary.",
@@ -100,11 +110,18 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
 
 
 async def _send(ws: web.WebSocketResponse, events: list[dict[str, Any]]) -> None:
+    ex = exchange.CURRENT.get()
     for event in events:
-        await ws.send_str(fast_json.dumps(event).decode())
+        data = fast_json.dumps(event)
+        if ex is not None:
+            ex.streamed(data + b"\n")
+        await ws.send_str(data.decode())
 
 
-async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, recent: Recent) -> None:
+async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, recent: Recent
+                   ) -> tuple[int, bool] | None:
+    """Answer one message: (the status of its error event, or 200; whether its answer ended with
+    response.failed), or None for an acknowledgement (nothing to record)."""
     stream_id = None
     previous = None
     try:
@@ -119,7 +136,7 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
                              code="invalid_type")
         if kind in IGNORED:
             metrics.child(metrics.WEBSOCKET_MESSAGES, kind).inc()
-            return
+            return None
         if kind != "response.create":
             raise ProxyError(f"Unknown message type {kind!r}: this socket takes 'response.create'.", param="type",
                              code="invalid_value")
@@ -134,8 +151,9 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
     except ProxyError as e:
         metrics.child(metrics.WEBSOCKET_MESSAGES, "invalid").inc()
         recent.evict(previous if isinstance(previous, str) else None)
+        exchange.failed(e)
         await _send(ws, [error_event(e, stream_id)])
-        return
+        return e.status, False
 
     async def send(events: list[dict[str, Any]]) -> None:
         if stream_id is not None:
@@ -148,15 +166,17 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
             events = turn.without_generation()
             await turn.remember(True)  # a store that fails says so here, before anything is sent
             await send(events)
-            return
+            return 200, False
         chunks = await turn.open_stream()
     except ProxyError as e:  # refused before anything started (Gemini, the store): the error, as over HTTP
         await turn.remember(False)
+        exchange.failed(e)
         await _send(ws, [error_event(e, stream_id)])
-        return
+        return e.status, False
     ctx = request.app[CONTEXT]
-    await relay(chunks, ResponsesWriter(turn.translator, frame=list), send, turn.remember, ctx.in_flight,
-                "WS /v1/responses")
+    writer = ResponsesWriter(turn.translator, frame=list)
+    reached = await relay(chunks, writer, send, turn.remember, ctx.in_flight, "WS /v1/responses")
+    return (200 if reached else 499), writer.failed
 
 
 def add_shutdown(app: web.Application) -> None:

@@ -67,6 +67,32 @@ def end_run(recorder: Recorder, run: Exchange, cancelled: bool) -> None:
     recorder.finish_soon(run)
 
 
+def begin_message(recorder: Recorder | None, request: web.Request, text: str) -> Exchange | None:
+    """One message of a WebSocket (the Responses API's) and its answer, an exchange of its own: a
+    socket lives for an hour, and its exchange (the upgrade's, 101) ends only when it closes. Its
+    request is the message as received; its answer the events sent for it (Exchange.streamed, one
+    per line). None when nothing records the socket."""
+    socket = exchange.CURRENT.get()
+    if recorder is None or socket is None:
+        return None
+    ex = Exchange(ids.exchange_number(), "frontend", "WS", request.raw_path, request.raw_headers, socket.request_id,
+                  socket.session, socket.protocol, socket.scope)
+    ex.request_body = text.encode("utf-8", "surrogatepass")
+    return ex
+
+
+def end_message(recorder: Recorder, ex: Exchange, status: int, failed: bool) -> None:
+    """The message has its answer: `status` is an error event's (or 200), `failed` an answer that ended
+    with response.failed."""
+    ex.end = time.perf_counter()
+    ex.status = status
+    record = metrics.CURRENT.get()
+    ex.client_model = record.client_model or None if record is not None else None
+    if failed and ex.error is None:
+        ex.error = {"message": "the stream ended with its protocol's failure event"}
+    recorder.finish_soon(ex)
+
+
 def completed(ex: Exchange, resp: web.StreamResponse | None, record: metrics.RequestRecord) -> None:
     ex.client_model = record.client_model or None
     if resp is not None:
@@ -78,4 +104,4 @@ def completed(ex: Exchange, resp: web.StreamResponse | None, record: metrics.Req
         ex.error = {"message": "the stream ended with its protocol's failure event"}
 
 
-__all__ = ["begin_run", "completed", "end", "end_run", "start"]
+__all__ = ["begin_message", "begin_run", "completed", "end", "end_message", "end_run", "start"]
