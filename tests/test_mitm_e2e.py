@@ -358,6 +358,32 @@ def test_intercepted_flows_are_in_the_journal(mitm: MitmStack) -> None:
     assert "rewrite" in kinds and "capture" in kinds
 
 
+def test_an_intercepted_flows_repairs_are_its_decisions(mitm: MitmStack) -> None:
+    """What the rewrite decides for an intercepted flow is noted on its exchange, as for the front-end's:
+    the chunk turns merged, the unsigned call sent with the sentinel. Before, these notes went nowhere
+    (no exchange was current while the rewrite ran)."""
+    run(set_tools(mitm, "journal-notes", [WEATHER]))
+    call = {"functionCall": {"name": "get_weather", "args": {"city": "Rome"}}}
+    contents = [user("call get_weather city=Rome"), {"role": "model", "parts": [{"text": "Let me look."}]},
+                {"role": "model", "parts": [call]},  # one turn, streamed as two (google-genai's AFC history)
+                {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"t": "18C"}}}]}]
+    status, _, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-3-flash-preview:generateContent",
+                              {"contents": contents}, headers={"x-gtp-session": "journal-notes"}))
+    assert status == 200
+    sent = mitm.received[-1]["body"]["contents"]
+    assert [c["role"] for c in sent] == ["user", "model", "user"]
+
+    async def read(path: str) -> dict:
+        async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
+            return await r.json()
+
+    [row] = run(read("/inspect/api/exchanges?kind=mitm&session=journal-notes"))["exchanges"]
+    doc = run(read(f"/inspect/api/exchanges/{row['id']}"))
+    notes = {n["kind"]: n["message"] for n in doc["decisions"]}
+    assert "4 turns became 3" in notes["history"] and "sentinel" in notes["signature"]
+    assert "rewrite" in notes
+
+
 def test_an_intercepted_stream_is_in_the_journal_as_it_streamed(mitm: MitmStack) -> None:
     run(set_tools(mitm, "journal-sse", [WEATHER]))
     status, body, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",

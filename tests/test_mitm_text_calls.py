@@ -6,6 +6,7 @@ the next turn's calls and results go back as the model's own text."""
 import json
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from tests.mitm_harness import MitmStack
@@ -18,6 +19,12 @@ def mitm(tmp_path_factory: pytest.TempPathFactory):
                       "--set", "gtp_rescue_text_calls=gemini-2.5-flash-lite=hermes")
     yield stack
     stack.close()
+
+
+async def journal(mitm: MitmStack, path: str) -> dict:
+    async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
+        assert r.status == 200, await r.text()
+        return await r.json()
 
 
 def _calls(chunks: list[dict]) -> list[dict]:
@@ -42,6 +49,11 @@ def test_gemma4_tool_loop_through_the_addon(mitm: MitmStack, stream: bool) -> No
     assert sent["systemInstruction"]["parts"][0]["text"].startswith("Be brief.\n\n<|tool>declaration:get_weather")
     rounds = run(session_state(mitm, session))["rounds"]
     assert rounds[-1]["calls"][0]["name"] == "get_weather"
+    # The journal notes the call parsed, with the text it came from (as it streamed, or whole).
+    [row] = run(journal(mitm, f"/inspect/api/exchanges?kind=mitm&session={session}"))["exchanges"]
+    doc = run(journal(mitm, f"/inspect/api/exchanges/{row['id']}"))
+    [parsed] = [n for n in doc["decisions"] if n["kind"] == "dialect"]
+    assert parsed["calls"] == ["get_weather"] and "<|tool_call>call:get_weather" in parsed["text"]
 
     history = [user(f"<session:{session}> call get_weather city=Paris"),
                {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]},

@@ -12,25 +12,45 @@ import orjson
 from mitmproxy import http
 
 from proxy.intercept.flow_selection import META, FlowState
-from proxy.journal.exchange import BODY_CAP, Exchange
+from proxy.journal.exchange import BODY_CAP, CURRENT, Exchange
 from proxy.journal.recorder import Recorder
 from proxy.server.auth import SCOPED_NAME
 from proxy.wire.sse import SSEDecoder
 
-SNAPSHOT = "gtp_journal_request"  # the request as the app sent it: (headers, content)
+SNAPSHOT = "gtp_journal_request"  # the request's content as the app sent it
 EXCHANGE = "gtp_journal_exchange"
 STATE = "gtp_journal_state"
 
 
 class JournalStart:
+    """The flow's exchange begins before the other addons see the request, and is the current one
+    (exchange.CURRENT) while they handle each of its hooks: the rewrite's and the parsers' decisions
+    (history repairs, signatures, calls parsed from text) are noted on it. mitmproxy runs each hook
+    in a task of its own (proxy/server.py, hook_task), so the current exchange ends with the hook."""
+
     def __init__(self, recorder: "RecorderRef") -> None:
         self.recorder = recorder
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if self.recorder.get() is not None and flow.response is None:
+        recorder = self.recorder.get()
+        if recorder is not None and flow.response is None:
             # References, not copies: a rewrite replaces the content object rather than changing it.
             # The headers' pairs as read (a tuple: a change to the headers makes a new one).
-            flow.metadata[SNAPSHOT] = (flow.request.headers.fields, flow.request.raw_content)
+            content = flow.request.raw_content
+            ex = recorder.begin("mitm", flow.request.method, flow.request.url, flow.request.headers.fields,
+                                protocol="gemini")
+            ex.request_body = content
+            flow.metadata[SNAPSHOT], flow.metadata[EXCHANGE] = content, ex
+            CURRENT.set(ex)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        CURRENT.set(flow.metadata.get(EXCHANGE))
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        CURRENT.set(flow.metadata.get(EXCHANGE))
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        CURRENT.set(flow.metadata.get(EXCHANGE))
 
 
 class JournalEnd:
@@ -39,17 +59,14 @@ class JournalEnd:
 
     def request(self, flow: http.HTTPFlow) -> None:
         recorder = self.recorder.get()
-        snapshot = flow.metadata.pop(SNAPSHOT, None)
+        content = flow.metadata.pop(SNAPSHOT, None)
+        ex: Exchange | None = flow.metadata.pop(EXCHANGE, None)
         state: FlowState | None = flow.metadata.get(META)
-        if recorder is None or snapshot is None or state is None or state.relay is not None:
-            return
-        headers, content = snapshot
-        ex = recorder.begin("mitm", flow.request.method, flow.request.url, headers, protocol="gemini",
-                            session=state.session)
-        ex.client_model = state.model
+        if recorder is None or ex is None or state is None or state.relay is not None:
+            return  # not a flow the rewrite owns (or the relay's, which the front-end records): not kept
+        ex.session, ex.client_model = state.session, state.model
         if state.session and SCOPED_NAME.match(state.session):
             ex.scope = state.session.split(":", 1)[0]  # a keyed client's session: that client's exchange
-        ex.request_body = content
         sent = flow.request.raw_content if flow.request.raw_content is not content else content
         ex.upstream(state.model, sent, stream=state.target.stream)  # its tools' names are read from it when read
         if flow.request.raw_content is not content:
@@ -70,7 +87,11 @@ class JournalEnd:
             decoder = SSEDecoder()
 
             def tee(data: bytes) -> Any:
-                out = before(data)
+                token = CURRENT.set(ex)  # called by mitmproxy's connection, outside any hook
+                try:
+                    out = before(data)
+                finally:
+                    CURRENT.reset(token)
                 if data:
                     ex.streamed(data)
                     call.last_byte = perf_counter()
