@@ -227,6 +227,27 @@ def test_each_websocket_message_is_an_exchange_once_answered(served):
     assert (found[0]["method"], found[0]["status"], found[0]["attempts"]) == ("GET", 101, 0)
 
 
+def test_a_gemini_clients_schema_repairs_are_noted(served):
+    """A Gemini REST client's own `parameters` schemas are repaired as an intercepted app's are: each
+    repair is a decision of the exchange, with the keyword and where (as for OpenAI clients' tools)."""
+    _, url, _ = served
+    tools = [{"functionDeclarations": [{"name": "lookup", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 0, "default": 1}},
+        "additionalProperties": False}}]}]
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hello"}]}], "tools": tools}).encode()
+    request = urllib.request.Request(f"{url}/v1beta/models/{MODEL}:generateContent", data=body, method="POST",
+                                     headers={"x-goog-api-key": KEY, "content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        rid = r.headers["x-request-id"]
+    row = next(r for r in exchanges(url) if r["request_id"] == rid)
+    doc = json.loads(api(url, f"/inspect/api/exchanges/{row['id']}")[2])
+    repairs = {(n["tool"], n["keyword"], n["path"]) for n in doc["decisions"] if n["kind"] == "schema"}
+    assert repairs == {("lookup", "exclusiveMinimum", "/properties/n"), ("lookup", "default", "/properties/n"),
+                       ("lookup", "additionalProperties", "/")}
+    sent = json.dumps(doc["upstream"][0]["request"]["tools"])
+    assert "\"exclusiveMinimum\"" not in sent and "additionalProperties" not in sent  # (as a keyword)
+
+
 def test_a_browser_signs_in_once_and_the_key_leaves_the_url(served):
     _, url, _ = served
     with pytest.raises(urllib.error.HTTPError) as e:

@@ -383,6 +383,19 @@ def test_an_intercepted_flows_repairs_are_its_decisions(mitm: MitmStack) -> None
     assert "4 turns became 3" in notes["history"] and "sentinel" in notes["signature"]
     assert "rewrite" in notes
 
+    # Without a session the app's own tools go to Gemini, their schemas repaired: each repair noted.
+    own = {"functionDeclarations": [{"name": "app_tool", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 0}},
+        "additionalProperties": False}}]}
+    status, _, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:generateContent",
+                              {"contents": [user("hello")], "tools": [own]}))
+    assert status == 200
+    assert "\"exclusiveMinimum\"" not in json.dumps(mitm.received[-1]["body"]["tools"])  # (as a keyword)
+    row = run(read("/inspect/api/exchanges?kind=mitm"))["exchanges"][0]
+    doc = run(read(f"/inspect/api/exchanges/{row['id']}"))
+    repairs = {(n["tool"], n["keyword"], n["path"]) for n in doc["decisions"] if n["kind"] == "schema"}
+    assert repairs == {("app_tool", "exclusiveMinimum", "/properties/n"), ("app_tool", "additionalProperties", "/")}
+
 
 def test_an_intercepted_stream_is_in_the_journal_as_it_streamed(mitm: MitmStack) -> None:
     run(set_tools(mitm, "journal-sse", [WEATHER]))

@@ -27,6 +27,13 @@ def schema_repairs(schema: Any, path: str = "") -> list[dict[str, str]]:
     return out[:MAX_REPAIRS]
 
 
+def repair_note(tool: Any, repair: dict[str, str]) -> dict[str, Any]:
+    """One repair of `tool`'s schema as the journal notes it (a client's tools, an app's; `repair` may
+    name the tool too)."""
+    return {"kind": "schema", "message": f"tool {tool!r}: {repair['keyword']} at {repair['path']} {repair['action']}",
+            "tool": tool, **repair}
+
+
 def _walk(node: Any, path: str, out: list[dict[str, str]]) -> None:
     if not isinstance(node, dict) or len(out) >= MAX_REPAIRS:
         return

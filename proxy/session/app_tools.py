@@ -1,13 +1,20 @@
 """The app's own tools in an intercepted request: `parameters` schemas Gemini would reject are
 sanitized (parametersJsonSchema is real JSON Schema and stays as the app wrote it)."""
 
+from collections.abc import Collection
 from typing import Any
 
+from cachetools import LRUCache
+
+from proxy.journal import exchange
+from proxy.journal.exchange import notes_json
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
-from proxy.tools.conversion_cache import ConversionCache
+from proxy.schema.repairs import repair_note, schema_repairs
+from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache, content_digest
 from proxy.wire.shared_tools import SharedTools
 
 _CACHE = ConversionCache()
+_NOTES: LRUCache[bytes, tuple[list[dict[str, Any]], bytes | None]] = LRUCache(MAX_ENTRIES)
 
 
 def repair_app_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -16,9 +23,37 @@ def repair_app_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     handed back at once, without the cache's serialization and hash."""
     if not tools:
         return []
-    if not any("parameters" in d for t in tools for d in t.get("functionDeclarations") or ()):
+    if not _any_parameters(tools):
         return tools
     return _CACHE.get(tools, (), lambda: _repair_tools(tools), tools.facts if type(tools) is SharedTools else None)
+
+
+def note_repairs(tools: list[dict[str, Any]], dropped: Collection[str] = ()) -> None:
+    """Note on the current exchange what repair_app_tools changes in the tools' `parameters` schemas
+    (as for a client's tools, prepare_tools.py), but for the tools named in `dropped` (not sent)."""
+    if not tools or not exchange.recording() or not _any_parameters(tools):
+        return
+    notes, json = _repair_notes(tools, tools.facts if type(tools) is SharedTools else None)
+    if dropped:
+        notes, json = [n for n in notes if n["tool"] not in dropped], None
+    exchange.note_all(notes, json)
+
+
+def _any_parameters(tools: list[dict[str, Any]]) -> bool:
+    return any("parameters" in d for t in tools for d in t.get("functionDeclarations") or ())
+
+
+def _repair_notes(tools: list[dict[str, Any]], facts: dict | None) -> tuple[list[dict[str, Any]], bytes | None]:
+    """The notes and their JSON (Exchange.note_all's arguments), worked out once per tools' content."""
+    digest = content_digest(tools, facts, "repair notes")
+    made = _NOTES.get(digest) if digest is not None else None
+    if made is None:
+        notes = [repair_note(d.get("name"), r) for t in tools for d in t.get("functionDeclarations") or ()
+                 if isinstance(d, dict) for r in schema_repairs(d.get("parameters"))]
+        made = notes, notes_json(notes)
+        if digest is not None:
+            _NOTES[digest] = made
+    return made
 
 
 def _repair_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

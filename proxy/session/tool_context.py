@@ -15,7 +15,7 @@ import copy
 from typing import Any
 
 from proxy import fast_json
-from proxy.session.app_tools import declared_names, repair_app_tools
+from proxy.session.app_tools import declared_names, note_repairs, repair_app_tools
 from proxy.session.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
 from proxy.session.session_tools import ToolContext
 from proxy.signatures.sentinel import sign_current_turn
@@ -38,20 +38,25 @@ def apply_session_tools(body: dict[str, Any], ctx: ToolContext | None, *, merge:
     contents as they were (the addon calls this alone for a history it keeps as bytes,
     intercept/text_history.py). `body` is not modified."""
     out = copy.copy(body)
-    tools = repair_app_tools(out.pop("tools", None) or [])
+    app = out.pop("tools", None) or []
     config = out.pop("toolConfig", None)
     if ctx is not None and ctx.declarations:
         session_names = {d["name"] for d in ctx.declarations}
         if merge:
+            note_repairs(app, dropped=session_names)
             mine = [dict(t, functionDeclarations=[d for d in t.get("functionDeclarations") or []
-                                                  if d.get("name") not in session_names]) for t in tools]
+                                                  if d.get("name") not in session_names])
+                    for t in repair_app_tools(app)]
             mine = [t for t in mine if t.get("functionDeclarations") or len(t) > 1]
             tools = mine + [{"functionDeclarations": ctx.declarations}]
-        else:
+        else:  # the app's tools are not sent: nothing of theirs is repaired
             tools = [{"functionDeclarations": ctx.declarations}]
             config = None  # the app's config may name functions that are gone
         if ctx.tool_config:
             config = ctx.tool_config  # the store hands each request its own copy: nothing to copy here
+    else:
+        note_repairs(app)
+        tools = repair_app_tools(app)
     if tools:
         out["tools"] = tools
     if config is not None and declared_names(tools):

@@ -13,7 +13,7 @@ from proxy.errors import ProxyError
 from proxy.journal.exchange import notes_json
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
-from proxy.schema.repairs import schema_repairs
+from proxy.schema.repairs import repair_note, schema_repairs
 from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache, content_digest
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
@@ -47,8 +47,7 @@ class PreparedTools:
         """The repairs as the journal's notes, and their JSON (Exchange.note_all's arguments): made once
         per tool list (notes are never changed once made)."""
         if "repair_notes" not in self.memo:
-            notes = [{"kind": "schema", "message": f"tool {r['tool']!r}: {r['keyword']} at {r['path']} {r['action']}",
-                      **r} for r in self.schema_repairs()]
+            notes = [repair_note(r["tool"], r) for r in self.schema_repairs()]
             self.memo["repair_notes"] = notes, notes_json(notes)
         return self.memo["repair_notes"]
 
