@@ -200,6 +200,12 @@ def test_history_rewrite_with_signatures_across_two_rounds(mitm: MitmStack) -> N
         part = turn["parts"][0]
         assert part["thoughtSignature"] == sign(model, "get_weather", part["functionCall"]["args"])
         assert answer["parts"][0]["functionResponse"]["id"] == part["functionCall"]["id"]
+    # The journal says where each call's signature came from: the MITM capture.
+    row = run(journal(mitm, f"/inspect/api/exchanges?kind=mitm&session={session}"))["exchanges"][0]
+    decisions = run(journal(mitm, f"/inspect/api/exchanges/{row['id']}"))["decisions"]
+    restored = [n for n in decisions if n["kind"] == "signature"]
+    assert [(n["source"], n["signed"]) for n in restored] == [("capture", True), ("capture", True)]
+    assert [n["at"] for n in decisions if n["kind"] == "history" and "placeholder" in n["message"]] == [1, 3]
 
 
 def test_placeholder_without_captured_calls_is_refused(mitm: MitmStack) -> None:
@@ -328,6 +334,12 @@ def test_google_genai_afc_history_repaired(mitm: MitmStack, model: str, stream: 
     assert [a.get("id") for a in answers] == [c.get("id") for c in calls]
 
 
+async def journal(mitm: MitmStack, path: str) -> dict:
+    async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
+        assert r.status == 200, await r.text()
+        return await r.json()
+
+
 def test_intercepted_flows_are_in_the_journal(mitm: MitmStack) -> None:
     """An app's request as it sent it, as it went to Gemini with the session's tools, Gemini's answer,
     and the capture, on the front-end's /inspect API; the app's Gemini key nowhere in it."""
@@ -373,12 +385,8 @@ def test_an_intercepted_flows_repairs_are_its_decisions(mitm: MitmStack) -> None
     sent = mitm.received[-1]["body"]["contents"]
     assert [c["role"] for c in sent] == ["user", "model", "user"]
 
-    async def read(path: str) -> dict:
-        async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
-            return await r.json()
-
-    [row] = run(read("/inspect/api/exchanges?kind=mitm&session=journal-notes"))["exchanges"]
-    doc = run(read(f"/inspect/api/exchanges/{row['id']}"))
+    [row] = run(journal(mitm, "/inspect/api/exchanges?kind=mitm&session=journal-notes"))["exchanges"]
+    doc = run(journal(mitm, f"/inspect/api/exchanges/{row['id']}"))
     notes = {n["kind"]: n["message"] for n in doc["decisions"]}
     assert "4 turns became 3" in notes["history"] and "sentinel" in notes["signature"]
     assert "rewrite" in notes
@@ -391,8 +399,8 @@ def test_an_intercepted_flows_repairs_are_its_decisions(mitm: MitmStack) -> None
                               {"contents": [user("hello")], "tools": [own]}))
     assert status == 200
     assert "\"exclusiveMinimum\"" not in json.dumps(mitm.received[-1]["body"]["tools"])  # (as a keyword)
-    row = run(read("/inspect/api/exchanges?kind=mitm"))["exchanges"][0]
-    doc = run(read(f"/inspect/api/exchanges/{row['id']}"))
+    row = run(journal(mitm, "/inspect/api/exchanges?kind=mitm"))["exchanges"][0]
+    doc = run(journal(mitm, f"/inspect/api/exchanges/{row['id']}"))
     repairs = {(n["tool"], n["keyword"], n["path"]) for n in doc["decisions"] if n["kind"] == "schema"}
     assert repairs == {("app_tool", "exclusiveMinimum", "/properties/n"), ("app_tool", "additionalProperties", "/")}
 

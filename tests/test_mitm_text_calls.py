@@ -6,11 +6,10 @@ the next turn's calls and results go back as the model's own text."""
 import json
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from tests.mitm_harness import MitmStack
-from tests.test_mitm_e2e import GL, WEATHER, gemini, run, session_state, set_tools, sse_chunks, user
+from tests.test_mitm_e2e import GL, WEATHER, gemini, journal, run, session_state, set_tools, sse_chunks, user
 
 
 @pytest.fixture(scope="module")
@@ -19,12 +18,6 @@ def mitm(tmp_path_factory: pytest.TempPathFactory):
                       "--set", "gtp_rescue_text_calls=gemini-2.5-flash-lite=hermes")
     yield stack
     stack.close()
-
-
-async def journal(mitm: MitmStack, path: str) -> dict:
-    async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
-        assert r.status == 200, await r.text()
-        return await r.json()
 
 
 def _calls(chunks: list[dict]) -> list[dict]:

@@ -6,6 +6,7 @@ no captured round is refused, never forwarded malformed."""
 from typing import Any
 
 from proxy.errors import ProxyError
+from proxy.journal import exchange
 from proxy.session.session_tools import ToolRound
 
 DEFAULT_PLACEHOLDER = "Tool call completed"
@@ -61,6 +62,8 @@ def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
     if len(usable) < len(marks):
         raise ProxyError(NO_HISTORY)
     aligned = dict(zip(marks, usable[len(usable) - len(marks):], strict=True))
+    if exchange.recording():
+        _note(aligned)
     out: list[dict[str, Any]] = []
     for i, content in enumerate(contents):
         if i in aligned:
@@ -72,3 +75,17 @@ def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
         else:
             out.append(content)
     return out
+
+
+def _note(aligned: dict[int, ToolRound]) -> None:
+    """The journal's decisions: which turn became which captured round, and each call's record (its
+    thought signature, Gemini's id and arguments) restored from the MITM capture."""
+    for at, rnd in aligned.items():
+        names = [c.name for c in rnd.calls]
+        exchange.note("history", f"placeholder turn {at} became the captured round: {len(names)} call(s) "
+                                 f"({', '.join(names[:20])}) and their results", at=at, calls=names[:200])
+        for call in rnd.calls:
+            signed = bool(call.signature)
+            exchange.note("signature", f"call {call.call_id}: record restored from the MITM capture"
+                                       + (" with its thought signature" if signed else " (it had no signature)"),
+                          call_id=call.call_id, source="capture", signed=signed)
