@@ -14,6 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.journal.recorder import Recorder
+from proxy.journal.ring import Journal
 from proxy.mock.server import ACCEPTED, RECEIVED, SEEN, start_mock
 from proxy.model_rules import ModelRules
 from proxy.server import make_app
@@ -42,8 +44,9 @@ class Stack:
     """Mock Gemini + front-end, both on ephemeral loopback ports."""
 
     def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None,
-                 limits: ServerLimits | None = None, rules: ModelRules | None = None) -> None:
-        """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection)."""
+                 limits: ServerLimits | None = None, rules: ModelRules | None = None, journal: bool = False) -> None:
+        """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection).
+        `journal`: exchanges are recorded (read them with `exchange()`)."""
         self.lt = LoopThread()
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
         self.store = MemoryStore()
@@ -55,6 +58,8 @@ class Stack:
             kwargs["limits"] = limits
         if rules:
             kwargs["rules"] = rules
+        if journal:
+            kwargs["recorder"] = Recorder(Journal())
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
         upstream = wrap(self.upstream) if wrap else self.upstream
         # Codex's and Claude Code's model names, served by Gemini models (--model-alias).
@@ -85,6 +90,14 @@ class Stack:
 
     def last_body(self) -> dict[str, Any]:
         return self.received[-1]["body"]
+
+    def exchange(self, back: int = 0) -> dict[str, Any]:
+        """The journal's document of the latest exchange (`back`: that many before it)."""
+        def get(path: str) -> Any:
+            with urllib.request.urlopen(self.url + path, timeout=10) as r:
+                return json.loads(r.read())
+        row = get("/inspect/api/exchanges")["exchanges"][back]
+        return get(f"/inspect/api/exchanges/{row['id']}")
 
     def close(self) -> None:
         self.lt.run(self.runner.cleanup())

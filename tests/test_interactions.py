@@ -198,7 +198,8 @@ def test_function_result_with_an_image_and_an_error(stack: Stack) -> None:
 
 @pytest.fixture(scope="module")
 def ia_stack():
-    s = Stack(wrap=lambda up: RoutedUpstream(up, [("*", InteractionsUpstream(up.base_url, api_key="test-key"))]))
+    s = Stack(wrap=lambda up: RoutedUpstream(up, [("*", InteractionsUpstream(up.base_url, api_key="test-key"))]),
+              journal=True)
     yield s
     s.close()
 
@@ -220,6 +221,15 @@ def test_responses_over_the_interactions_upstream(ia_stack: Stack, stream: bool)
     assert [o.name for o in calls] == ["get_weather", "get_time"]
     sent = ia_stack.received[-1]
     assert sent["method"] == "interactions" and "previous_interaction_id" not in sent["body"]
+    # The journal keeps the Interactions API's own request and answer (events, streamed), not Gemini's.
+    doc = ia_stack.exchange()
+    [up] = doc["upstream"]
+    assert up["wire"] == "interactions" and up["request"] == sent["body"]
+    if stream:
+        assert up["answer"] is None and {"event_type"} <= set(up["chunks"][0])
+    else:
+        assert up["answer"]["id"] and up["answer"]["steps"]
+    assert [c["name"] for c in doc["calls"]] == ["get_weather", "get_time"]
     outputs = [{"type": "function_call_output", "call_id": o.call_id, "output": f"ok {o.name}"} for o in calls]
     second = c.responses.create(model=G3, previous_response_id=first.id, input=outputs, tools=tools, stream=stream)
     if stream:

@@ -26,7 +26,7 @@ CHAT_TOOLS = [{"type": "function", "function": {k: v for k, v in t.items() if k 
 def text_stack():
     rules = ModelRules.parse(tool_modes=[f"gemini-2.0-{d}={d}" for d in DIALECTS],
                              rescue_text_calls=["gemini-2.5-flash-lite=hermes"])
-    s = Stack(rules=rules)
+    s = Stack(rules=rules, journal=True)
     yield s
     s.close()
 
@@ -100,6 +100,15 @@ def test_gemma4_responses_tool_loop(oai, text_stack, stream):
     assert "tools" not in sent and "toolConfig" not in sent
     system = sent["systemInstruction"]["parts"][0]["text"]
     assert system.startswith("Be brief.\n\n<|tool>declaration:get_weather{description:<|\"|>Current weather")
+    # The journal keeps Gemini's answer as it came (the calls as Gemma's text; streamed, each chunk),
+    # and the calls the proxy read from it.
+    doc = text_stack.exchange()
+    [up] = doc["upstream"]
+    came = [up["answer"]] if not stream else up["chunks"]
+    parts = [p for c in came for p in c["candidates"][0]["content"].get("parts", [])]
+    assert not any("functionCall" in p for p in parts)
+    assert "<|tool_call>call:get_weather" in "".join(p.get("text", "") for p in parts)
+    assert [c["name"] for c in doc["calls"]] == ["get_weather", "get_time"]
     r2 = create(previous_response_id=r1.id, input=[
         {"type": "function_call_output", "call_id": calls[0].call_id, "output": '{"temp": 18}'},
         {"type": "function_call_output", "call_id": calls[1].call_id, "output": "noon"}])

@@ -143,11 +143,16 @@ class UpstreamCall:
         self.parsed = None
 
     def chunk(self, chunk: Any) -> None:
+        """A chunk of the answer, learnt from and kept (an upstream that keeps its own chunks as they
+        came, `raw`, is only learnt from: the proxy's reading of them, e.g. calls parsed from text)."""
+        self.came(chunk, self.learn(chunk) + 200)
+
+    def came(self, chunk: Any, size: int) -> None:
+        """A chunk as it came, kept; `size`: about what keeping it costs."""
         now = perf_counter()
         if self.first_byte is None:
             self.first_byte = now
         self.last_byte = now
-        size = self.learn(chunk) + 200
         chunks = self.chunks
         if chunks is None:
             chunks = self.chunks = []

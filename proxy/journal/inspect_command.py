@@ -11,6 +11,9 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 KEY_ENV = "GTP_INSPECT_KEY"
+# What the upstream spoke (the document's `wire`), as the titles of its two bodies say it.
+WIRES = {"generate_content": "Gemini", "interactions": "Gemini Interactions",
+         "chat_completions": "upstream (Chat Completions)"}
 
 
 def _get(url: str, key: str | None) -> Any:
@@ -50,9 +53,10 @@ def _one(doc: dict[str, Any], out: TextIO, limit: int) -> None:
     if not doc.get("decisions"):
         out.write("  (none: the request went as sent)\n")
     ups = doc.get("upstream") or [{}]
+    wire = WIRES.get(ups[-1].get("wire"), "Gemini")
     for title, value in (("client request", (doc.get("client_request") or {}).get("body")),
-                         ("Gemini request", ups[-1].get("request")),
-                         ("Gemini answer", ups[-1].get("answer") or ups[-1].get("chunks")),
+                         (f"{wire} request", ups[-1].get("request")),
+                         (f"{wire} answer", ups[-1].get("answer") or ups[-1].get("chunks")),
                          ("client answer", (doc.get("client_answer") or {}).get("body"))):
         out.write(f"--- {title} ---\n{_body(value, limit)}\n")
 

@@ -104,11 +104,13 @@ def details(ex: Exchange) -> dict[str, Any]:
     upstream = []
     for call in ex.upstreams:
         chunks = call.chunks
+        wire = wire_of(call)
+        assembled = _assembled(chunks) if wire == GENERATE_CONTENT else None  # (another API's events: as they are)
         upstream.append({
-            "model": call.model, "stream": call.stream, "attempts": call.attempts, "error": call.error,
+            "model": call.model, "wire": wire, "stream": call.stream, "attempts": call.attempts, "error": call.error,
             "first_byte_ms": None if call.first_byte is None else round((call.first_byte - call.start) * 1000, 2),
             "last_byte_ms": None if call.last_byte is None else round((call.last_byte - call.start) * 1000, 2),
-            "request": b(call.body), "answer": b(call.answer) if call.answer is not None else _assembled(chunks),
+            "request": b(call.body), "answer": b(call.answer) if call.answer is not None else assembled,
             "chunks": b(chunks) if chunks else None, "chunks_dropped": call.dropped_chunks})
     if ex.answer_stream:  # the events as the client got them (joined by seal)
         answer = ex.answer_stream.decode("utf-8", "replace")
@@ -121,6 +123,18 @@ def details(ex: Exchange) -> dict[str, Any]:
             "client_answer": {"status": ex.status, "headers": redact.headers(pairs(ex.answer_headers)),
                               "body": answer, "streamed_bytes": ex.answer_stream_bytes or None},
             "decisions": list(ex.notes), "error_detail": ex.error}
+
+
+GENERATE_CONTENT = "generate_content"
+
+
+def wire_of(call: Any) -> str:
+    """The API the call spoke: generateContent's, unless its attempts name another (the Interactions
+    API, an OpenAI-compatible server's Chat Completions: their bodies are theirs, not Gemini's)."""
+    for attempt in call.attempts:
+        if type(attempt) is dict and "wire" in attempt:
+            return str(attempt["wire"])
+    return GENERATE_CONTENT
 
 
 def _assembled(chunks: Any) -> Any:

@@ -79,6 +79,9 @@ class Forwarded:
 
 
 class GeminiUpstream(HttpSession):
+    # The API this upstream speaks, on the journal's record of each attempt when not generateContent's.
+    WIRE: str | None = None
+
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
                  total_timeout: float = DEFAULT_TOTAL_TIMEOUT, retry: RetryPolicy | None = None,
@@ -174,6 +177,8 @@ class GeminiUpstream(HttpSession):
                     tried = None
                     if journal is not None:  # a new attempt on the journal's record: when, with which key's label
                         tried = {"start": time.perf_counter(), "key": key.label if key else None}
+                        if self.WIRE is not None:
+                            tried["wire"] = self.WIRE
                         journal.attempts.append(tried)
                     resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers,
                                                    **read_limit)
@@ -353,14 +358,17 @@ class GeminiUpstream(HttpSession):
                      ) -> AsyncIterator[dict[str, Any]]:
         """Open the stream (raising UpstreamError before any chunk) and return a chunk iterator."""
         deadline = self._deadline()
-        resp = await self._post(model, body, api_key, stream=True, deadline=deadline)
-        return self._chunks(resp, deadline)
+        call = upstream_call()
+        resp = await self._post(model, body, api_key, stream=True, deadline=deadline, journal=call)
+        return self._chunks(resp, deadline, journal=call)
 
     async def _chunks(self, resp: aiohttp.ClientResponse, deadline: float,
-                      parse: Callable[[str], dict[str, Any] | None] | None = None) -> AsyncIterator[dict[str, Any]]:
+                      parse: Callable[[str], dict[str, Any] | None] | None = None,
+                      journal: UpstreamCall | None = None) -> AsyncIterator[dict[str, Any]]:
         """Gemini's chunks as they arrive (`parse`: another reading of each event's data; None skips
         it). Only a whole event resets the idle clock, and only time
-        spent waiting on Gemini counts (not the time the client takes to read what was sent)."""
+        spent waiting on Gemini counts (not the time the client takes to read what was sent).
+        `journal`: where each is kept as it came (the proxy may rewrite it: text calls)."""
         loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
         last, ended = loop.time(), False
@@ -381,11 +389,15 @@ class GeminiUpstream(HttpSession):
                 for payload in decoder.feed(data):
                     chunk = (parse or _parse_chunk)(payload)
                     if chunk is not None:
+                        if journal is not None:
+                            journal.came(chunk, len(payload))
                         yield chunk
                     last = loop.time()
             for payload in decoder.close():
                 chunk = (parse or _parse_chunk)(payload)
                 if chunk is not None:
+                    if journal is not None:
+                        journal.came(chunk, len(payload))
                     yield chunk
         except (aiohttp.ClientError, ValueError) as e:
             yield {"error": {"code": 502, "status": "UNAVAILABLE", "message": f"Gemini stream broke off: {e}"}}

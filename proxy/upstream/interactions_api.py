@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +23,7 @@ from yarl import URL
 from proxy.errors import UpstreamError
 from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
 from proxy.interactions_upstream.request import interactions_request, turn_keys
+from proxy.journal.exchange import upstream_call
 from proxy.upstream.gemini import GeminiUpstream
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,8 @@ MAX_REMEMBERED = 100_000
 
 
 class InteractionsUpstream(GeminiUpstream):
+    WIRE = "interactions"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.url = URL(self.base_url).joinpath(self.api_version, "interactions")
@@ -71,10 +75,14 @@ class InteractionsUpstream(GeminiUpstream):
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()
+        call = upstream_call()
         resp = await self._send_planned(model, body, api_key, False, deadline)
         try:
             async with asyncio.timeout_at(deadline):
-                interaction = json.loads(await resp.read())
+                raw = await resp.read()
+                if call is not None:
+                    call.answer, call.last_byte = raw, time.perf_counter()  # as read: the interaction
+                interaction = json.loads(raw)
         except TimeoutError as e:
             raise self._cut_answer(e) from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -90,7 +98,8 @@ class InteractionsUpstream(GeminiUpstream):
                      ) -> AsyncIterator[dict[str, Any]]:
         deadline = self._deadline()
         resp = await self._send_planned(model, body, api_key, True, deadline)
-        return self._translated(self._chunks(resp, deadline, parse=_event), model, body, api_key)
+        return self._translated(self._chunks(resp, deadline, parse=_event, journal=upstream_call()), model, body,
+                                api_key)
 
     async def _translated(self, events: AsyncIterator[dict[str, Any]], model: str, body: dict[str, Any],
                           api_key: str | None) -> AsyncIterator[dict[str, Any]]:

@@ -96,7 +96,10 @@ async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = 
             if isinstance(chunk, dict) and chunk.get("usageMetadata"):
                 usage = chunk["usageMetadata"]  # each chunk repeats the running totals: the last counts
             if call is not None:
-                call.chunk(chunk)
+                if call.raw:  # the upstream keeps the chunks as they came: what the proxy read from them
+                    call.learn(chunk)
+                else:
+                    call.chunk(chunk)
             yield chunk
     finally:
         aclose = getattr(chunks, "aclose", None)

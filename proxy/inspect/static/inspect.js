@@ -101,6 +101,10 @@
     }));
   }
 
+  // What the upstream spoke, as the titles of its two bodies say it.
+  const WIRES = {generate_content: "Gemini", interactions: "Gemini Interactions",
+                 chat_completions: "Upstream (Chat Completions)"};
+
   function upstreamAnswer(doc) {
     const up = doc.upstream || [];
     if (!up.length) return null;
@@ -137,6 +141,9 @@
     if (!(doc.decisions || []).length) list.replaceChildren(el("li", {}, "none: the request went as sent"));
     const clientBody = doc.client_request ? doc.client_request.body : null;
     showBody("body-client-request", clientBody, null);
+    const wire = WIRES[up.length ? up[up.length - 1].wire : ""] || "Gemini";
+    document.getElementById("title-gemini-request").textContent = wire + " request";
+    document.getElementById("title-gemini-answer").textContent = wire + " answer";
     showBody("body-gemini-request", up.length ? up[up.length - 1].request : null, clientBody);
     showBody("body-gemini-answer", upstreamAnswer(doc), null);
     showBody("body-client-answer", doc.client_answer ? doc.client_answer.body : null, upstreamAnswer(doc));
