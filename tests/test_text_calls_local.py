@@ -41,7 +41,7 @@ def local():
                                                ("qwen3-4b-think-preopen", 20)], think_open=("*-preopen",))
         return RoutedUpstream(gemini, [("gemini-*", gemini), ("*", server)])
 
-    stack = Stack(wrap=wrap, rules=rules)
+    stack = Stack(wrap=wrap, rules=rules, journal=True)
     stack.local_app, stack.local_url = app, url
     yield stack
     stack.close()
@@ -133,6 +133,38 @@ def test_a_template_that_pre_opens_the_think_tag(local, oai, stream):
     r = oai.responses.create(**{**kw, "model": "qwen3-4b-think-preopen"})  # and two-pass on such a template
     assert [o.type for o in r.output] == ["reasoning", "function_call"]
     assert _received(local)[-1]["messages"][-1]["content"].endswith(f"{CUT_THINKING}\n</think>\n\n")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_journal_keeps_what_the_local_server_got_and_sent(local, oai, stream):
+    """The upstream bodies the journal shows are the server's own: the Chat Completions request the
+    proxy sent (the tools rendered into the prompt, for a server without a tool parser), and the
+    answer as the server wrote it (the calls as Hermes text); the summary has the calls the proxy
+    read from it. Before, it showed the Gemini-shaped body the proxy translated from, and the
+    translated answer."""
+    calls, _, _ = _chat(oai, MODELS["hermes"], [{"role": "user", "content": "get_weather city=Oslo"}], stream)
+    assert [n for _, n, _ in calls] == ["get_weather"]
+    doc = local.exchange()
+    [up] = doc["upstream"]
+    assert up["wire"] == "chat_completions" and [a["status"] for a in up["attempts"]] == [200]
+    sent = up["request"]
+    assert sent == _received(local)[-1] and "tools" not in sent and "<tools>" in json.dumps(sent["messages"])
+    if stream:
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in up["chunks"] if c.get("choices"))
+        assert up["answer"] is None  # a Chat Completions stream is shown as it came, not merged as Gemini's
+    else:
+        text = up["answer"]["choices"][0]["message"]["content"]
+    assert "<tool_call>" in text and "get_weather" in text
+    assert [c["name"] for c in doc["calls"]] == ["get_weather"] and doc["finish_reasons"]
+
+
+def test_the_journal_keeps_both_passes_of_two_pass_thinking(local, oai):
+    _chat(oai, "qwen3-8b-think", [{"role": "user", "content": "think about get_weather city=Oslo"}], False)
+    first, second = local.exchange()["upstream"]
+    assert first["request"]["max_tokens"] == 20 and first["request"]["stop"] == ["</think>"]
+    assert "choices" in first["answer"] and first["wire"] == second["wire"] == "chat_completions"
+    assert second["request"]["continue_final_message"] is True
+    assert second["request"]["messages"][-1]["role"] == "assistant"
 
 
 def test_first_pass_edges():

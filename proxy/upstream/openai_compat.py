@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import aiohttp
 
 from proxy.errors import UpstreamError
+from proxy.journal.exchange import CURRENT, UpstreamCall, upstream_call
 from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
 from proxy.openai_upstream.request import chat_request
 from proxy.pattern_rules import matches, rule_for
@@ -32,6 +34,7 @@ from proxy.wire.sse import SSEDecoder
 
 log = logging.getLogger(__name__)
 KEY_ENV = "GTP_OPENAI_UPSTREAM_KEY"
+WIRE = "chat_completions"  # the API spoken, on the journal's record of each attempt
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # Qwen's budget sentence (QwenLM/Qwen3 PR #1481), written before the forced close of a cut block.
 CUT_THINKING = "\n\nConsidering the limited time by the user, I have to give the solution based on the thinking " \
@@ -94,19 +97,32 @@ class OpenAIUpstream(HttpSession):
         return UpstreamError(f"OpenAI-compatible upstream error: {message}", status=status if 400 <= status < 600
                              else 502, type="invalid_request_error" if 400 <= status < 500 else "server_error")
 
-    async def _post(self, req: dict[str, Any], deadline: float) -> aiohttp.ClientResponse:
+    async def _post(self, req: dict[str, Any], deadline: float, journal: UpstreamCall | None
+                    ) -> aiohttp.ClientResponse:
+        """POST a Chat Completions request, retried while retryable; `journal`: the journal's record of
+        the call, which keeps the bytes sent and each attempt (this is what the server got)."""
         loop = asyncio.get_running_loop()
         data = json.dumps(req, ensure_ascii=False).encode()
+        if journal is not None:
+            journal.raw, journal.body = True, data
         for attempt in range(self.retry.max_retries + 1):
             limit = min(loop.time() + self.read_timeout, deadline) if req.get("stream") else deadline
+            tried = None
+            if journal is not None:
+                tried = {"start": time.perf_counter(), "key": None, "wire": WIRE}
+                journal.attempts.append(tried)
             try:
                 async with asyncio.timeout_at(limit):
                     resp = await self._http().post(self.url, data=data, headers=self._headers(), **(
                         {} if req.get("stream") else {"timeout": self._idle_limit(self.read_timeout)}))
+                    if tried is not None:
+                        tried["status"], tried["end"] = resp.status, time.perf_counter()
                     if resp.status == 200:
                         return resp
                     text = await resp.text(errors="replace")
                     resp.release()
+                    if tried is not None:
+                        tried["error"] = text[:2000]
                 error = self._error(resp.status, text)
                 if resp.status not in RETRYABLE_STATUS:
                     raise error
@@ -114,6 +130,8 @@ class OpenAIUpstream(HttpSession):
                 raise UpstreamError(f"The OpenAI-compatible upstream at {self.base_url} did not answer in time.",
                                     status=504, type="server_error") from e
             except aiohttp.ClientError as e:
+                if tried is not None:
+                    tried.update(error=f"could not connect: {e}", end=time.perf_counter())
                 error = UpstreamError(f"Could not reach the OpenAI-compatible upstream at {self.base_url}: {e}",
                                       status=502, type="server_error")
             wait = self.retry.wait(attempt, None)
@@ -122,11 +140,15 @@ class OpenAIUpstream(HttpSession):
             await asyncio.sleep(wait)
         raise AssertionError("unreachable: the last attempt raises")
 
-    async def _whole(self, req: dict[str, Any], deadline: float) -> dict[str, Any]:
-        resp = await self._post(req, deadline)
+    async def _whole(self, req: dict[str, Any], deadline: float, journal: UpstreamCall | None) -> dict[str, Any]:
+        resp = await self._post(req, deadline, journal)
         try:
             async with asyncio.timeout_at(deadline):
-                answer = await resp.json(content_type=None)
+                raw = await resp.read()
+                if journal is not None:
+                    journal.answer, journal.first_byte = raw, journal.first_byte or time.perf_counter()
+                    journal.last_byte = time.perf_counter()
+                answer = json.loads(raw)
         except (TimeoutError, ValueError, aiohttp.ClientError) as e:
             resp.close()
             raise UpstreamError(f"The OpenAI-compatible upstream sent an unreadable answer: {e}", status=502,
@@ -145,7 +167,7 @@ class OpenAIUpstream(HttpSession):
         budget = {**req, "max_tokens": budget_tokens, "stop": [THINK_CLOSE]}
         budget.pop("stream", None)
         budget.pop("stream_options", None)
-        answer = await self._whole(budget, deadline)
+        answer = await self._whole(budget, deadline, _first_pass_record(model))
         choice = (answer.get("choices") or [{}])[0]
         message = choice.get("message") or {}
         opened = matches(model.removeprefix("models/"), self.think_open)
@@ -161,12 +183,13 @@ class OpenAIUpstream(HttpSession):
         deadline = self._deadline()
         req = chat_request(model, body, stream=False)
         budget = self._budget(model)
+        call = upstream_call()
         if budget is None:
-            return gemini_answer(await self._whole(req, deadline), model)
+            return gemini_answer(await self._whole(req, deadline, call), model)
         fp = await self._first_pass(model, req, budget, deadline)
         if fp.reasoning is None:
             return gemini_answer({"choices": [{"message": {"content": fp.text}, "finish_reason": "stop"}]}, model)
-        answer = gemini_answer(await self._whole(self._second(req, fp), deadline), model)
+        answer = gemini_answer(await self._whole(self._second(req, fp), deadline, call), model)
         answer["candidates"][0]["content"]["parts"].insert(0, {"text": fp.reasoning, "thought": True})
         return answer
 
@@ -184,11 +207,12 @@ class OpenAIUpstream(HttpSession):
             req = self._second(req, fp)
             lead = [{"candidates": [{"content": {"role": "model", "parts": [{"text": fp.reasoning, "thought": True}]},
                                      "index": 0}], "modelVersion": model}]
-        resp = await self._post(req, deadline)
-        return self._chunks(resp, deadline, StreamTranslator(model), lead)
+        call = upstream_call()
+        resp = await self._post(req, deadline, call)
+        return self._chunks(resp, deadline, StreamTranslator(model), lead, call)
 
     async def _chunks(self, resp: aiohttp.ClientResponse, deadline: float, translator: StreamTranslator,
-                      lead: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+                      lead: list[dict[str, Any]], journal: UpstreamCall | None) -> AsyncIterator[dict[str, Any]]:
         loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
         ended = False
@@ -217,6 +241,8 @@ class OpenAIUpstream(HttpSession):
                         yield {"error": {"code": 502, "status": "INTERNAL",
                                          "message": "The OpenAI-compatible upstream sent an unreadable stream chunk"}}
                         return
+                    if journal is not None:
+                        journal.came(parsed, len(payload))  # as the server sent it
                     try:
                         out = translator.feed(parsed) if isinstance(parsed, dict) else []
                     except UpstreamError as e:
@@ -230,6 +256,17 @@ class OpenAIUpstream(HttpSession):
             yield {"error": {"code": 502, "status": "UNAVAILABLE", "message": f"The stream broke off: {e}"}}
         finally:
             resp.release() if ended else resp.close()
+
+
+def _first_pass_record(model: str) -> UpstreamCall | None:
+    """The journal's record of a two-pass first pass: a call of its own, before the one it prepares
+    (the current call stays the exchange's last: the second pass)."""
+    ex = CURRENT.get()
+    if ex is None:
+        return None
+    call = UpstreamCall(model, None, False)
+    ex.upstreams.insert(max(0, len(ex.upstreams) - 1), call)
+    return call
 
 
 async def _replay(chunks: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
