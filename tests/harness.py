@@ -44,9 +44,9 @@ class Stack:
     """Mock Gemini + front-end, both on ephemeral loopback ports."""
 
     def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None,
-                 limits: ServerLimits | None = None, rules: ModelRules | None = None, journal: bool = False) -> None:
+                 limits: ServerLimits | None = None, rules: ModelRules | None = None, journal: bool = True) -> None:
         """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection).
-        `journal`: exchanges are recorded (read them with `exchange()`)."""
+        `journal`: exchanges are recorded, as `serve` records them by default (read them with `exchange()`)."""
         self.lt = LoopThread()
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
         self.store = MemoryStore()
