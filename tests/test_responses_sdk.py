@@ -315,6 +315,15 @@ def test_ignored_forced_choice_is_retried_once_with_a_directive(client: openai.O
     assert "systemInstruction" not in first["body"]
     assert "You must answer this turn by calling one of the available functions" in json.dumps(
         retry["body"]["systemInstruction"])
+    # The journal: two calls, each with its own body and answer, and why the second was made.
+    doc = stack.exchange()
+    ignored, retried = doc["upstream"]
+    assert ignored["request"] == first["body"] and retried["request"] == retry["body"]
+    answers = [[c] if c else [] for c in (ignored["answer"], retried["answer"])]
+    parts = [[p for a in answer for p in a["candidates"][0]["content"]["parts"]] for answer in answers]
+    assert not any("functionCall" in p for p in parts[0]) and any("functionCall" in p for p in parts[1])
+    assert [c["name"] for c in doc["calls"]] == ["get_weather"]  # once: the retry's
+    assert any(n["kind"] == "tool_choice" for n in doc["decisions"])
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -317,6 +317,13 @@ def recording() -> bool:
     return CURRENT.get() is not None
 
 
+def new_upstream_call(model: str, body: Any, stream: bool) -> UpstreamCall | None:
+    """Another call of the upstream for the current exchange (a retry with another body): from now on
+    the one upstream_call() gives."""
+    exchange = CURRENT.get()
+    return exchange.upstream(model, body, stream) if exchange is not None else None
+
+
 def upstream_call() -> UpstreamCall | None:
     """The upstream call being made for the current exchange (retries add attempts to it)."""
     exchange = CURRENT.get()

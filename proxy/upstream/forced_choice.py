@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from proxy.errors import ProxyError, UpstreamError
 from proxy.from_gemini.answer_check import AnswerCheck
+from proxy.journal import exchange
 from proxy.tools.forced_choice import forced_names, with_directive
 from proxy.upstream.base import Upstream
 from proxy.wire.gemini import checked
@@ -62,8 +63,7 @@ class ForcedChoiceUpstream:
             return answer
         if self.policy == "error":
             raise _ignored(False)
-        log.info("forced tool choice ignored by %s; retrying once with a directive", model)
-        answer = await self.inner.generate(model, with_directive(body, names), api_key)
+        answer = await self.inner.generate(model, _retried(model, body, names, False), api_key)
         if _text_instead_of_call([answer]):
             raise _ignored(True)
         return answer
@@ -80,13 +80,22 @@ class ForcedChoiceUpstream:
         await _close(chunks)
         if self.policy == "error":
             raise _ignored(False)
-        log.info("forced tool choice ignored by %s; retrying once with a directive", model)
-        chunks = await self.inner.stream(model, with_directive(body, names), api_key)
+        chunks = await self.inner.stream(model, _retried(model, body, names, True), api_key)
         held, called = await _peek(chunks)
         if called or not _text_instead_of_call(held):
             return _replay(held, chunks)
         await _close(chunks)
         raise _ignored(True)
+
+
+def _retried(model: str, body: dict[str, Any], names: Any, stream: bool) -> dict[str, Any]:
+    """The retry's body, and the journal's record of it: a call of its own, noted."""
+    log.info("forced tool choice ignored by %s; retrying once with a directive", model)
+    retry = with_directive(body, names)
+    exchange.note("tool_choice", "Gemini answered in text despite the forced tool choice; retried once with a "
+                                 "directive in the system instruction")
+    exchange.new_upstream_call(model, retry, stream)
+    return retry
 
 
 async def _peek(chunks: AsyncIterator[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:

@@ -38,17 +38,20 @@ class ObservedUpstream:
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         _note_model(model)
         ex = CURRENT.get()
-        call = ex.upstream(model, body, False) if ex is not None else None
+        if ex is not None:
+            ex.upstream(model, body, False)
+        call = None
         start = time.perf_counter()
         try:
             answer = await self.inner.generate(model, body, api_key)
         except Exception as e:
-            if call is not None:
-                call.error = getattr(e, "message", None) or repr(e)[:500]
+            if ex is not None:  # the last call's (a retry has a call of its own: forced_choice.py)
+                ex.upstreams[-1].error = getattr(e, "message", None) or repr(e)[:500]
             raise
         finally:
             metrics.add_upstream_time(time.perf_counter() - start)
-            if call is not None:
+            if ex is not None:
+                call = ex.upstreams[-1]  # the answer's: the last call made
                 call.last_byte = time.perf_counter()
         if call is not None:
             if call.answer is None:
@@ -62,17 +65,19 @@ class ObservedUpstream:
                      ) -> AsyncIterator[dict[str, Any]]:
         _note_model(model)
         ex = CURRENT.get()
-        call = ex.upstream(model, body, True) if ex is not None else None
+        if ex is not None:
+            ex.upstream(model, body, True)
         start = time.perf_counter()
         try:
             chunks = await self.inner.stream(model, body, api_key)
         except Exception as e:
-            if call is not None:
-                call.error = getattr(e, "message", None) or repr(e)[:500]
+            if ex is not None:  # the last call's (a retry has a call of its own: forced_choice.py)
+                ex.upstreams[-1].error = getattr(e, "message", None) or repr(e)[:500]
             raise
         finally:
             metrics.add_upstream_time(time.perf_counter() - start)
-        return _timed(chunks, model, call)
+        # The chunks are the last call's: a retry made while opening the stream has a call of its own.
+        return _timed(chunks, model, ex.upstreams[-1] if ex is not None else None)
 
 
 def _note_model(model: str) -> None:
