@@ -259,6 +259,12 @@ def test_chat_over_the_interactions_upstream_and_a_lost_interaction(ia_stack: St
     assert second.choices[0].message.content == 'Tool results: get_weather returned {"output": "warm"}'
     body = ia_stack.received[-1]["body"]
     assert "previous_interaction_id" not in body and body["input"][0]["type"] == "user_input", "whole history resent"
+    # The journal: the refused continuation and the whole history, each a call with its own body.
+    doc = ia_stack.exchange()
+    lost, whole = doc["upstream"]
+    assert lost["request"]["previous_interaction_id"] and [a["status"] for a in lost["attempts"]] == [404]
+    assert whole["request"] == body and [a["status"] for a in whole["attempts"]] == [200]
+    assert any("no longer has" in n["message"] for n in doc["decisions"] if n["kind"] == "history")
 
 
 def test_upstream_api_rules() -> None:

@@ -23,6 +23,7 @@ from yarl import URL
 from proxy.errors import UpstreamError
 from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
 from proxy.interactions_upstream.request import interactions_request, turn_keys
+from proxy.journal import exchange
 from proxy.journal.exchange import upstream_call
 from proxy.upstream.gemini import GeminiUpstream
 
@@ -70,7 +71,10 @@ class InteractionsUpstream(GeminiUpstream):
             log.info("the Interactions upstream no longer has %s; sending the whole history",
                      req["previous_interaction_id"])
             self.ends.pop(continued, None)  # not tried again by later turns
+            exchange.note("history", f"the Interactions upstream no longer has {req['previous_interaction_id']}: "
+                                     "the whole history was sent again, in a call of its own")
             req = interactions_request(model, body)
+            exchange.new_upstream_call(model, req, stream)
             return await self.send(self.url, {**req, "stream": True} if stream else req, api_key, stream, deadline)
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
