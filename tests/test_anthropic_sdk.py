@@ -177,6 +177,11 @@ def test_count_tokens_counts_the_request_gemini_would_get(stack: Stack) -> None:
     assert counted.input_tokens > 0
     inner = stack.last_body()["generateContentRequest"]
     assert inner["systemInstruction"] == {"parts": [{"text": "Be brief."}]} and inner["tools"]
+    # The journal has the countTokens call Gemini got, and its answer (before: no upstream call at all).
+    doc = stack.exchange()
+    [up] = doc["upstream"]
+    assert up["request"] == stack.last_body() and up["answer"]["totalTokens"] == counted.input_tokens
+    assert up["attempts"][0]["status"] == 200 and doc["gemini_model"] == "gemini-2.5-flash"
 
 
 def test_the_model_list_in_anthropics_shape(stack: Stack) -> None:

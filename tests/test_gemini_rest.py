@@ -49,6 +49,9 @@ def test_embed_content(gclient, stack) -> None:
     with pytest.raises(errors.ClientError) as e:  # a generation model does not embed: Gemini's own 404
         gclient.models.embed_content(model="gemini-2.5-flash", contents="x")
     assert e.value.code == 404 and "not supported for batchEmbedContents" in e.value.message
+    [up] = stack.exchange()["upstream"]  # passed through, and in the journal as Gemini answered it
+    assert up["model"] == "gemini-2.5-flash" and up["attempts"][0]["status"] == 404
+    assert "not supported" in up["answer"]["error"]["message"]
 
 
 def test_single_embed_content_and_errors_in_gemini_shape(stack) -> None:

@@ -42,7 +42,8 @@ async def _forward(request: web.Request, segments: list[str], body: bytes, prefi
     ctx: Context = request.app[CONTEXT]
     gemini = _gemini(ctx)
     url = gemini.path_url(prefix or (request.match_info.get("version", "v1"),), segments, request.query)
-    return await gemini.forward(request.method, url, body, request.headers, api_key_of(request))
+    model = segments[1].split(":", 1)[0] if len(segments) > 1 and segments[0] in ("models", "tunedModels") else ""
+    return await gemini.forward(request.method, url, body, request.headers, api_key_of(request), model)
 
 
 def _json(fwd: Forwarded) -> Any:

@@ -23,6 +23,7 @@ from yarl import URL
 
 from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
+from proxy.journal import exchange
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
 from proxy.upstream.http_session import HttpSession, checked_base_url
@@ -292,25 +293,38 @@ class GeminiUpstream(HttpSession):
         return url.with_query({k: v for k, v in query.items() if k != "key"})
 
     async def forward(self, method: str, url: Target, body: bytes, headers: Mapping[str, str],
-                      api_key: str | None = None) -> Forwarded:
+                      api_key: str | None = None, model: str = "") -> Forwarded:
         """Pass one call through (countTokens, embedContent, models, files, cachedContents...);
-        Gemini's answer comes back as it is, errors included."""
+        Gemini's answer comes back as it is, errors included. The journal records it as a call of
+        the current exchange (`model`: the one the call names, if any)."""
         key = self._credential(api_key)
         sent = {**await self._headers(key), **{k: v for k, v in headers.items() if k.lower() in PASSED_HEADERS}}
         if not body:
             sent.pop("content-type", None)
+        call = exchange.new_upstream_call(model, body or None, False)
+        tried: dict[str, Any] = {}
+        if call is not None:
+            call.raw = True
+            tried = {"start": time.perf_counter(), "key": key.label if key else None, "method": method}
+            call.attempts.append(tried)
         try:
             async with asyncio.timeout(self.total_timeout):
                 async with self._http().request(method, url(key) if callable(url) else url, data=body or None,
                                                 headers=sent, timeout=self._idle_limit(self.read_timeout)) as resp:
                     data = await resp.read()
                     kept = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
+                    if call is not None:
+                        tried["status"] = resp.status
+                        call.answer, call.first_byte = data, tried["start"]
+                        call.last_byte = tried["end"] = time.perf_counter()
                     return Forwarded(resp.status, kept, data)
         except TimeoutError as e:
+            tried["error"] = "timed out"
             idle = isinstance(e, aiohttp.ServerTimeoutError)
             raise self._timed_out(f"sent nothing for {self.read_timeout:g}s" if idle else
                                   f"did not answer within the total deadline of {self.total_timeout:g}s") from e
         except aiohttp.ClientError as e:
+            tried["error"] = f"could not connect: {e}"
             raise UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
                                 type="server_error") from e
 
@@ -320,7 +334,7 @@ class GeminiUpstream(HttpSession):
         collection, model_id = model_resource(model)
         inner = {"model": f"{collection}/{model_id}", **{k: v for k, v in body.items() if k != "generationConfig"}}
         url = self.path_url(("v1beta",), [collection, f"{model_id}:countTokens"], {})
-        fwd = await self.forward("POST", url, fast_json.dumps({"generateContentRequest": inner}), {}, api_key)
+        fwd = await self.forward("POST", url, fast_json.dumps({"generateContentRequest": inner}), {}, api_key, model)
         try:
             answer = fast_json.loads(fwd.body) if fwd.body else {}
         except ValueError:
