@@ -360,11 +360,21 @@ def test_the_canary_key_appears_nowhere(served, tmp_path):
         s.get_final_response()
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=MODEL, input=KEY, previous_response_id=f"resp_{KEY}")
+    # The exchanges of their own: a background run, a WebSocket message, a countTokens call.
+    settled(client, client.responses.create(model=MODEL, input=f"hello {KEY}", background=True).id)
+    with client.responses.connect(extra_headers={"OpenAI-Beta": "responses_websockets=2026-02-06"}) as conn:
+        conn.send({"type": "response.create", "model": MODEL, "input": f"hello {KEY}", "metadata": {"k": KEY}})
+        while json.loads(conn.recv_bytes())["type"] not in ("response.completed", "response.failed", "error"):
+            pass
+    assert client.responses.input_tokens.count(model=MODEL, input=f"count {KEY}").input_tokens > 0
     seen = [live.read1(65536) for _ in range(3)]
     live.close()
     time.sleep(6)  # one more batch of spans
     rows = exchanges(url, query="?limit=50")
-    docs = [api(url, f"/inspect/api/exchanges/{r['id']}")[2] for r in rows[:6]]
+    docs = [api(url, f"/inspect/api/exchanges/{r['id']}")[2] for r in rows[:12]]
+    kinds = {(r["kind"], r["method"], r["path"].split("?")[0]) for r in rows[:12]}
+    assert {("background", "POST", "/v1/responses"), ("frontend", "WS", "/v1/responses")} <= kinds, kinds
+    assert [r for r in rows[:12] if r["path"].startswith("/v1/responses/input_tokens")][0]["gemini_model"] == MODEL
     page = api(url, "/inspect")[2] + b"".join(api(url, f"/inspect/static/{n}")[2] for n in ("inspect.js",
                                                                                           "inspect.css"))
     cli = subprocess.run([sys.executable, "-m", "proxy", "inspect", "--url", url, "--key", KEY, rows[0]["id"]],
