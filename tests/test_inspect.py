@@ -162,6 +162,9 @@ def test_a_background_run_is_an_exchange_of_its_own(served):
     assert client.responses.cancel(slow.id).status == "cancelled"
     row, _ = run_of(url, slow.id)
     assert row["status"] == 499 and "cancelled" in row["error"]
+    cli = subprocess.run([sys.executable, "-m", "proxy", "inspect", "--url", url, "--key", KEY, "-n", "20"],
+                         capture_output=True, text=True, timeout=60).stdout
+    assert f"{row['id']} 499 POST /v1/responses [responses · background]" in cli
 
     genai = google.genai.Client(api_key=KEY, http_options={"base_url": url, "api_version": "v1beta"})
     interaction = genai.interactions.create(model=MODEL, input="hello there", background=True)

@@ -27,7 +27,10 @@ def _line(s: dict[str, Any]) -> str:
     calls = ", ".join(c.get("name") or "?" for c in s.get("calls") or []) or "-"
     tokens = f"{s.get('input_tokens')}/{s.get('output_tokens')}" if s.get("input_tokens") is not None else "-"
     err = f"  ! {s['error']}" if s.get("error") else ""
-    return (f"{when} {s['id']} {s['status']} {s['method']} {s['path']} [{s['protocol']}] "
+    kind = s.get("kind")  # as the page says it (static/inspect.js, where())
+    where = "mitm · gemini" if kind == "mitm" else f"{s['protocol']} · background" if kind == "background" \
+        else s["protocol"]
+    return (f"{when} {s['id']} {s['status']} {s['method']} {s['path']} [{where}] "
             f"{s.get('client_model') or '-'} -> {s.get('gemini_model') or '-'} calls: {calls} "
             f"proxy {s['proxy_ms']} ms, upstream {s['upstream_ms']} ms, tokens {tokens}, "
             f"{s.get('notes', 0)} decision(s){err}")
