@@ -216,6 +216,12 @@ def test_placeholder_without_captured_calls_is_refused(mitm: MitmStack) -> None:
     assert status == 400
     assert "no captured functionCall history was available for replay" in json.loads(data)["error"]["message"]
     assert len(mitm.received) == before, "nothing malformed reached Gemini"
+    # The journal has the refused request, why, and no upstream call (before, refusals went unrecorded).
+    [row] = run(journal(mitm, "/inspect/api/exchanges?kind=mitm&session=empty"))["exchanges"]
+    assert row["status"] == 400 and "no captured functionCall history" in row["error"] and row["attempts"] == 0
+    doc = run(journal(mitm, f"/inspect/api/exchanges/{row['id']}"))
+    assert doc["upstream"] == [] and "no captured" in doc["client_answer"]["body"]["error"]["message"]
+    assert any(n["kind"] == "error" for n in doc["decisions"])
 
 
 def test_repairs_for_foreign_traffic_without_a_session(mitm: MitmStack) -> None:

@@ -31,6 +31,7 @@ from proxy.wire.json_body import parse_json
 
 SELECTED = "gemini_tool_proxy.selected"  # the parsed request (or None: not ours)
 META = "gemini_tool_proxy"                # FlowState of a flow whose answer is tapped
+REFUSED = "gtp_refused"                  # FlowState of an owned flow the proxy answered with a refusal
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 from mitmproxy import http
 
-from proxy.intercept.flow_selection import META, FlowState
+from proxy.intercept.flow_selection import META, REFUSED, FlowState
 from proxy.journal.exchange import BODY_CAP, CURRENT, Exchange
 from proxy.journal.recorder import Recorder
 from proxy.server.auth import SCOPED_NAME
@@ -62,11 +62,19 @@ class JournalEnd:
         content = flow.metadata.pop(SNAPSHOT, None)
         ex: Exchange | None = flow.metadata.pop(EXCHANGE, None)
         state: FlowState | None = flow.metadata.get(META)
+        refused: FlowState | None = flow.metadata.pop(REFUSED, None)  # answered by the proxy: nothing sent
+        state = state or refused
         if recorder is None or ex is None or state is None or state.relay is not None:
             return  # not a flow the rewrite owns (or the relay's, which the front-end records): not kept
         ex.session, ex.client_model = state.session, state.model
         if state.session and SCOPED_NAME.match(state.session):
             ex.scope = state.session.split(":", 1)[0]  # a keyed client's session: that client's exchange
+        if refused is not None and flow.response is not None:  # kept with the refusal, by the response hook
+            flow.metadata[EXCHANGE], flow.metadata[STATE] = ex, state
+            if ex.error is None:
+                ex.error = {"message": _message(flow.response.get_content(strict=False)),
+                            "status": flow.response.status_code}
+            return
         sent = flow.request.raw_content if flow.request.raw_content is not content else content
         ex.upstream(state.model, sent, stream=state.target.stream)  # its tools' names are read from it when read
         if flow.request.raw_content is not content:
@@ -76,7 +84,7 @@ class JournalEnd:
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         ex: Exchange | None = flow.metadata.get(EXCHANGE)
-        if ex is None or flow.response is None:
+        if ex is None or flow.response is None or not ex.upstreams:
             return
         call = ex.upstreams[-1]
         call.first_byte = call.last_byte = perf_counter()
@@ -117,17 +125,19 @@ class JournalEnd:
         recorder = self.recorder.get()
         if ex is None or recorder is None:
             return
-        call = ex.upstreams[-1]
+        call = ex.upstreams[-1] if ex.upstreams else None  # (none: the proxy refused it)
         if flow.response is not None:
             ex.status = flow.response.status_code
             ex.answer_headers = flow.response.headers.fields
             if not flow.response.stream:
                 body = flow.response.get_content(strict=False) or b""
                 ex.answer_body = body[: BODY_CAP + 1]
-                call.answer = ex.answer_body  # learnt from (calls, usage) when read
-                if len(body) > BODY_CAP:  # only its head is kept: learnt from now, whole
-                    call.learn(_inner(_parsed(body), state))
-            call.last_byte = perf_counter()
+                if call is not None:
+                    call.answer = ex.answer_body  # learnt from (calls, usage) when read
+                    if len(body) > BODY_CAP:  # only its head is kept: learnt from now, whole
+                        call.learn(_inner(_parsed(body), state))
+            if call is not None:
+                call.last_byte = perf_counter()
         if state is not None and state.capture.calls:
             ex.note("capture", f"captured {len(state.capture.calls)} call(s) for session {state.session!r}",
                     calls=[getattr(c, "name", None) for c in state.capture.calls][:50])
@@ -150,6 +160,13 @@ def _parsed(raw: bytes | None) -> Any:
         return orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError:
         return None
+
+
+def _message(body: bytes | None) -> str:
+    """A refusal's message (Gemini's error shape, intercept/refusal.py)."""
+    error = _parsed(body)
+    error = error.get("error") if isinstance(error, dict) else None
+    return str(error.get("message")) if isinstance(error, dict) else "refused by the proxy"
 
 
 def _inner(doc: Any, state: FlowState | None) -> Any:

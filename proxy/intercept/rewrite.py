@@ -8,9 +8,10 @@ from mitmproxy import http
 from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.intercept import text_history
-from proxy.intercept.flow_selection import META, FlowState, GeminiRequest, select
+from proxy.intercept.flow_selection import META, REFUSED, FlowState, GeminiRequest, select
 from proxy.intercept.options import Options
 from proxy.intercept.refusal import gemini_error_response
+from proxy.journal import exchange
 from proxy.session.placeholders import placeholder_count
 from proxy.session.session_tools import ToolContext
 from proxy.session.tool_context import apply_session_tools, apply_tool_context
@@ -36,12 +37,16 @@ class Rewrite:
             tool_ctx = await self.store.get_tool_context(req.session, rounds=needed) if req.session else None
         except ProxyError as e:  # the shared store is unreachable: the app hears it, nothing is sent half-done
             flow.response = gemini_error_response(e)
+            flow.metadata[REFUSED] = FlowState(req.target, req.model, req.session)  # (the journal's)
+            exchange.failed(e)
             return
         try:
             body = self._rewritten(req, tool_ctx)
         except ProxyError as e:
             log.warning("refused intercepted request for session %s: %s", req.session, e.message)
             flow.response = gemini_error_response(e, "FAILED_PRECONDITION")
+            flow.metadata[REFUSED] = FlowState(req.target, req.model, req.session)
+            exchange.failed(e)
             return
         if body is not None:
             flow.request.set_content(body)
