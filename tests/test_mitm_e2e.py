@@ -392,6 +392,7 @@ def test_an_intercepted_flows_repairs_are_its_decisions(mitm: MitmStack) -> None
     assert [c["role"] for c in sent] == ["user", "model", "user"]
 
     [row] = run(journal(mitm, "/inspect/api/exchanges?kind=mitm&session=journal-notes"))["exchanges"]
+    assert row["error"] is None
     doc = run(journal(mitm, f"/inspect/api/exchanges/{row['id']}"))
     notes = {n["kind"]: n["message"] for n in doc["decisions"]}
     assert "4 turns became 3" in notes["history"] and "sentinel" in notes["signature"]
@@ -409,6 +410,13 @@ def test_an_intercepted_flows_repairs_are_its_decisions(mitm: MitmStack) -> None
     doc = run(journal(mitm, f"/inspect/api/exchanges/{row['id']}"))
     repairs = {(n["tool"], n["keyword"], n["path"]) for n in doc["decisions"] if n["kind"] == "schema"}
     assert repairs == {("app_tool", "exclusiveMinimum", "/properties/n"), ("app_tool", "additionalProperties", "/")}
+
+    # Gemini's own refusal, passed to the app as it came: the list says why.
+    status, _, _ = run(gemini(mitm, f"{GL}/v1beta/models/gemini-2.5-flash:generateContent",
+                              {"contents": [user("[[mock:error 400]] hello")]}))
+    assert status == 400
+    row = run(journal(mitm, "/inspect/api/exchanges?kind=mitm"))["exchanges"][0]
+    assert row["status"] == 400 and row["error"] and row["attempts"] == 1
 
 
 def test_an_intercepted_stream_is_in_the_journal_as_it_streamed(mitm: MitmStack) -> None:

@@ -132,6 +132,8 @@ class JournalEnd:
             if not flow.response.stream:
                 body = flow.response.get_content(strict=False) or b""
                 ex.answer_body = body[: BODY_CAP + 1]
+                if ex.status >= 400 and ex.error is None:  # Gemini's refusal, as the app got it: its message
+                    ex.error = {"message": _message(body), "status": ex.status}
                 if call is not None:
                     call.answer = ex.answer_body  # learnt from (calls, usage) when read
                     if len(body) > BODY_CAP:  # only its head is kept: learnt from now, whole
@@ -163,10 +165,12 @@ def _parsed(raw: bytes | None) -> Any:
 
 
 def _message(body: bytes | None) -> str:
-    """A refusal's message (Gemini's error shape, intercept/refusal.py)."""
+    """A refusal's message (Gemini's error shape, the proxy's too: intercept/refusal.py)."""
     error = _parsed(body)
+    if isinstance(error, list) and error:  # some endpoints wrap the error in a list
+        error = error[0]
     error = error.get("error") if isinstance(error, dict) else None
-    return str(error.get("message")) if isinstance(error, dict) else "refused by the proxy"
+    return str(error.get("message")) if isinstance(error, dict) else "an error without a message"
 
 
 def _inner(doc: Any, state: FlowState | None) -> Any:
