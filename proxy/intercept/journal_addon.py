@@ -17,7 +17,6 @@ from proxy.journal.recorder import Recorder
 from proxy.server.auth import SCOPED_NAME
 from proxy.wire.sse import SSEDecoder
 
-SNAPSHOT = "gtp_journal_request"  # the request's content as the app sent it
 EXCHANGE = "gtp_journal_exchange"
 STATE = "gtp_journal_state"
 
@@ -36,21 +35,16 @@ class JournalStart:
         if recorder is not None and flow.response is None:
             # References, not copies: a rewrite replaces the content object rather than changing it.
             # The headers' pairs as read (a tuple: a change to the headers makes a new one).
-            content = flow.request.raw_content
             ex = recorder.begin("mitm", flow.request.method, flow.request.url, flow.request.headers.fields,
                                 protocol="gemini")
-            ex.request_body = content
-            flow.metadata[SNAPSHOT], flow.metadata[EXCHANGE] = content, ex
+            ex.request_body = flow.request.raw_content  # as the app sent it (JournalEnd compares)
+            flow.metadata[EXCHANGE] = ex
             CURRENT.set(ex)
 
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
+    def _current(self, flow: http.HTTPFlow) -> None:
         CURRENT.set(flow.metadata.get(EXCHANGE))
 
-    def response(self, flow: http.HTTPFlow) -> None:
-        CURRENT.set(flow.metadata.get(EXCHANGE))
-
-    def error(self, flow: http.HTTPFlow) -> None:
-        CURRENT.set(flow.metadata.get(EXCHANGE))
+    responseheaders = response = error = _current
 
 
 class JournalEnd:
@@ -59,7 +53,6 @@ class JournalEnd:
 
     def request(self, flow: http.HTTPFlow) -> None:
         recorder = self.recorder.get()
-        content = flow.metadata.pop(SNAPSHOT, None)
         ex: Exchange | None = flow.metadata.pop(EXCHANGE, None)
         state: FlowState | None = flow.metadata.get(META)
         refused: FlowState | None = flow.metadata.pop(REFUSED, None)  # answered by the proxy: nothing sent
@@ -69,15 +62,12 @@ class JournalEnd:
         ex.session, ex.client_model = state.session, state.model
         if state.session and SCOPED_NAME.match(state.session):
             ex.scope = state.session.split(":", 1)[0]  # a keyed client's session: that client's exchange
-        if refused is not None and flow.response is not None:  # kept with the refusal, by the response hook
-            flow.metadata[EXCHANGE], flow.metadata[STATE] = ex, state
-            if ex.error is None:
-                ex.error = {"message": _message(flow.response.get_content(strict=False)),
-                            "status": flow.response.status_code}
+        if refused is not None and flow.response is not None:  # kept with the refusal (its error: the
+            flow.metadata[EXCHANGE], flow.metadata[STATE] = ex, state  # rewrite's) by the response hook
             return
-        sent = flow.request.raw_content if flow.request.raw_content is not content else content
+        sent = flow.request.raw_content
         ex.upstream(state.model, sent, stream=state.target.stream)  # its tools' names are read from it when read
-        if flow.request.raw_content is not content:
+        if sent is not ex.request_body:
             ex.note("rewrite", f"the request was rewritten for session {state.session!r}: the session's tools and "
                                "history went to Gemini (compare the two request bodies)")
         flow.metadata[EXCHANGE], flow.metadata[STATE] = ex, state

@@ -78,7 +78,7 @@ def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any
             cancelled = True
             raise
         finally:
-            if run is not None and recorder is not None:
+            if run is not None:  # (begin_run made it: there is a recorder)
                 recording.end_run(recorder, run, cancelled)
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)

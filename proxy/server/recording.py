@@ -16,6 +16,9 @@ from proxy.journal import exchange
 from proxy.journal.exchange import Exchange
 from proxy.journal.recorder import Recorder
 
+# The error of an answer that ended with its protocol's failure event after it started (its 200 stays).
+STREAM_FAILED = "the stream ended with its protocol's failure event"
+
 
 def start(recorder: Recorder | None, request: web.Request, request_id: str, session: str | None
           ) -> Exchange | None:
@@ -45,10 +48,8 @@ def begin_run(recorder: Recorder | None, name: str) -> Exchange | None:
     parent = exchange.CURRENT.get()
     if recorder is None or parent is None:
         return None
-    record = metrics.CURRENT.get()
     run = Exchange(ids.exchange_number(), "background", parent.method, parent.path, parent.request_headers,
-                   parent.request_id, parent.session, parent.protocol, parent.scope,
-                   record.client_model or None if record is not None else None)
+                   parent.request_id, parent.session, parent.protocol, parent.scope, _client_model())
     run.request_body, run.secrets = parent.request_body, parent.secrets
     run.note("background", f"the run of {name}, started by exchange {parent.name}", started_by=parent.name)
     parent.note("background", f"{name} runs on after this answer: exchange {run.name} records its upstream calls",
@@ -86,10 +87,9 @@ def end_message(recorder: Recorder, ex: Exchange, status: int, failed: bool) -> 
     with response.failed."""
     ex.end = time.perf_counter()
     ex.status = status
-    record = metrics.CURRENT.get()
-    ex.client_model = record.client_model or None if record is not None else None
+    ex.client_model = _client_model()
     if failed and ex.error is None:
-        ex.error = {"message": "the stream ended with its protocol's failure event"}
+        ex.error = {"message": STREAM_FAILED}
     recorder.finish_soon(ex)
 
 
@@ -101,7 +101,13 @@ def completed(ex: Exchange, resp: web.StreamResponse | None, record: metrics.Req
         if type(body) is bytes:
             ex.answer_body = body  # as sent (ring.body_value embeds it as JSON once it checks it is)
     if record.failed and ex.error is None:
-        ex.error = {"message": "the stream ended with its protocol's failure event"}
+        ex.error = {"message": STREAM_FAILED}
+
+
+def _client_model() -> str | None:
+    """The model the client asked for, as the request's metrics record has it (context.py sets it)."""
+    record = metrics.CURRENT.get()
+    return record.client_model or None if record is not None else None
 
 
 __all__ = ["begin_message", "begin_run", "completed", "end", "end_message", "end_run", "start"]
