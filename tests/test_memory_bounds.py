@@ -158,12 +158,20 @@ def test_streams_in_flight_cost_at_most_twice_their_bytes(served) -> None:
     assert peak - base <= 2 * 20 * 5_000_000, ((peak - base) // MB, base // MB)
 
 
+# Turns before the growth is measured from (their store entries and exchanges weigh some 100 KB).
+WARM_TURNS = 64
+
+
 def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None:
     """Issue 24 item 10: the budget counts what the process holds. Small turns used to cost 5x their
     JSON (orjson's 8 KiB buffers kept whole, uncounted per-entry objects): with a 2 MiB budget, 3,000
-    turns (the store full three times over) grow RSS by at most 1.3x the budget (plus 2 MiB for what
-    the first requests warm up; before, the same turns grew it by about 10 MiB). The exchange journal
-    (issue 28) keeps 1 MiB more beside it, and its bytes count the same way."""
+    turns (the store full three times over) grow RSS by at most 1.3x the budget, plus 1 MiB (before,
+    the same turns grew it by about 10 MiB). The exchange journal (issue 28) keeps 1 MiB more beside
+    it, and its bytes count the same way. Measured from after WARM_TURNS turns: what the first requests
+    import and build is not what the store holds. Measured from start-up instead, the growth depended
+    on how the modules were loaded: compiled from source, as where PYTHONDONTWRITEBYTECODE is set and
+    no bytecode was installed, start-up leaves freed memory the turns then reuse (4.8 MiB grown); from
+    bytecode, as a pip install leaves it, it does not (6.0 MiB)."""
     budget, journal = 2 * MB, 1 * MB
     mock_port, port = free_port(), free_port()
     env = {**os.environ, "GTP_API_KEYS": ""}
@@ -177,9 +185,8 @@ def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None
                                  stderr=log, env=env, text=True)
         try:
             assert "ready on" in serve.stdout.readline()
-            base = rss(serve.pid)
 
-            async def turns() -> None:
+            async def turns(first: int, n: int) -> None:
                 async with aiohttp.ClientSession() as s:
                     gate = asyncio.Semaphore(16)
 
@@ -188,10 +195,12 @@ def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None
                                 "model": "gemini-2.5-flash", "input": f"turn {i} " + "x" * 200}, headers={
                                 "authorization": "Bearer k", "x-gtp-session": f"s{i % 50}"}) as r:
                             assert r.status == 200, await r.text()
-                    await asyncio.gather(*(one(i) for i in range(3000)))
-            asyncio.run(turns())
+                    await asyncio.gather(*(one(i) for i in range(first, first + n)))
+            asyncio.run(turns(0, WARM_TURNS))
+            base = rss(serve.pid)
+            asyncio.run(turns(WARM_TURNS, 3000))
             grew = rss(serve.pid) - base
-            assert grew <= 1.3 * (budget + journal) + 2 * MB, \
+            assert grew <= 1.3 * (budget + journal) + 1 * MB, \
                 f"RSS grew {grew / MB:.1f} MiB for a {budget // MB} MiB budget and a {journal // MB} MiB journal"
         finally:
             for p in (serve, mock):
