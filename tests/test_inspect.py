@@ -176,6 +176,52 @@ def test_a_background_run_is_an_exchange_of_its_own(served):
     assert row["protocol"] == "interactions" and row["status"] == 200 and row["finish_reasons"] == ["STOP"]
 
 
+
+def access_lines(proc, done) -> list[dict]:
+    """The access log's JSON lines, once `done(lines)` holds (within 20 s)."""
+    deadline = time.monotonic() + 20
+    while True:
+        lines = [json.loads(line) for line in proc.logs().splitlines() if line.startswith("{")]
+        lines = [line for line in lines if line.get("logger") == "gtp.access"]
+        if done(lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
+def test_a_background_run_has_an_access_line_when_it_ends(served):
+    """The request that starts a background run is answered (and logged) before the run calls
+    Gemini: the run's tokens, upstream time and end were in no access line (an access log summed
+    for tokens missed every background run). The run has a line of its own when it ends: the
+    request's id, the run's id, status and tokens; the request's line keeps only its own. A run whose
+    answer is a failure (Gemini's empty answer) is a 500 on its line and in its exchange (was 200)."""
+    proc, url, _ = served
+    client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+    started = client.responses.create(model=MODEL, input="hello there", background=True)
+    settled(client, started.id)
+    failing = client.responses.create(model=MODEL, input="[[mock:error 400]] hi", background=True)
+    settled(client, failing.id)
+    empty = client.responses.create(model=MODEL, input="[[mock:empty parts]] hi", background=True)
+    assert settled(client, empty.id).status == "failed"  # an empty answer is never a success
+    slow = client.responses.create(model=MODEL, input="[[mock:slow 3]] tell me a story", background=True)
+    assert client.responses.cancel(slow.id).status == "cancelled"
+    genai = google.genai.Client(api_key=KEY, http_options={"base_url": url, "api_version": "v1beta"})
+    interaction = genai.interactions.create(model=MODEL, input="hello there", background=True)
+    runs = (started.id, failing.id, empty.id, slow.id, interaction.id)
+    lines = access_lines(proc, lambda lines: set(runs) <= {line.get("run") for line in lines})
+    run = {line["run"]: line for line in lines if "run" in line}
+    assert set(runs) <= set(run), [line["message"] for line in lines[-8:]]
+    ran = run[started.id]
+    asked = next(line for line in lines if line["request_id"] == started._request_id and "run" not in line)
+    assert ran["request_id"] == started._request_id and ran["method"] == "POST" and ran["route"] == "/v1/responses"
+    assert ran["status"] == 200 and ran["input_tokens"] > 0 and ran["output_tokens"] > 0 and ran["upstream_ms"] > 0
+    assert ran["client_model"] == MODEL and ran["gemini_model"] == MODEL
+    assert ran["message"].endswith(f"(background run {started.id})") and "POST /v1/responses 200" in ran["message"]
+    assert asked["status"] == 200 and "input_tokens" not in asked  # the run's tokens are the run's line's
+    assert run[failing.id]["status"] == 400 and run[slow.id]["status"] == 499
+    assert run[empty.id]["status"] == 500 and run_of(url, empty.id)[0]["status"] == 500
+    assert run[interaction.id]["status"] == 200 and run[interaction.id]["input_tokens"] > 0
+    assert "interactions" in run[interaction.id]["path"]
+
 def test_each_websocket_message_is_an_exchange_once_answered(served):
     """Codex's default transport: one socket, open up to an hour, carrying every turn. Each
     response.create is an exchange of its own, in the journal as soon as it is answered -- the

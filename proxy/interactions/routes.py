@@ -28,7 +28,6 @@ from proxy.interactions.input import (
 )
 from proxy.interactions.stream_writer import InteractionsWriter, interaction_events
 from proxy.interactions.translator import InteractionsTranslator, replay
-from proxy.journal import exchange
 from proxy.server import background, object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
@@ -190,18 +189,18 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
             await _settle(turn, "cancelled", None)
             raise
         except ProxyError as e:
-            exchange.failed(e)
+            background.failed(e)
             await _settle(turn, "failed", e.message)
         except Exception as e:
             log.exception("background interaction %s failed", iid)
             error = ProxyError("The proxy failed while running this interaction; see its log.", status=500)
             error.__cause__ = e
-            exchange.failed(error)
+            background.failed(error)
             await _settle(turn, "failed", error.message)
         finally:
             tasks.pop(iid, None)
 
-    tasks[iid] = background.launch(turn.ctx.store, turn.session, iid, run(), lease, turn.ctx.recorder)
+    tasks[iid] = background.launch(request, turn.ctx.store, turn.session, iid, run(), lease, turn.ctx.recorder)
     return turn.t.interaction
 
 

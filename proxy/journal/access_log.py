@@ -6,20 +6,27 @@ import logging
 from typing import Any
 
 log = logging.getLogger("gtp.access")
+LINE = "%s %s %s proxy %.1fms upstream %.1fms %s tokens %s"
 
 
 def enabled() -> bool:
     return log.isEnabledFor(logging.INFO)
 
 
-def write(fields: dict[str, Any]) -> None:
-    """Log one request; `fields` as made by `access_fields`."""
+def write(fields: dict[str, Any], run: str | None = None) -> None:
+    """Log one request; `fields` as made by `access_fields`. `run`: a background run's id, for the line
+    written when the run ends (the request that started it had its own when it was answered): the
+    request's fields with the run's status, times and tokens."""
     f = fields
     models = f"{f.get('client_model') or '-'} -> {f.get('gemini_model') or '-'}"
     tokens = f"{f.get('input_tokens') if f.get('input_tokens') is not None else '-'}/" \
              f"{f.get('output_tokens') if f.get('output_tokens') is not None else '-'}"
-    log.info("%s %s %s proxy %.1fms upstream %.1fms %s tokens %s", f["method"], f["route"], f["status"],
-             f["proxy_ms"], f["upstream_ms"], models, tokens, extra={"access": f})
+    if run is None:
+        log.info(LINE, f["method"], f["route"], f["status"], f["proxy_ms"], f["upstream_ms"], models, tokens,
+                 extra={"access": f})
+    else:
+        log.info(LINE + " (background run %s)", f["method"], f["route"], f["status"], f["proxy_ms"], f["upstream_ms"],
+                 models, tokens, run, extra={"access": {**f, "run": run}})
 
 
 def access_fields(method: str, route: str, path: str, status: int, total_s: float, upstream_s: float,

@@ -10,7 +10,6 @@ from typing import Any
 from aiohttp import web
 
 from proxy.errors import ProxyError
-from proxy.journal import exchange
 from proxy.responses import compact, websocket
 from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Turn, as_items, prepare_turn
@@ -61,23 +60,25 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
             turn.response["status"] = "in_progress"
             answer = await turn.run_whole()
             if answer["status"] == "failed":  # not stored by run_whole: its end is stored here
+                background.failed(ProxyError((answer.get("error") or {}).get("message") or "the response failed",
+                                             status=500))
                 await settle(answer)
         except asyncio.CancelledError:
             await settle(_ended(turn.response, "cancelled", None))
             raise
         except ProxyError as e:
-            exchange.failed(e)
+            background.failed(e)
             await settle(_ended(turn.response, "failed", e))
         except Exception as e:
             log.exception("background response %s failed", rid)
             error = ProxyError("The proxy failed while running this response; see its log.", status=500)
             error.__cause__ = e
-            exchange.failed(error)
+            background.failed(error)
             await settle(_ended(turn.response, "failed", error))
         finally:
             tasks.pop(rid, None)
 
-    tasks[rid] = background.launch(ctx.store, turn.session, rid, run(), lease, ctx.recorder)
+    tasks[rid] = background.launch(request, ctx.store, turn.session, rid, run(), lease, ctx.recorder)
     return turn.response
 
 

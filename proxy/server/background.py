@@ -19,11 +19,16 @@ import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from aiohttp import web
+
+from proxy import metrics
 from proxy.errors import ProxyError
-from proxy.journal import exchange
+from proxy.journal import access_log, exchange
 from proxy.journal.recorder import Recorder
+from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.server import recording
 from proxy.store.base import SessionStore
 
@@ -59,13 +64,31 @@ async def stop_requested(store: SessionStore, session: str, iid: str) -> Stop | 
     return how if how in ("cancel", "delete") else None
 
 
-def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any, None], lease: float,
-           recorder: Recorder | None = None) -> asyncio.Task[None]:
+@dataclass
+class RunRecord(metrics.RequestRecord):
+    """A background run's own metrics record (its upstream time and tokens), and how it ended: the
+    run's access line is written when it ends, the request's was written when it was answered."""
+    status: int = 200
+
+
+def failed(error: ProxyError) -> None:
+    """The run failed with `error`: its exchange (exchange.failed) and its access line say so."""
+    exchange.failed(error)
+    record = metrics.CURRENT.get()
+    if type(record) is RunRecord:
+        record.status = error.status or 500
+
+
+def launch(request: web.Request, store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any, None],
+           lease: float, recorder: Recorder | None = None) -> asyncio.Task[None]:
     """Run `work` (it stores the interaction's end itself, cancelled included) while renewing the
     lease and watching for a stop request. With a `recorder`, the run is recorded as an exchange of
-    its own (recording.begin_run), finished when the run ends; `work` notes its failures on it
-    (exchange.failed)."""
+    its own (recording.begin_run), finished when the run ends; `work` notes its failures on it and
+    on the run's access line (failed()). The access line, one more after the request's, has the
+    run's tokens and upstream time, status 499 when it was cancelled."""
     run = recording.begin_run(recorder, iid)
+    method, path, asked = request.method, request.path, metrics.CURRENT.get()  # (not the request: it is over soon)
+    record = RunRecord(asked.route if asked is not None else path, client_model=asked.client_model if asked else "")
 
     async def supervised() -> None:
         job = asyncio.current_task()
@@ -80,6 +103,11 @@ def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any
         finally:
             if run is not None:  # (begin_run made it: there is a recorder)
                 recording.end_run(recorder, run, cancelled)
+            if access_log.enabled():
+                access_log.write(access_log.access_fields(
+                    method, record.route, path, 499 if cancelled else record.status,
+                    time.perf_counter() - record.start, record.upstream, record.client_model, record.model,
+                    record.input_tokens, record.output_tokens, REQUEST_ID.get(), SESSION_ID.get()), iid)
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
             # A delete may have landed while the end was being stored: the end must not bring it back.
@@ -89,8 +117,9 @@ def launch(store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any
             except ProxyError as e:
                 log.warning("background interaction %s: could not check for a delete: %s", iid, e.message)
 
-    context = contextvars.copy_context()  # the request's, but for its exchange: the run's is current
+    context = contextvars.copy_context()  # the request's, but for its exchange and record: the run's are current
     context.run(exchange.CURRENT.set, run)
+    context.run(metrics.CURRENT.set, record)
     return asyncio.get_running_loop().create_task(supervised(), context=context)
 
 
