@@ -176,10 +176,9 @@ def test_a_background_run_is_an_exchange_of_its_own(served):
     assert row["protocol"] == "interactions" and row["status"] == 200 and row["finish_reasons"] == ["STOP"]
 
 
-
-def access_lines(proc, done) -> list[dict]:
-    """The access log's JSON lines, once `done(lines)` holds (within 20 s)."""
-    deadline = time.monotonic() + 20
+def access_lines(proc, done, seconds: float = 20) -> list[dict]:
+    """The access log's JSON lines, once `done(lines)` holds (within `seconds`)."""
+    deadline = time.monotonic() + seconds
     while True:
         lines = [json.loads(line) for line in proc.logs().splitlines() if line.startswith("{")]
         lines = [line for line in lines if line.get("logger") == "gtp.access"]
@@ -221,6 +220,7 @@ def test_a_background_run_has_an_access_line_when_it_ends(served):
     assert run[empty.id]["status"] == 500 and run_of(url, empty.id)[0]["status"] == 500
     assert run[interaction.id]["status"] == 200 and run[interaction.id]["input_tokens"] > 0
     assert "interactions" in run[interaction.id]["path"]
+
 
 def test_each_websocket_message_is_an_exchange_once_answered(served):
     """Codex's default transport: one socket, open up to an hour, carrying every turn. Each
@@ -348,13 +348,8 @@ def test_each_request_has_one_access_log_line(served):
     for _ in range(4):
         r1, r2, _ = tool_loop(url)
         ids += [r1._request_id, r2._request_id]
-    deadline = time.monotonic() + 10
-    while True:
-        lines = [json.loads(line) for line in proc.logs().splitlines() if line.startswith("{")]
-        access = {line["request_id"]: line for line in lines if line.get("logger") == "gtp.access"}
-        if set(ids) <= set(access) or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    lines = access_lines(proc, lambda lines: set(ids) <= {line["request_id"] for line in lines}, seconds=10)
+    access = {line["request_id"]: line for line in lines}
     assert [i for i in ids if i not in access] == []
     last = access[ids[-1]]
     assert last["method"] == "POST" and last["route"] == "/v1/responses" and last["status"] == 200

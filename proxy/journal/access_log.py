@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 log = logging.getLogger("gtp.access")
-LINE = "%s %s %s proxy %.1fms upstream %.1fms %s tokens %s"
+LINE = "%s %s %s proxy %.1fms upstream %.1fms %s tokens %s%s"
 
 
 def enabled() -> bool:
@@ -21,12 +21,9 @@ def write(fields: dict[str, Any], run: str | None = None) -> None:
     models = f"{f.get('client_model') or '-'} -> {f.get('gemini_model') or '-'}"
     tokens = f"{f.get('input_tokens') if f.get('input_tokens') is not None else '-'}/" \
              f"{f.get('output_tokens') if f.get('output_tokens') is not None else '-'}"
-    if run is None:
-        log.info(LINE, f["method"], f["route"], f["status"], f["proxy_ms"], f["upstream_ms"], models, tokens,
-                 extra={"access": f})
-    else:
-        log.info(LINE + " (background run %s)", f["method"], f["route"], f["status"], f["proxy_ms"], f["upstream_ms"],
-                 models, tokens, run, extra={"access": {**f, "run": run}})
+    log.info(LINE, f["method"], f["route"], f["status"], f["proxy_ms"], f["upstream_ms"], models, tokens,
+             "" if run is None else f" (background run {run})",
+             extra={"access": f if run is None else {**f, "run": run}})
 
 
 def access_fields(method: str, route: str, path: str, status: int, total_s: float, upstream_s: float,
