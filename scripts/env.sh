@@ -37,9 +37,9 @@ BYTECODE=1
 want="$( (cat "$ROOT/requirements.lock" "$ROOT/pyproject.toml"; echo "bytecode $BYTECODE") | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "$VENV_PY" -m pip install -q --disable-pip-version-check "uv==0.13.9" >&2
-    "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV_PY" -r "$ROOT/requirements.lock" >&2
+    "$VENV/bin/uv" pip install -q --python "$VENV_PY" -r "$ROOT/requirements.lock" >&2
     "$VENV/bin/uv" pip install -q --python "$VENV_PY" --no-deps -e "$ROOT" >&2
-    # Packages installed before --compile-bytecode (uv compiles only what it installs).
+    # The packages as bytecode (see below), those installed before too: uv compiles only what it installs.
     "$VENV_PY" -m compileall -q -j 0 "$VENV/lib" >/dev/null 2>&1 || true
     echo "$want" > "$stamp"
 fi
