@@ -3,6 +3,7 @@ milliseconds and the upstream's, client model -> Gemini model, tokens, request i
 `--log-format json` the same fields are the line's JSON object (logs.JsonFormatter adds them)."""
 
 import logging
+import time
 from typing import Any
 
 log = logging.getLogger("gtp.access")
@@ -26,11 +27,13 @@ def write(fields: dict[str, Any], run: str | None = None) -> None:
              extra={"access": f if run is None else {**f, "run": run}})
 
 
-def access_fields(method: str, route: str, path: str, status: int, total_s: float, upstream_s: float,
-                  client_model: str | None, gemini_model: str | None, input_tokens: int | None,
-                  output_tokens: int | None, request_id: str | None, session: str | None) -> dict[str, Any]:
-    return {"method": method, "route": route, "path": path, "status": status,
+def access_fields(method: str, path: str, status: int, record: Any, request_id: str | None,
+                  session: str | None) -> dict[str, Any]:
+    """The line's fields, from the request's metrics record (metrics.RequestRecord: its route, start,
+    upstream seconds, models and tokens)."""
+    total_s, upstream_s = time.perf_counter() - record.start, record.upstream
+    return {"method": method, "route": record.route, "path": path, "status": status,
             "proxy_ms": round(max(0.0, total_s - upstream_s) * 1000, 2), "upstream_ms": round(upstream_s * 1000, 2),
-            "client_model": client_model or None, "gemini_model": gemini_model or None,
-            "input_tokens": input_tokens, "output_tokens": output_tokens, "request_id": request_id,
+            "client_model": record.client_model or None, "gemini_model": record.model or None,
+            "input_tokens": record.input_tokens, "output_tokens": record.output_tokens, "request_id": request_id,
             "session": session}

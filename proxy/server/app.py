@@ -1,7 +1,6 @@
 """Build the front-end application; the CLI and the mitmproxy addon run it."""
 
 import re
-import time
 from typing import Any
 
 from aiohttp import web
@@ -86,10 +85,7 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
         if route is not None and record.route != "/metrics":
             metrics.finish(record, status)
         if recorded and access_log.enabled():
-            access_log.write(access_log.access_fields(
-                request.method, record.route, request.path, status, time.perf_counter() - record.start,
-                record.upstream, record.client_model, record.model, record.input_tokens, record.output_tokens, rid,
-                session))
+            access_log.write(access_log.access_fields(request.method, request.path, status, record, rid, session))
         exchange.CURRENT.reset(tokens[3])
         metrics.CURRENT.reset(tokens[0])
         REQUEST_ID.reset(tokens[1])

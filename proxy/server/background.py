@@ -104,10 +104,8 @@ def launch(request: web.Request, store: SessionStore, session: str, iid: str, wo
             if run is not None:  # (begin_run made it: there is a recorder)
                 recording.end_run(recorder, run, cancelled)
             if access_log.enabled():
-                access_log.write(access_log.access_fields(
-                    method, record.route, path, 499 if cancelled else record.status,
-                    time.perf_counter() - record.start, record.upstream, record.client_model, record.model,
-                    record.input_tokens, record.output_tokens, REQUEST_ID.get(), SESSION_ID.get()), iid)
+                access_log.write(access_log.access_fields(method, path, 499 if cancelled else record.status, record,
+                                                          REQUEST_ID.get(), SESSION_ID.get()), iid)
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
             # A delete may have landed while the end was being stored: the end must not bring it back.
