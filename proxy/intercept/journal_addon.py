@@ -15,6 +15,7 @@ from proxy.intercept.flow_selection import META, REFUSED, FlowState
 from proxy.journal.exchange import BODY_CAP, CURRENT, Exchange
 from proxy.journal.recorder import Recorder
 from proxy.server.auth import SCOPED_NAME
+from proxy.wire.gemini import error_of
 from proxy.wire.sse import SSEDecoder
 
 EXCHANGE = "gtp_journal_exchange"
@@ -156,11 +157,8 @@ def _parsed(raw: bytes | None) -> Any:
 
 def _message(body: bytes | None) -> str:
     """A refusal's message (Gemini's error shape, the proxy's too: intercept/refusal.py)."""
-    error = _parsed(body)
-    if isinstance(error, list) and error:  # some endpoints wrap the error in a list
-        error = error[0]
-    error = error.get("error") if isinstance(error, dict) else None
-    return str(error.get("message")) if isinstance(error, dict) else "an error without a message"
+    error = error_of(_parsed(body))
+    return str(error.get("message")) if error is not None else "an error without a message"
 
 
 def _inner(doc: Any, state: FlowState | None) -> Any:

@@ -29,6 +29,7 @@ from proxy.upstream.credentials import ApiKey, Credential, CredentialError
 from proxy.upstream.http_session import HttpSession, checked_base_url
 from proxy.upstream.key_pool import KeyPool, keys_from_env
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
+from proxy.wire.gemini import error_of
 from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
 
@@ -429,15 +430,10 @@ def _parse_chunk(payload: str) -> dict[str, Any]:
 
 
 def _error_from(status: int, text: str, headers: Any = None) -> UpstreamError:
-    err: dict[str, Any] | None = None
     try:
-        body = json.loads(text)
-        if isinstance(body, list) and body:  # some endpoints wrap the error in a list
-            body = body[0]
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            err = body["error"]
+        err = error_of(json.loads(text))
     except json.JSONDecodeError:
-        pass
+        err = None
     error = UpstreamError.from_gemini(err, status, fallback=text[:500])
     hint = retry_hint(err, {k.lower(): v for k, v in (headers or {}).items()})
     if hint is not None:

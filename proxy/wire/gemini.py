@@ -249,6 +249,15 @@ def check_answer(chunk: Any) -> dict[str, Any]:
     return chunk
 
 
+def error_of(body: Any) -> dict[str, Any] | None:
+    """Gemini's error object in a parsed error answer (`{"error": {...}}`, or a list holding one: some
+    endpoints wrap it), or None."""
+    if isinstance(body, list) and body:
+        body = body[0]
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else None
+
+
 def checked(answer: Any) -> dict[str, Any]:
     """A whole answer or a chunk, ready for a translator: Gemini's `{"error": ...}` (its way of failing
     mid-stream) raised as an UpstreamError, the shape checked."""
