@@ -39,7 +39,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "$VENV_PY" -m pip install -q --disable-pip-version-check "uv==0.13.9" >&2
     "$VENV/bin/uv" pip install -q --python "$VENV_PY" -r "$ROOT/requirements.lock" >&2
     "$VENV/bin/uv" pip install -q --python "$VENV_PY" --no-deps -e "$ROOT" >&2
-    # The packages as bytecode (see below), those installed before too: uv compiles only what it installs.
+    # The packages as bytecode (see below), those installed before too: uv pip install writes none.
     "$VENV_PY" -m compileall -q -j 0 "$VENV/lib" >/dev/null 2>&1 || true
     echo "$want" > "$stamp"
 fi
