@@ -4,12 +4,15 @@ history repairs its automatic function calling needs (item 5), against the stric
 import json
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from google import genai
 from google.genai import errors, types
 
 from proxy.to_gemini.repair_history import fill_response_ids, merge_chunk_turns
+
+REC = Path(__file__).parent / "recorded"
 
 
 @pytest.fixture
@@ -146,7 +149,8 @@ def test_afc_streaming(gclient, stack, model: str) -> None:
 
 
 def test_afc_without_the_proxy_breaks_on_the_mock(stack) -> None:
-    """The same loops straight to the mock fail, so the tests above prove the repairs."""
+    """The same loops straight to the mock fail, so the tests above prove the repairs (the streamed one
+    only with google-genai before 2.18: the recorded request below proves it whatever is installed)."""
     direct = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=stack.mock_url))
     r = direct.models.generate_content(model="gemini-3-flash-preview", contents="call get_weather city=Kyiv",
                                        config=_afc_config(thoughts=False))
@@ -154,12 +158,37 @@ def test_afc_without_the_proxy_breaks_on_the_mock(stack) -> None:
     streamed = lambda: list(direct.models.generate_content_stream(  # noqa: E731
         model="gemini-2.5-flash", config=_afc_config(thoughts=True), contents="[[mock:rounds 2]] call get_weather "
         "city=Lima"))
-    if int(genai.__version__.split(".")[0]) >= 3:
-        streamed()  # google-genai 3 merges a streamed call turn itself; 2.x clients still need the repair
+    if tuple(int(n) for n in genai.__version__.split(".")[:2]) >= (2, 18):
+        streamed()  # 2.18 stopped sending a streamed call turn twice (measured: 2.17.0 fails, 2.18.0 passes)
         return
     with pytest.raises(errors.ClientError) as e:
         streamed()
     assert "number of function response parts" in e.value.message
+
+
+STREAM = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+
+
+def test_a_recorded_google_genai_2_17_stream_loop_is_repaired(stack) -> None:
+    """What google-genai 2.17.0 really sent on its third streamed AFC request (tests/recorded/SOURCES.md):
+    Gemini refuses it as sent; through the proxy the chunk turns are merged, the repeated call turn is
+    sent once, and the loop goes on."""
+    sent = (REC / "genai-2.17-afc-stream-round2.request.json").read_bytes()
+    headers = {"content-type": "application/json", "x-goog-api-key": "k"}
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(urllib.request.Request(stack.mock_url + STREAM, data=sent, headers=headers))
+    assert e.value.code == 400 and "number of function response parts" in json.loads(e.value.read())["error"][
+        "message"]
+    with urllib.request.urlopen(urllib.request.Request(stack.url + STREAM, data=sent, headers=headers)) as r:
+        events = [json.loads(line[5:]) for line in r.read().decode().splitlines() if line.startswith("data:")]
+    text = "".join(p.get("text", "") for e in events for p in e["candidates"][0]["content"]["parts"]
+                   if not p.get("thought"))
+    assert 'get_weather returned {"result": "sunny in Lima"}' in text
+    contents = stack.last_body()["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user", "model", "user"]
+    for turn in contents[1], contents[3]:  # each round's thoughts and its one call, in one turn
+        assert [("thought" if p.get("thought") else next(iter(p))) for p in turn["parts"]] == [
+            "thought"] * 4 + ["functionCall"]
 
 
 def test_merge_keeps_real_repeated_calls() -> None:

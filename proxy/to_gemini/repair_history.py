@@ -54,7 +54,8 @@ def _answers(content: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def merge_chunk_turns(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One model turn per answer. google-genai's streaming AFC keeps each chunk as a turn of its own,
-    and from its second round stores the call chunk twice; Gemini then 400s "the number of function
+    and before 2.18, from its second round, stores the call chunk twice (tests/recorded/ holds what 2.17.0
+    sent); Gemini then 400s "the number of function
     response parts is equal to the number of function call parts". A repeated call part is dropped
     only while the turn has more calls than the next turn has answers: real repeated calls have
     answers of their own."""
