@@ -1,17 +1,14 @@
 """Agent frameworks on the Anthropic Messages front-end: pydantic-ai's AnthropicModel and LangChain's
 ChatAnthropic run a tool loop against Gemini (2.5 and 3) through the proxy and the strict mock: the
-model calls the tool, the framework runs it, and the answer quotes what it returned. Python 3.13+
-(like openai-agents: their pydantic needs a typing-extensions mitmproxy caps on 3.12)."""
+model calls the tool, the framework runs it, and the answer quotes what it returned."""
 
+import pydantic_ai
 import pytest
-
-pydantic_ai = pytest.importorskip("pydantic_ai")
-langchain_anthropic = pytest.importorskip("langchain_anthropic")
-
-from langchain_core.messages import HumanMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from pydantic_ai.models.anthropic import AnthropicModel  # noqa: E402
-from pydantic_ai.providers.anthropic import AnthropicProvider  # noqa: E402
+from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
 
 MODELS = ["gemini-2.5-flash", "gemini-3-flash-preview"]
 
@@ -41,7 +38,7 @@ def test_langchain_chat_anthropic_runs_a_tool_loop(stack, model: str) -> None:
         """The weather in a city."""
         return f"Rainy in {city}, 12 C"
 
-    llm = langchain_anthropic.ChatAnthropic(model=model, base_url=stack.url, api_key="k", max_retries=0,
+    llm = ChatAnthropic(model=model, base_url=stack.url, api_key="k", max_retries=0,
                                             max_tokens=1024).bind_tools([get_weather])
     question = HumanMessage("What's the weather in Bergen? (get_weather)")
     asked = llm.invoke([question])

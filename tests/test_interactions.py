@@ -6,11 +6,7 @@ import json
 
 import openai
 import pytest
-
-pytest.importorskip("google.genai._gaos", reason="client.interactions on Google's types is google-genai 3.x "
-                    "(Python 3.13+ here: see pyproject.toml)")
-
-from google import genai  # noqa: E402
+from google import genai
 from google.genai._gaos.lib.compat_errors import APIError  # what client.interactions raises (3.x)
 from google.genai.interactions import CreateModelInteraction  # noqa: E402
 

@@ -3,15 +3,11 @@ strict mode) to completion against the front-end + mock, through Responses and C
 whole and streamed (issue 23: an external client drives both APIs through tool calls)."""
 
 import asyncio
-import sys
 from enum import StrEnum
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
-
-pytestmark = pytest.mark.skipif(sys.version_info < (3, 13), reason="openai-agents needs a pydantic that mitmproxy "
-                                                                   "12 does not allow on Python 3.12")
 
 
 class Units(StrEnum):

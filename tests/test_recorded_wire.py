@@ -304,7 +304,6 @@ def test_mock_streams_arguments_in_the_recorded_shape() -> None:
 def test_interactions_stream(replay, name: str) -> None:
     """google-genai's client.interactions (3.x) through the front-end: one function_call step per recorded
     call, arguments whole, and the next turn sends each call back named and whole."""
-    pytest.importorskip("google.genai._gaos", reason="client.interactions is google-genai 3.x (Python 3.13+ here)")
     from google import genai
 
     stack, rep = replay
