@@ -189,12 +189,16 @@ def test_mock(installed: dict) -> None:
 
 
 def test_mitm_runs_the_installed_addon_in_a_real_mitmdump(installed: dict) -> None:
+    _mitm_listens(installed)
+
+
+def _mitm_listens(inst: dict) -> None:
     proxy_port, front_port = free_port(), free_port()
-    certs = installed["tmp"] / "mitm-certs"
-    proc = Process(installed["tmp"], "mitm", [str(installed["bin"] / "gemini-tool-proxy"), "mitm", "--listen-port",
-                                              str(proxy_port), "--port", str(front_port), "--confdir", str(certs),
-                                              "--upstream", "mock"],
-                   "front-end listening", cwd=installed["tmp"], base_env=installed["env"], timeout=60)
+    certs = inst["tmp"] / "mitm-certs"
+    proc = Process(inst["tmp"], "mitm", [str(inst["bin"] / "gemini-tool-proxy"), "mitm", "--listen-port",
+                                         str(proxy_port), "--port", str(front_port), "--confdir", str(certs),
+                                         "--upstream", "mock"],
+                   "front-end listening", cwd=inst["tmp"], base_env=inst["env"], timeout=60)
     try:
         assert f"HTTP(S) proxy listening at 127.0.0.1:{proxy_port}" in proc.logs()
         with urllib.request.urlopen(f"http://127.0.0.1:{front_port}/healthz") as r:
@@ -215,3 +219,50 @@ def test_uv_tool_install_then_serve(built: dict[str, Path], installed: dict) -> 
     assert exe.exists(), os.listdir(tmp / "uv-bin")
     _serve_and_ask(installed, "uv-tool-serve", exe=exe)
     shutil.rmtree(tmp / "uv-tools", ignore_errors=True)
+
+
+# The supported Python this run is not on: 3.12 (what requires-python promises) under 3.13, 3.13 under 3.12.
+OTHER = "3.13" if sys.version_info[:2] == (3, 12) else "3.12"
+
+
+def _other_python() -> Path | None:
+    """OTHER where these machines keep it (scripts/env.sh looks in the same places): GTP_PYTHON_OTHER,
+    PATH, pyenv's installs, /usr/local/bin."""
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found = [os.environ.get("GTP_PYTHON_OTHER"), shutil.which(f"python{OTHER}"),
+             *sorted(map(str, pyenv.glob(f"{OTHER}.*/bin/python3")), reverse=True), f"/usr/local/bin/python{OTHER}"]
+    for exe in filter(None, found):
+        r = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
+                           text=True) if Path(exe).exists() else None
+        if r is not None and r.stdout.strip() == OTHER:
+            return Path(exe)
+    return None
+
+
+def test_the_wheel_on_the_other_supported_python(built: dict[str, Path], tmp_path: Path) -> None:
+    """The suite runs on one Python; the wheel also runs on the other one it supports (CI: 3.12, the oldest
+    requires-python allows): every module of the package imports there, serve answers the SDKs over every
+    transport, and mitm starts a real mitmdump with the addon. A CI machine without it fails the run."""
+    exe = _other_python()
+    if exe is None:
+        message = f"no Python {OTHER} found (PATH, pyenv, /usr/local/bin; or set GTP_PYTHON_OTHER)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    (tmp_path / "home").mkdir()
+    venv = tmp_path / "venv"
+    subprocess.run([str(UV), "venv", "-q", "--python", str(exe), str(venv)], check=True, timeout=120)
+    subprocess.run([str(UV), "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+                    "-c", str(ROOT / "requirements.lock"), str(built["wheel"])], check=True, timeout=600)
+    inst = {"bin": venv / "bin", "tmp": tmp_path, "env": _clean_env(tmp_path)}
+    every = ("import importlib, pkgutil, sys, proxy\n"
+             "print('%d.%d' % sys.version_info[:2])\n"
+             "for m in pkgutil.walk_packages(proxy.__path__, 'proxy.'):\n"
+             "    if not m.name.endswith('__main__'):\n"
+             "        importlib.import_module(m.name)\n"
+             "        print(m.name)\n")
+    out = subprocess.run([str(inst["bin"] / "python"), "-c", every], capture_output=True, text=True,
+                         cwd=tmp_path, env=inst["env"], timeout=120)
+    assert out.returncode == 0, out.stderr
+    version, *modules = out.stdout.split()
+    assert version == OTHER and "proxy.server.app" in modules and "proxy.intercept.journal_addon" in modules
+    _serve_and_ask(inst, "serve-other-python")
+    _mitm_listens(inst)
