@@ -132,3 +132,19 @@ def test_mitm_command_runs_the_proxy_and_front_end(tmp_path: Path, relay: bool) 
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_a_mitmdump_without_the_proxy_s_dependencies_exits_saying_what_to_run(tmp_path: Path) -> None:
+    """A mitmdump installed on its own (pipx, brew) cannot import the addon's dependencies: it must not
+    go on as a plain proxy that passes Gemini traffic untouched, and its message says what to run."""
+    venv, uv = tmp_path / "bare", Path(sys.executable).with_name("uv")
+    subprocess.run([str(uv), "venv", "-q", "--python", sys.executable, str(venv)], check=True, timeout=120)
+    subprocess.run([str(uv), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "-c",
+                    str(ROOT / "requirements.lock"), "mitmproxy"], check=True, timeout=600)
+    proc = subprocess.run([str(venv / "bin" / "mitmdump"), "-s", str(ROOT / "addons" / "gemini_tools.py"),
+                           "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"confdir={tmp_path / 'ca'}"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Error logged during startup, exiting" in out
+    assert "gemini-tool-proxy's addon cannot load: No module named" in out
+    assert f"This mitmdump runs Python from {venv}" in out and "run `gemini-tool-proxy mitm`" in out
