@@ -8,13 +8,13 @@ import openai
 import pytest
 from google import genai
 from google.genai._gaos.lib.compat_errors import APIError  # what client.interactions raises (3.x)
-from google.genai.interactions import CreateModelInteraction  # noqa: E402
+from google.genai.interactions import CreateModelInteraction
 
-from proxy.interactions_upstream.request import interactions_request, openapi_to_json_schema  # noqa: E402
-from proxy.mock.validate import sign  # noqa: E402
-from proxy.upstream.interactions_api import InteractionsUpstream  # noqa: E402
-from proxy.upstream.routes import RoutedUpstream, parse_upstream_api  # noqa: E402
-from tests.harness import Stack  # noqa: E402
+from proxy.interactions_upstream.request import interactions_request, openapi_to_json_schema
+from proxy.mock.validate import sign
+from proxy.upstream.interactions_api import InteractionsUpstream
+from proxy.upstream.routes import RoutedUpstream, parse_upstream_api
+from tests.harness import Stack
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "Current weather",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -261,6 +261,133 @@ def test_chat_over_the_interactions_upstream_and_a_lost_interaction(ia_stack: St
     assert lost["request"]["previous_interaction_id"] and [a["status"] for a in lost["attempts"]] == [404]
     assert whole["request"] == body and [a["status"] for a in whole["attempts"]] == [200]
     assert any("no longer has" in n["message"] for n in doc["decisions"] if n["kind"] == "history")
+
+
+# -- long answers in hops (requires_continuation) ---------------------------------------------------
+# The mock stops an answer at its "decode limit" as google-genai 3.6's types and its own continuation
+# tests describe the wire; no live recording of a continuation is public (proxy/mock/interactions.py).
+
+HOPS = "[[mock:hops 3]] tell me about Bern"
+WHOLE = f"Mock Gemini ({G3}) heard: tell me about Bern"
+
+
+def _hop_answers(doc: dict) -> list[dict]:
+    """Each call's interaction as the journal kept it (whole, or its stream's completion event)."""
+    out = []
+    for up in doc["upstream"]:
+        if up["answer"] is not None:
+            out.append(up["answer"])
+        else:
+            [done] = [e["interaction"] for e in up["chunks"] if e.get("event_type") == "interaction.completed"]
+            out.append(done)
+    return out
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_long_answer_is_continued_hop_by_hop(ia_stack: Stack, stream: bool) -> None:
+    """Google stops a long decode with requires_continuation and a token: the proxy asks for the next
+    hop as google-genai does (the token, the hop that issued it as previous_interaction_id, no input),
+    passes the hops on as one answer with their tokens summed, and the next turn continues the last hop."""
+    c = oa(ia_stack)
+    msgs = [{"role": "user", "content": HOPS}]
+    if stream:
+        chunks = list(c.chat.completions.create(model=G3, messages=msgs, stream=True,
+                                                stream_options={"include_usage": True}))
+        text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+        [usage] = [ch.usage for ch in chunks if ch.usage]
+        assert [ch.choices[0].finish_reason for ch in chunks if ch.choices and ch.choices[0].finish_reason] == [
+            "stop"]
+    else:
+        answer = c.chat.completions.create(model=G3, messages=msgs)
+        text, usage = answer.choices[0].message.content, answer.usage
+        assert answer.choices[0].finish_reason == "stop"
+    assert text == WHOLE
+    sent = [r["body"] for r in ia_stack.received[-3:]]
+    assert sent[0]["input"] and "continuation_token" not in sent[0]
+    doc = ia_stack.exchange()
+    hops = _hop_answers(doc)
+    assert [h["status"] for h in hops] == ["requires_continuation", "requires_continuation", "completed"]
+    for hop, before in zip(sent[1:], hops, strict=False):
+        assert hop["continuation_token"] == before["continuation_token"]
+        assert hop["previous_interaction_id"] == before["id"] and "input" not in hop
+        assert {k: v for k, v in hop.items() if k not in ("continuation_token", "previous_interaction_id")} == {
+            k: v for k, v in sent[0].items() if k != "input"}, "otherwise the request as first sent"
+    assert [u["request"] for u in doc["upstream"]] == sent, "each hop is a call of its own in the journal"
+    assert len([n for n in doc["decisions"] if n["kind"] == "continuation"]) == 2
+    assert usage.prompt_tokens == sum(h["usage"]["total_input_tokens"] for h in hops) > hops[0]["usage"][
+        "total_input_tokens"], "every hop's input counts, as billed"
+    assert usage.completion_tokens == sum(h["usage"]["total_output_tokens"] for h in hops)
+    # The next turn goes on from the last hop, which Google stored with the whole answer.
+    msgs += [{"role": "assistant", "content": text}, {"role": "user", "content": "and Oslo?"}]
+    c.chat.completions.create(model=G3, messages=msgs)
+    follow = ia_stack.received[-1]["body"]
+    assert follow["previous_interaction_id"] == hops[-1]["id"] and len(follow["input"]) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_continuation_that_makes_no_progress_is_refused(ia_stack: Stack, stream: bool) -> None:
+    """A hop that hands back the token it was continued with would be asked again forever: the answer
+    is refused with a 502 naming it, never passed on as if the first hop's text were all of it."""
+    c = openai.OpenAI(base_url=f"{ia_stack.url}/v1", api_key="k", max_retries=0)
+    if stream:
+        events = list(c.responses.create(model=G3, input="[[mock:hops 3 stuck]] tell me about Rome", stream=True))
+        assert events[-1].type == "response.failed"
+        assert "no progress" in events[-1].response.error.message
+    else:
+        with pytest.raises(openai.APIStatusError) as e:
+            c.responses.create(model=G3, input="[[mock:hops 3 stuck]] tell me about Rome")
+        assert e.value.status_code == 502 and "no progress" in e.value.message
+    assert len(ia_stack.exchange()["upstream"]) == 2
+
+
+def test_an_answer_past_the_hop_limit_is_refused(ia_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy.interactions_upstream import continuation
+    monkeypatch.setattr(continuation, "MAX_HOPS", 2)
+    with pytest.raises(openai.APIStatusError) as e:
+        oa(ia_stack).chat.completions.create(model=G3, messages=[{"role": "user", "content": HOPS}])
+    assert e.value.status_code == 502 and "after 2 continuation hops" in e.value.message
+
+
+@pytest.mark.filterwarnings("ignore:Interaction stopped before completion")  # the SDK, not continuing as told
+def test_the_mock_continues_as_google_genai_expects(stack: Stack) -> None:
+    """google-genai's own automatic continuation drives the mock's hops (stored and not), and the mock
+    refuses continuations that do not name the hop that issued the token."""
+    c = sdk(stack.mock_url)
+    for store in (True, False):
+        r = c.interactions.create(model=G3, input=HOPS, store=store)
+        assert r.status == "completed" and r.output_text == WHOLE and len(r.continuation_ids) == 3
+    first = c.interactions.create(model=G3, input=HOPS, automatic_continuation=False)
+    assert first.status == "requires_continuation" and first.continuation_token
+    bad = [{"continuation_token": "ct_unknown", "previous_interaction_id": first.id},
+           {"continuation_token": first.continuation_token, "previous_interaction_id": "v1_other"},
+           {"continuation_token": first.continuation_token, "previous_interaction_id": first.id, "input": "again"}]
+    for extra in bad:
+        with pytest.raises(APIError) as e:
+            c.interactions.create(model=G3, automatic_continuation=False, **extra)
+        assert e.value.status_code == 400 and ("continuation_token" in str(e.value) or "input" in str(e.value))
+
+
+def test_hops_merge_as_google_genai_merges_them() -> None:
+    """The numbers of google-genai's own test (test_unary_automatic_continuation_with_request_object)."""
+    from proxy.interactions_upstream.continuation import merged, next_request
+    hop1 = {"id": "int_req_1", "status": "requires_continuation", "continuation_token": "tok_req_1",
+            "steps": [{"type": "model_output", "content": [{"type": "text", "text": "Part A "}]}],
+            "usage": {"total_input_tokens": 10, "total_output_tokens": 40, "total_thought_tokens": 5,
+                      "total_tokens": 55}}
+    hop2 = {"id": "int_req_2", "status": "completed",
+            "steps": [{"type": "user_input", "content": [{"type": "text", "text": "Hello"}]},
+                      {"type": "model_output", "content": [{"type": "text", "text": "Part B"}]}],
+            "usage": {"total_input_tokens": 50, "total_output_tokens": 30, "total_tokens": 80}}
+    both = merged([hop1, hop2])
+    assert both["id"] == "int_req_2" and both["status"] == "completed"
+    assert [s["content"][0]["text"] for s in both["steps"]] == ["Part A ", "Part B"]
+    assert both["usage"] == {"total_input_tokens": 60, "total_output_tokens": 70, "total_thought_tokens": 5,
+                             "total_tokens": 135}
+    req = {"model": G3, "input": "Hello", "tools": []}
+    assert next_request(req, "tok_req_1", "int_req_1") == {"model": G3, "tools": [], "continuation_token": "tok_req_1",
+                                                           "previous_interaction_id": "int_req_1"}
+    assert next_request({**req, "store": False}, "t", "int_req_1") == {**req, "store": False,
+                                                                      "continuation_token": "t"}
 
 
 def test_upstream_api_rules() -> None:

@@ -12,6 +12,7 @@ naming them, never dropped.
 from typing import Any
 
 from proxy.errors import ProxyError, UpstreamError
+from proxy.interactions_upstream.continuation import summed, token_of
 from proxy.wire.interactions import StepAssembler, UnreadableArguments
 
 _FINISH = {"completed": "STOP", "requires_action": "STOP", "incomplete": "MAX_TOKENS"}
@@ -141,7 +142,8 @@ def _chunk(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 class StreamTranslator:
     """Interactions SSE events -> Gemini stream chunks, as they come (text and thought deltas at once;
-    a call when its step stops, whole)."""
+    a call when its step stops, whole). The events of an answer's continuation hops (continuation.py)
+    follow on: a hop's end only sets `continuation`, and the last hop's usage is the sum of all."""
 
     def __init__(self) -> None:
         self.parts = Parts()
@@ -149,6 +151,8 @@ class StreamTranslator:
         self.interaction: dict[str, Any] | None = None  # the completed interaction's summary
         self.id: str | None = None
         self.step_text: dict[int, int] = {}  # per step index: where its text starts in the answer
+        self.continuation: str | None = None  # the token the hop that just ended asks to go on with
+        self.usages: list[Any] = []  # the usage of each hop before the current one
 
     def event(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         kind = event.get("event_type")
@@ -172,11 +176,17 @@ class StreamTranslator:
                                  type="server_error") from e
             return [_chunk(self.parts.step(step))] if step.get("type") in ("function_call", *_SEARCH_STEPS) else []
         if kind == "interaction.completed":
-            self.interaction = event.get("interaction") or {}
-            self.id = self.interaction.get("id") or self.id
+            interaction = event.get("interaction") or {}
+            self.id = interaction.get("id") or self.id
+            if (token := token_of(interaction)) is not None:  # the answer goes on in another hop
+                self.continuation = token
+                self.usages.append(interaction.get("usage"))
+                return []
+            self.interaction = interaction
+            usage = summed([*self.usages, interaction.get("usage")]) if self.usages else interaction.get("usage")
             closing = self.parts.close()
             chunk: dict[str, Any] = {"candidates": [{"finishReason": finish_of(self.interaction), "index": 0}],
-                                     "usageMetadata": gemini_usage(self.interaction.get("usage"))}
+                                     "usageMetadata": gemini_usage(usage)}
             if closing:
                 chunk["candidates"][0]["content"] = {"role": "model", "parts": closing}
             if (grounding := self.parts.grounding()) is not None:

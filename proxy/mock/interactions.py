@@ -7,20 +7,32 @@ requests are checked against google-genai's own types (when installed), a functi
 answer a call of the conversation, Gemini 3 calls replayed without their thought step's signature
 are refused, an unknown previous_interaction_id is a 404. Interactions are stored (unless
 `store: false`); streams carry event ids, and `GET ?stream=true&last_event_id=` resumes after one.
+
+`[[mock:hops N]]` stops a text answer at the per-request decode limit N-1 times, as the API does for
+long decodes: each hop is an interaction of its own ending `requires_continuation` with a
+`continuation_token`, and the next hop is asked for with that token and, when stored, the hop that
+issued it as `previous_interaction_id` and no input (without store: the original input again).
+`[[mock:hops N stuck]]` hands the token back unchanged, with no progress. The shapes are google-genai
+3.6's (its types and its own continuation tests); no live recording of a continuation is public, so
+the refusals below are the mock's guess at the server's checks, in its words.
 """
 
 import copy
 import json
+import math
 import secrets
 from typing import Any
 
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock.model import respond
+from proxy.mock.model import DIRECTIVE, latest_user_text, respond
 from proxy.mock.validate import GeminiRejection, is_gemini3, validate_request
 
 STORE = web.AppKey("interactions", dict)  # id -> {"contents", "interaction", "events", "input"}
+# continuation_token -> the hop it continues: {"owner": the id of the hop that issued it, "next": the hop
+# it asks for, "plan": the whole answer's hops and what they were asked with}
+PENDING = web.AppKey("interaction_continuations", dict)
 FIELDS = frozenset({"model", "agent", "agent_config", "input", "tools", "system_instruction", "generation_config",
                     "previous_interaction_id", "store", "stream", "background", "response_format",
                     "response_mime_type", "response_modalities", "safety_settings", "labels", "service_tier",
@@ -239,8 +251,10 @@ def _events(interaction: dict[str, Any], chunks: list[dict[str, Any]]) -> list[d
                                    "delta": {"type": "text", "text": step["content"][0]["text"]}})
     if open_kind is not None:
         events.append({"event_type": "step.stop", "index": index})
-    events.append({"event_type": "interaction.completed",
-                   "interaction": {**head, "status": interaction["status"], "usage": interaction.get("usage")}})
+    done = {**head, "status": interaction["status"], "usage": interaction.get("usage")}
+    if interaction.get("continuation_token"):
+        done["continuation_token"] = interaction["continuation_token"]
+    events.append({"event_type": "interaction.completed", "interaction": done})
     for n, e in enumerate(events):
         e["event_id"] = f"evt_{n}"
     return events
@@ -278,6 +292,10 @@ async def create(request: web.Request, key_problem: Any, remember: Any, error: A
         if not isinstance(model, str) or not model:
             raise GeminiRejection(400, "model is required.")
         _sdk_check(req)
+        if req.get("continuation_token") is not None:
+            plan, k = _continued(request.app, req)
+            remember(request, model, "interactions", req, gemini=plan["body"])
+            return await _send(request, req, *_hop(request.app, plan, k, req["continuation_token"]), "STOP", None)
         store = request.app[STORE]
         history: list[dict[str, Any]] = []
         prev = req.get("previous_interaction_id")
@@ -301,6 +319,12 @@ async def create(request: web.Request, key_problem: Any, remember: Any, error: A
     finish = cand.get("finishReason")
     status = ("requires_action" if any(s["type"] == "function_call" for s in steps) else
               "incomplete" if finish == "MAX_TOKENS" else "completed" if finish == "STOP" else "failed")
+    hops = _hops(body, parts)
+    if len(hops) > 1:
+        plan = {"hops": hops, "model": model, "body": body, "status": status, "usage": merged.get("usageMetadata"),
+                "store": req.get("store", True), "input": req["input"],
+                "stuck": _directive(body, "hops").endswith("stuck")}
+        return await _send(request, req, *_hop(request.app, plan, 0, None), finish, None)
     interaction = {"id": f"v1_mock{secrets.token_hex(12)}", "object": "interaction", "model": model,
                    "status": status, "created": "2026-11-23T00:00:00Z", "steps": steps,
                    "usage": _usage(merged.get("usageMetadata"))}
@@ -308,11 +332,17 @@ async def create(request: web.Request, key_problem: Any, remember: Any, error: A
     if req.get("store", True):
         store[interaction["id"]] = {"contents": body["contents"] + [{"role": "model", "parts": parts}],
                                     "interaction": interaction, "events": events, "input": _steps(req["input"])}
+    return await _send(request, req, interaction, events, finish, reply.stream_error_after)
+
+
+async def _send(request: web.Request, req: dict[str, Any], interaction: dict[str, Any], events: list[dict[str, Any]],
+                finish: str | None, cut: int | None) -> web.StreamResponse:
+    """The interaction as JSON, or its events as SSE (`cut`: an error event after that many; no finish
+    reason: the stream ends before interaction.completed)."""
     if not req.get("stream"):
         return web.json_response(interaction)
     resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
     await resp.prepare(request)
-    cut = reply.stream_error_after
     for n, event in enumerate(events):
         if cut is not None and n == cut + 1:
             await resp.write(_sse([{"event_type": "error", "event_id": f"evt_{n}",
@@ -326,6 +356,83 @@ async def create(request: web.Request, key_problem: Any, remember: Any, error: A
             await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
     return resp
+
+
+def _directive(body: dict[str, Any], name: str) -> str:
+    text = latest_user_text(body.get("contents") or [])[1]
+    return next(((m.group(2) or "").strip() for m in DIRECTIVE.finditer(text) if m.group(1) == name), "")
+
+
+def _hops(body: dict[str, Any], parts: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`[[mock:hops N]]`: the answer's parts in N hops, its text cut in N pieces (thoughts in the first
+    hop, calls in the last); one hop without the directive or without text."""
+    try:
+        n = int(_directive(body, "hops").split()[0])
+    except (IndexError, ValueError):
+        return [parts]
+    at = next((i for i, p in enumerate(parts) if p.get("text") and not p.get("thought")), None)
+    if at is None or n < 2:
+        return [parts]
+    text = parts[at]["text"]
+    size = math.ceil(len(text) / min(n, len(text)))
+    pieces = [text[i:i + size] for i in range(0, len(text), size)]
+    hops = [[{"text": piece}] for piece in pieces]
+    hops[0][:0] = parts[:at]
+    hops[-1] += parts[at + 1:]
+    return hops
+
+
+def _hop(app: web.Application, plan: dict[str, Any], k: int, token: str | None
+         ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Hop `k` of a planned answer: an interaction of its own (stored when the answer is), ending
+    requires_continuation with a new token unless it is the last; a stuck plan's later hops hand
+    `token` back with nothing new."""
+    hops, meta = plan["hops"], plan["usage"] or {}
+    stuck = plan["stuck"] and k > 0
+    parts = [] if stuck else hops[k]
+    last = k == len(hops) - 1 and not stuck
+    out_each = (meta.get("candidatesTokenCount") or 0) // len(hops)
+    usage = {"total_input_tokens": (meta.get("promptTokenCount") or 0) + out_each * k,  # each hop re-prefills
+             "total_output_tokens": out_each, "total_thought_tokens": (meta.get("thoughtsTokenCount") or 0)
+             if k == 0 else 0}
+    usage["total_tokens"] = sum(usage.values())
+    interaction = {"id": f"v1_mock{secrets.token_hex(12)}", "object": "interaction", "model": plan["model"],
+                   "status": plan["status"] if last else "requires_continuation", "created": "2026-11-23T00:00:00Z",
+                   "steps": _output_steps(parts), "usage": usage}
+    if not last:
+        interaction["continuation_token"] = token if stuck else f"ct_{secrets.token_hex(8)}"
+        app[PENDING].setdefault(interaction["continuation_token"], {"owner": interaction["id"], "next": k + 1,
+                                                                    "plan": plan})
+        if stuck:
+            app[PENDING][token]["owner"] = interaction["id"]
+    events = _events(interaction, [{"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]}])
+    if plan["store"]:
+        so_far = [p for h in hops[:k + 1] for p in h] if not stuck else [p for h in hops[:k] for p in h]
+        app[STORE][interaction["id"]] = {"contents": plan["body"]["contents"] + [{"role": "model", "parts": so_far}],
+                                         "interaction": interaction, "events": events,
+                                         "input": _steps(plan["input"]) if k == 0 else []}
+    return interaction, events
+
+
+def _continued(app: web.Application, req: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The plan and hop a continuation asks for, checked as the server checks it (the mock's words)."""
+    pending = app[PENDING].get(req["continuation_token"])
+    if pending is None:
+        raise GeminiRejection(400, "Invalid value at 'continuation_token': unknown or expired token.")
+    plan = pending["plan"]
+    if req["model"] != plan["model"]:
+        raise GeminiRejection(400, f"Invalid value at 'continuation_token': it continues {plan['model']}.")
+    if plan["store"]:
+        if req.get("previous_interaction_id") != pending["owner"]:
+            raise GeminiRejection(400, "Invalid value at 'continuation_token': it was issued by interaction "
+                                       f"{pending['owner']}, which previous_interaction_id must name.")
+        if req.get("input") is not None:
+            raise GeminiRejection(400, "Invalid value at 'input': a continuation of a stored interaction takes no "
+                                       "input (its context is the interaction that issued the token).")
+    elif req.get("input") != plan["input"]:
+        raise GeminiRejection(400, "Invalid value at 'input': a continuation without store resends the original "
+                                   "input.")
+    return plan, pending["next"]
 
 
 def _found(request: web.Request) -> dict[str, Any] | GeminiRejection:

@@ -300,6 +300,7 @@ def make_mock_app() -> web.Application:
     app[ACCEPTED] = [0]
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)
     app[interactions.STORE] = {}
+    app[interactions.PENDING] = {}
     one = "/{version:v1|v1beta|v1alpha}/interactions/{interaction_id}"
     app.router.add_post("/{version:v1|v1beta|v1alpha}/interactions",
                         functools.partial(interactions.create, key_problem=_key_problem, remember=_remember,

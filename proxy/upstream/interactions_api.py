@@ -6,7 +6,8 @@ interaction ends which history (request.turn_keys: by key and model, blind to wh
 resend loses). A later request whose history extends a remembered one sends only the new steps
 with `previous_interaction_id` — a Responses client's previous_response_id, or a Codex-style
 client's full resend, costs Google only the new turn. When Google no longer has the interaction
-(404), the whole history is sent instead: the answer never depends on the shortcut.
+(404), the whole history is sent instead: the answer never depends on the shortcut. A long answer
+Google stops at its decode limit is continued hop by hop and passed on whole (continuation.py).
 """
 
 import asyncio
@@ -21,6 +22,7 @@ from cachetools import LRUCache
 from yarl import URL
 
 from proxy.errors import UpstreamError
+from proxy.interactions_upstream import continuation
 from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
 from proxy.interactions_upstream.request import interactions_request, turn_keys
 from proxy.journal import exchange
@@ -61,10 +63,13 @@ class InteractionsUpstream(GeminiUpstream):
             self.ends[turn_keys(self._scope(model, api_key), [*body["contents"], turn])[-1]] = interaction_id
 
     async def _send_planned(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
-                            deadline: float) -> Any:
+                            deadline: float) -> tuple[Any, dict[str, Any]]:
+        """The answer's response, and the request it answers."""
         req, continued = self._plan(model, body, api_key)
+        if stream:
+            req = {**req, "stream": True}
         try:
-            return await self.send(self.url, {**req, "stream": True} if stream else req, api_key, stream, deadline)
+            return await self.send(self.url, req, api_key, stream, deadline), req
         except UpstreamError as e:
             if e.status != 404 or continued is None:
                 raise
@@ -74,13 +79,47 @@ class InteractionsUpstream(GeminiUpstream):
             exchange.note("history", f"the Interactions upstream no longer has {req['previous_interaction_id']}: "
                                      "the whole history was sent again, in a call of its own")
             req = interactions_request(model, body)
+            if stream:
+                req = {**req, "stream": True}
             exchange.new_upstream_call(model, req, stream)
-            return await self.send(self.url, {**req, "stream": True} if stream else req, api_key, stream, deadline)
+            return await self.send(self.url, req, api_key, stream, deadline), req
+
+    async def _next_hop(self, model: str, req: dict[str, Any], token: str, sent: str | None, issuer: str | None,
+                        hops: int, api_key: str | None, stream: bool, deadline: float) -> Any:
+        """The response of the hop that continues the one `issuer` ended with `token` (a call of its
+        own in the journal); refused when that hop made no progress or the answer took MAX_HOPS."""
+        if token == sent:
+            raise UpstreamError("The Interactions upstream stopped again with the continuation_token it was "
+                                "continued with (no progress): the answer is refused rather than passed on cut.",
+                                status=502, type="server_error")
+        if hops >= continuation.MAX_HOPS:
+            raise UpstreamError(f"The Interactions upstream had not finished the answer after "
+                                f"{continuation.MAX_HOPS} continuation hops: it is refused rather than passed on cut.",
+                                status=502, type="server_error")
+        hop = continuation.next_request(req, token, issuer)
+        exchange.note("continuation", f"the Interactions upstream stopped the answer at its per-request decode "
+                                      f"limit (requires_continuation); hop {hops + 1} continues {issuer}")
+        exchange.new_upstream_call(model, hop, stream)
+        return await self.send(self.url, hop, api_key, stream, deadline)
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()
+        resp, req = await self._send_planned(model, body, api_key, False, deadline)
+        hops = [await self._interaction(resp, deadline)]
+        sent = None
+        while (token := continuation.token_of(hops[-1])) is not None:
+            resp = await self._next_hop(model, req, token, sent, hops[-1].get("id"), len(hops), api_key, False,
+                                        deadline)
+            hops.append(await self._interaction(resp, deadline))
+            sent = token
+        interaction = continuation.merged(hops)
+        answer = gemini_answer(interaction)
+        self._remember(model, body, api_key, answer["candidates"][0].get("content"), interaction.get("id"))
+        return answer
+
+    async def _interaction(self, resp: Any, deadline: float) -> dict[str, Any]:
+        """A whole answer's interaction, kept as read by the journal's current call."""
         call = upstream_call()
-        resp = await self._send_planned(model, body, api_key, False, deadline)
         try:
             async with asyncio.timeout_at(deadline):
                 raw = await resp.read()
@@ -94,32 +133,40 @@ class InteractionsUpstream(GeminiUpstream):
                                 type="server_error") from e
         finally:
             resp.release()
-        answer = gemini_answer(interaction)
-        self._remember(model, body, api_key, answer["candidates"][0].get("content"), interaction.get("id"))
-        return answer
+        if not isinstance(interaction, dict):
+            raise UpstreamError("The Interactions upstream sent an unreadable answer: not an interaction.",
+                                status=502, type="server_error")
+        return interaction
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
                      ) -> AsyncIterator[dict[str, Any]]:
         deadline = self._deadline()
-        resp = await self._send_planned(model, body, api_key, True, deadline)
-        return self._translated(self._chunks(resp, deadline, parse=_event, journal=upstream_call()), model, body,
-                                api_key)
+        resp, req = await self._send_planned(model, body, api_key, True, deadline)
+        return self._translated(resp, req, model, body, api_key, deadline)
 
-    async def _translated(self, events: AsyncIterator[dict[str, Any]], model: str, body: dict[str, Any],
-                          api_key: str | None) -> AsyncIterator[dict[str, Any]]:
+    async def _translated(self, resp: Any, req: dict[str, Any], model: str, body: dict[str, Any],
+                          api_key: str | None, deadline: float) -> AsyncIterator[dict[str, Any]]:
         t = StreamTranslator()
         parts: list[dict[str, Any]] = []
-        try:
-            async for event in events:
-                if "error" in event and "event_type" not in event:  # the reader's own (timeouts, cuts)
-                    yield event
-                    return
-                for chunk in t.event(event):
-                    for cand in chunk.get("candidates") or []:
-                        parts += (cand.get("content") or {}).get("parts") or []
-                    yield chunk
-        finally:
-            await events.aclose()  # type: ignore[attr-defined]
+        hops, sent = 1, None
+        while True:
+            events = self._chunks(resp, deadline, parse=_event, journal=upstream_call())
+            try:
+                async for event in events:
+                    if "error" in event and "event_type" not in event:  # the reader's own (timeouts, cuts)
+                        yield event
+                        return
+                    for chunk in t.event(event):
+                        for cand in chunk.get("candidates") or []:
+                            parts += (cand.get("content") or {}).get("parts") or []
+                        yield chunk
+            finally:
+                await events.aclose()  # type: ignore[attr-defined]
+            if t.continuation is None:
+                break
+            token, t.continuation = t.continuation, None
+            resp = await self._next_hop(model, req, token, sent, t.id, hops, api_key, True, deadline)
+            hops, sent = hops + 1, token
         if t.interaction is not None:
             self._remember(model, body, api_key, {"role": "model", "parts": parts}, t.id)
 
