@@ -8,25 +8,21 @@ answer a call of the conversation, Gemini 3 calls replayed without their thought
 are refused, an unknown previous_interaction_id is a 404. Interactions are stored (unless
 `store: false`); streams carry event ids, and `GET ?stream=true&last_event_id=` resumes after one.
 
-`[[mock:hops N]]` stops a text answer at the per-request decode limit N-1 times, as the API does for
-long decodes: each hop is an interaction of its own ending `requires_continuation` with a
-`continuation_token`, and the next hop is asked for with that token and, when stored, the hop that
+Long answers in hops (hops.py): each hop is an interaction of its own ending `requires_continuation`
+with a `continuation_token`; the next is asked for with that token and, when stored, the hop that
 issued it as `previous_interaction_id` and no input (without store: the original input again).
-`[[mock:hops N stuck]]` hands the token back unchanged, with no progress. The shapes are google-genai
-3.6's (its types and its own continuation tests); no live recording of a continuation is public, so
-the refusals below are the mock's guess at the server's checks, in its words.
 """
 
 import copy
 import json
-import math
 import secrets
 from typing import Any
 
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock.model import DIRECTIVE, latest_user_text, respond
+from proxy.mock import hops as long_answers
+from proxy.mock.model import respond
 from proxy.mock.validate import GeminiRejection, is_gemini3, validate_request
 
 STORE = web.AppKey("interactions", dict)  # id -> {"contents", "interaction", "events", "input"}
@@ -319,11 +315,10 @@ async def create(request: web.Request, key_problem: Any, remember: Any, error: A
     finish = cand.get("finishReason")
     status = ("requires_action" if any(s["type"] == "function_call" for s in steps) else
               "incomplete" if finish == "MAX_TOKENS" else "completed" if finish == "STOP" else "failed")
-    hops = _hops(body, parts)
+    hops = long_answers.split(body, parts)
     if len(hops) > 1:
         plan = {"hops": hops, "model": model, "body": body, "status": status, "usage": merged.get("usageMetadata"),
-                "store": req.get("store", True), "input": req["input"],
-                "stuck": _directive(body, "hops").endswith("stuck")}
+                "store": req.get("store", True), "input": req["input"], "stuck": long_answers.stuck(body)}
         return await _send(request, req, *_hop(request.app, plan, 0, None), finish, None)
     interaction = {"id": f"v1_mock{secrets.token_hex(12)}", "object": "interaction", "model": model,
                    "status": status, "created": "2026-11-23T00:00:00Z", "steps": steps,
@@ -358,49 +353,23 @@ async def _send(request: web.Request, req: dict[str, Any], interaction: dict[str
     return resp
 
 
-def _directive(body: dict[str, Any], name: str) -> str:
-    text = latest_user_text(body.get("contents") or [])[1]
-    return next(((m.group(2) or "").strip() for m in DIRECTIVE.finditer(text) if m.group(1) == name), "")
-
-
-def _hops(body: dict[str, Any], parts: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """`[[mock:hops N]]`: the answer's parts in N hops, its text cut in N pieces (thoughts in the first
-    hop, calls in the last); one hop without the directive or without text."""
-    try:
-        n = int(_directive(body, "hops").split()[0])
-    except (IndexError, ValueError):
-        return [parts]
-    at = next((i for i, p in enumerate(parts) if p.get("text") and not p.get("thought")), None)
-    if at is None or n < 2:
-        return [parts]
-    text = parts[at]["text"]
-    size = math.ceil(len(text) / min(n, len(text)))
-    pieces = [text[i:i + size] for i in range(0, len(text), size)]
-    hops = [[{"text": piece}] for piece in pieces]
-    hops[0][:0] = parts[:at]
-    hops[-1] += parts[at + 1:]
-    return hops
-
-
 def _hop(app: web.Application, plan: dict[str, Any], k: int, token: str | None
          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Hop `k` of a planned answer: an interaction of its own (stored when the answer is), ending
     requires_continuation with a new token unless it is the last; a stuck plan's later hops hand
     `token` back with nothing new."""
-    hops, meta = plan["hops"], plan["usage"] or {}
+    hops = plan["hops"]
     stuck = plan["stuck"] and k > 0
     parts = [] if stuck else hops[k]
     last = k == len(hops) - 1 and not stuck
-    out_each = (meta.get("candidatesTokenCount") or 0) // len(hops)
-    usage = {"total_input_tokens": (meta.get("promptTokenCount") or 0) + out_each * k,  # each hop re-prefills
-             "total_output_tokens": out_each, "total_thought_tokens": (meta.get("thoughtsTokenCount") or 0)
-             if k == 0 else 0}
-    usage["total_tokens"] = sum(usage.values())
+    inputs, output, thoughts = long_answers.hop_usage(plan["usage"], k, len(hops))
+    usage = {"total_input_tokens": inputs, "total_output_tokens": output, "total_thought_tokens": thoughts,
+             "total_tokens": inputs + output + thoughts}
     interaction = {"id": f"v1_mock{secrets.token_hex(12)}", "object": "interaction", "model": plan["model"],
                    "status": plan["status"] if last else "requires_continuation", "created": "2026-11-23T00:00:00Z",
                    "steps": _output_steps(parts), "usage": usage}
     if not last:
-        interaction["continuation_token"] = token if stuck else f"ct_{secrets.token_hex(8)}"
+        interaction["continuation_token"] = token if stuck else long_answers.token()
         app[PENDING].setdefault(interaction["continuation_token"], {"owner": interaction["id"], "next": k + 1,
                                                                     "plan": plan})
         if stuck:

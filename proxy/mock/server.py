@@ -18,13 +18,16 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
+from proxy.mock import hops as long_answers
 from proxy.mock import interactions, oauth, objects
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
-from proxy.mock.model import ERRORS, fragment_calls, latest_user_text, respond
+from proxy.mock.model import ERRORS, Reply, fragment_calls, latest_user_text, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
 
 RECEIVED = web.AppKey("received", collections.deque)
 ACCEPTED = web.AppKey("accepted", list)  # [count]: every request accepted, unlike RECEIVED which keeps the last 256
+# generateContent's continuation tokens (hops.key) -> (the planned answer, the hop, the part it resumes from)
+CONTINUATIONS = web.AppKey("continuations", dict)
 FLAKY = web.AppKey("flaky", dict)  # request text -> how many times a `flaky` directive was seen
 SEEN = web.AppKey("seen", collections.deque)  # every request that reached the mock at all: "METHOD path?query"
 MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
@@ -217,11 +220,13 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
     flaky = _flaky(request, body) or _exhausted(request)
     if flaky:
         return _error(flaky)
-    spoken = detect(body)
-    reply = dialect_reply(body, model, spoken) if spoken else respond(body, model)
-    text_call = TEXT_CALL.search(latest_user_text(body.get("contents") or [])[1])
-    if text_call and not spoken:
-        reply = calls_as_text(reply, text_call.group(1))
+    if not cloudcode and body.get("continuationToken") is not None:
+        try:
+            reply = _continued(request.app, body, model)
+        except GeminiRejection as e:
+            return _error(e)
+    else:
+        reply = _reply(request.app, body, model, cloudcode)
     fcc = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
     if method == "streamGenerateContent" and fcc.get("streamFunctionCallArguments"):
         reply.chunks = fragment_calls(reply.chunks)
@@ -236,7 +241,43 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         if reply.delay:  # `slow`: a whole answer takes as long as its stream would
             await asyncio.sleep(reply.delay * max(1, len(reply.chunks) - 1))
         return web.json_response(wrap(merge_chunks(reply.chunks)))
+    return await _stream(request, reply, wrap)
 
+
+def _reply(app: web.Application, body: dict[str, Any], model: str, cloudcode: bool) -> Reply:
+    spoken = detect(body)
+    reply = dialect_reply(body, model, spoken) if spoken else respond(body, model)
+    text_call = TEXT_CALL.search(latest_user_text(body.get("contents") or [])[1])
+    if text_call and not spoken:
+        reply = calls_as_text(reply, text_call.group(1))
+    if not cloudcode and not reply.error and reply.chunks:
+        merged = merge_chunks(reply.chunks)
+        cand = (merged.get("candidates") or [{}])[0]
+        hops = long_answers.split(body, (cand.get("content") or {}).get("parts") or [])
+        if len(hops) > 1:  # `[[mock:hops N]]`: stopped at the decode limit, continued when asked
+            plan = {"hops": hops, "model": model, "body": body, "finish": cand.get("finishReason") or "STOP",
+                    "usage": merged.get("usageMetadata"), "stuck": long_answers.stuck(body)}
+            reply.chunks = long_answers.generate_hop(plan, 0, 0, None, app[CONTINUATIONS])
+    return reply
+
+
+def _continued(app: web.Application, body: dict[str, Any], model: str) -> Reply:
+    """The hop a continuationToken asks for, checked as the mock guesses the server does (hops.py): the
+    token known, and the request the same as the one it continues (empty fields aside: google-genai
+    sends `generationConfig: {}` with the token where the first request had none)."""
+    token = body["continuationToken"]
+    found = app[CONTINUATIONS].get(long_answers.key(token))
+    if found is None:
+        raise GeminiRejection(400, "Invalid value at 'continuation_token': unknown or expired token.")
+    plan, k, start = found
+    same = {n: v for n, v in body.items() if n != "continuationToken" and v not in ({}, [], None)}
+    if model != plan["model"] or same != {n: v for n, v in plan["body"].items() if v not in ({}, [], None)}:
+        raise GeminiRejection(400, "Invalid value at 'continuation_token': it continues another request; send the "
+                                   "same request again with it.")
+    return Reply(chunks=long_answers.generate_hop(plan, k, start, token, app[CONTINUATIONS]))
+
+
+async def _stream(request: web.Request, reply: Reply, wrap: Any) -> web.StreamResponse:
     sse = request.query.get("alt") == "sse"
     resp = web.StreamResponse(headers={"content-type": "text/event-stream" if sse else "application/json"})
     await resp.prepare(request)
@@ -301,6 +342,7 @@ def make_mock_app() -> web.Application:
     app.router.add_post("/{version:v1|v1beta|v1alpha}/models/{target}", generate)
     app[interactions.STORE] = {}
     app[interactions.PENDING] = {}
+    app[CONTINUATIONS] = {}
     one = "/{version:v1|v1beta|v1alpha}/interactions/{interaction_id}"
     app.router.add_post("/{version:v1|v1beta|v1alpha}/interactions",
                         functools.partial(interactions.create, key_problem=_key_problem, remember=_remember,

@@ -42,7 +42,7 @@ def _meta_schema_problem(schema_json: str) -> str | None:
 
 
 REQUEST = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "safetySettings",
-           "cachedContent", "serviceTier", "store"}
+           "cachedContent", "serviceTier", "store", "continuationToken"}
 CONTENT = {"role", "parts"}
 PART = {"text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode",
         "codeExecutionResult", "thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution",

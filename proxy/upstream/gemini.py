@@ -23,6 +23,7 @@ from yarl import URL
 
 from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
+from proxy.from_gemini.merge_hops import MAX_HOPS, continuation_of, continued_body, merge_hops, summed_usage
 from proxy.journal import exchange
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
@@ -350,7 +351,36 @@ class GeminiUpstream(HttpSession):
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()
-        call = upstream_call()
+        answer, raw = await self._answer(model, body, api_key, deadline, upstream_call())
+        if b"continuationToken" not in raw or (token := continuation_of(answer)) is None:
+            return answer
+        hops, sent = [answer], None  # stopped at the decode limit: the hops that continue it (merge_hops.py)
+        while token is not None:
+            hop = continued_body(body, token)
+            answer, _ = await self._answer(model, hop, api_key, deadline, self._next_hop(model, hop, token, sent,
+                                                                                            len(hops), False))
+            hops.append(answer)
+            sent, token = token, continuation_of(answer)
+        return merge_hops(hops)
+
+    def _next_hop(self, model: str, hop: dict[str, Any], token: str, sent: str | None, hops: int,
+                  stream: bool) -> UpstreamCall | None:
+        """The journal's call for the hop that continues an answer Gemini stopped at its decode limit;
+        refused when the hop before made no progress or the answer took MAX_HOPS."""
+        if token == sent:
+            raise UpstreamError("Gemini stopped again with the continuationToken it was continued with (no "
+                                "progress): the answer is refused rather than passed on cut.", status=502,
+                                type="server_error")
+        if hops >= MAX_HOPS:
+            raise UpstreamError(f"Gemini had not finished the answer after {MAX_HOPS} continuation hops: it is "
+                                "refused rather than passed on cut.", status=502, type="server_error")
+        exchange.note("continuation", f"Gemini stopped the answer at its per-request decode limit (finishReason "
+                                      f"CONTINUATION): hop {hops + 1} sends the request again with its token")
+        return exchange.new_upstream_call(model, hop, stream)
+
+    async def _answer(self, model: str, body: dict[str, Any], api_key: str | None, deadline: float,
+                      call: UpstreamCall | None) -> tuple[dict[str, Any], bytes]:
+        """One whole answer, parsed and as read."""
         resp = await self._post(model, body, api_key, False, deadline, call)
         try:
             async with asyncio.timeout_at(deadline):
@@ -367,7 +397,7 @@ class GeminiUpstream(HttpSession):
             resp.close()
             raise UpstreamError(f"Gemini sent an unreadable answer: {e}", status=502, type="server_error") from e
         resp.release()  # read to the end: the connection can serve the next request
-        return answer
+        return answer, raw
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
                      ) -> AsyncIterator[dict[str, Any]]:
@@ -375,50 +405,88 @@ class GeminiUpstream(HttpSession):
         deadline = self._deadline()
         call = upstream_call()
         resp = await self._post(model, body, api_key, stream=True, deadline=deadline, journal=call)
-        return self._chunks(resp, deadline, journal=call)
+        hops = [1, None]  # how many, and the token the last one was sent with
+
+        async def go_on(token: str) -> tuple[aiohttp.ClientResponse, UpstreamCall | None]:
+            hop = continued_body(body, token)
+            journal = self._next_hop(model, hop, token, hops[1], hops[0], True)
+            hops[:] = hops[0] + 1, token
+            return await self._post(model, hop, api_key, stream=True, deadline=deadline, journal=journal), journal
+
+        return self._chunks(resp, deadline, journal=call, go_on=go_on)
 
     async def _chunks(self, resp: aiohttp.ClientResponse, deadline: float,
                       parse: Callable[[str], dict[str, Any] | None] | None = None,
-                      journal: UpstreamCall | None = None) -> AsyncIterator[dict[str, Any]]:
+                      journal: UpstreamCall | None = None,
+                      go_on: Callable[[str], Any] | None = None) -> AsyncIterator[dict[str, Any]]:
         """Gemini's chunks as they arrive (`parse`: another reading of each event's data; None skips
         it). Only a whole event resets the idle clock, and only time
         spent waiting on Gemini counts (not the time the client takes to read what was sent).
-        `journal`: where each is kept as it came (the proxy may rewrite it: text calls)."""
+        `journal`: where each is kept as it came (the proxy may rewrite it: text calls). `go_on`: opens
+        the hop that continues a stream Gemini stopped at its decode limit (merge_hops.py), whose
+        chunks follow on: the stop's CONTINUATION finish is cleared and later hops' usage includes
+        the hops before (as google-genai passes them on)."""
         loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
         last, ended = loop.time(), False
+        token, usage, before = None, None, None  # the stop's token; this hop's usage; the hops' before it
         try:
             while True:
-                limit = min(last + self.read_timeout, deadline)
-                try:
-                    async with asyncio.timeout_at(limit):
-                        data = await resp.content.readany()
-                except TimeoutError:
-                    what = (f"took longer than the total deadline of {self.total_timeout:g}s" if limit == deadline
-                            else f"sent nothing meaningful for {self.read_timeout:g}s")
-                    yield {"error": {"code": 504, "status": "DEADLINE_EXCEEDED", "message": f"Gemini {what}."}}
-                    return
-                if not data:
+                while True:
+                    limit = min(last + self.read_timeout, deadline)
+                    try:
+                        async with asyncio.timeout_at(limit):
+                            data = await resp.content.readany()
+                    except TimeoutError:
+                        what = (f"took longer than the total deadline of {self.total_timeout:g}s"
+                                if limit == deadline else f"sent nothing meaningful for {self.read_timeout:g}s")
+                        yield {"error": {"code": 504, "status": "DEADLINE_EXCEEDED", "message": f"Gemini {what}."}}
+                        return
+                    payloads = decoder.feed(data) if data else decoder.close()
+                    for payload in payloads:
+                        chunk = (parse or _parse_chunk)(payload)
+                        if chunk is not None:
+                            if journal is not None:
+                                journal.came(chunk, len(payload))
+                            if go_on is not None:
+                                if "continuationToken" in payload:
+                                    token, chunk = _hop_stop(chunk, token)
+                                if "usageMetadata" in chunk:
+                                    usage = chunk["usageMetadata"]
+                                    if before is not None:
+                                        chunk = {**chunk, "usageMetadata": summed_usage(before, usage)}
+                            yield chunk
+                        last = loop.time()
+                    if not data:
+                        break
+                if token is None or go_on is None:
                     ended = True
                     break
-                for payload in decoder.feed(data):
-                    chunk = (parse or _parse_chunk)(payload)
-                    if chunk is not None:
-                        if journal is not None:
-                            journal.came(chunk, len(payload))
-                        yield chunk
-                    last = loop.time()
-            for payload in decoder.close():
-                chunk = (parse or _parse_chunk)(payload)
-                if chunk is not None:
-                    if journal is not None:
-                        journal.came(chunk, len(payload))
-                    yield chunk
+                resp.release()
+                try:
+                    resp, journal = await go_on(token)
+                except ProxyError as e:  # no progress, too many hops, or the hop's request refused
+                    ended = True  # (released above)
+                    yield {"error": {"code": e.status, "status": "UNAVAILABLE", "message": e.message}}
+                    return
+                decoder, last = SSEDecoder(), loop.time()
+                before, token, usage = summed_usage(before, usage), None, None
         except (aiohttp.ClientError, ValueError) as e:
             yield {"error": {"code": 502, "status": "UNAVAILABLE", "message": f"Gemini stream broke off: {e}"}}
         finally:
             # Cut short (the client went away, a deadline passed): drop the connection and its buffers.
             resp.release() if ended else resp.close()
+
+
+def _hop_stop(chunk: dict[str, Any], token: str | None) -> tuple[str | None, dict[str, Any]]:
+    """A chunk that names a continuationToken: the token a stop at the decode limit goes on with (its
+    CONTINUATION finish cleared from what is passed on), else the token so far (a checkpoint)."""
+    stop = continuation_of(chunk)
+    if stop is None:
+        return token, chunk
+    cands = chunk["candidates"]
+    cand = {k: v for k, v in cands[0].items() if k != "finishReason"}
+    return stop, {**chunk, "candidates": [cand, *cands[1:]]}
 
 
 def _parse_chunk(payload: str) -> dict[str, Any]:
