@@ -351,14 +351,14 @@ class GeminiUpstream(HttpSession):
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()
-        answer, raw = await self._answer(model, body, api_key, deadline, upstream_call())
-        if b"continuationToken" not in raw or (token := continuation_of(answer)) is None:
+        answer = await self._answer(model, body, api_key, deadline, upstream_call())
+        if (token := continuation_of(answer)) is None:
             return answer
         hops, sent = [answer], None  # stopped at the decode limit: the hops that continue it (merge_hops.py)
         while token is not None:
             hop = continued_body(body, token)
-            answer, _ = await self._answer(model, hop, api_key, deadline, self._next_hop(model, hop, token, sent,
-                                                                                            len(hops), False))
+            answer = await self._answer(model, hop, api_key, deadline, self._next_hop(model, hop, token, sent,
+                                                                                         len(hops), False))
             hops.append(answer)
             sent, token = token, continuation_of(answer)
         return merge_hops(hops)
@@ -379,8 +379,8 @@ class GeminiUpstream(HttpSession):
         return exchange.new_upstream_call(model, hop, stream)
 
     async def _answer(self, model: str, body: dict[str, Any], api_key: str | None, deadline: float,
-                      call: UpstreamCall | None) -> tuple[dict[str, Any], bytes]:
-        """One whole answer, parsed and as read."""
+                      call: UpstreamCall | None) -> dict[str, Any]:
+        """One whole answer (kept as read by the journal's `call`)."""
         resp = await self._post(model, body, api_key, False, deadline, call)
         try:
             async with asyncio.timeout_at(deadline):
@@ -397,7 +397,7 @@ class GeminiUpstream(HttpSession):
             resp.close()
             raise UpstreamError(f"Gemini sent an unreadable answer: {e}", status=502, type="server_error") from e
         resp.release()  # read to the end: the connection can serve the next request
-        return answer, raw
+        return answer
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
                      ) -> AsyncIterator[dict[str, Any]]:
@@ -429,7 +429,7 @@ class GeminiUpstream(HttpSession):
         loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
         last, ended = loop.time(), False
-        token, usage, before = None, None, None  # the stop's token; this hop's usage; the hops' before it
+        token, usage, before = None, None, None  # the stop's token and usage; the usage of the hops before
         try:
             while True:
                 while True:
@@ -449,12 +449,12 @@ class GeminiUpstream(HttpSession):
                             if journal is not None:
                                 journal.came(chunk, len(payload))
                             if go_on is not None:
-                                if "continuationToken" in payload:
-                                    token, chunk = _hop_stop(chunk, token)
-                                if "usageMetadata" in chunk:
-                                    usage = chunk["usageMetadata"]
-                                    if before is not None:
-                                        chunk = {**chunk, "usageMetadata": summed_usage(before, usage)}
+                                cands = chunk.get("candidates")  # (not a search of the payload: O(1) in its size)
+                                if cands.__class__ is list and cands and cands[0].__class__ is dict and \
+                                        "continuationToken" in cands[0] and (stop := continuation_of(chunk)):
+                                    token, usage, chunk = stop, chunk.get("usageMetadata"), _cleared(chunk)
+                                if before is not None and "usageMetadata" in chunk:  # a hop after the first
+                                    chunk = {**chunk, "usageMetadata": summed_usage(before, chunk["usageMetadata"])}
                             yield chunk
                         last = loop.time()
                     if not data:
@@ -478,15 +478,10 @@ class GeminiUpstream(HttpSession):
             resp.release() if ended else resp.close()
 
 
-def _hop_stop(chunk: dict[str, Any], token: str | None) -> tuple[str | None, dict[str, Any]]:
-    """A chunk that names a continuationToken: the token a stop at the decode limit goes on with (its
-    CONTINUATION finish cleared from what is passed on), else the token so far (a checkpoint)."""
-    stop = continuation_of(chunk)
-    if stop is None:
-        return token, chunk
+def _cleared(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A hop's stop at the decode limit as passed on: its CONTINUATION finish cleared (the answer goes on)."""
     cands = chunk["candidates"]
-    cand = {k: v for k, v in cands[0].items() if k != "finishReason"}
-    return stop, {**chunk, "candidates": [cand, *cands[1:]]}
+    return {**chunk, "candidates": [{k: v for k, v in cands[0].items() if k != "finishReason"}, *cands[1:]]}
 
 
 def _parse_chunk(payload: str) -> dict[str, Any]:
