@@ -341,8 +341,8 @@ def test_a_continuation_that_makes_no_progress_is_refused(ia_stack: Stack, strea
 
 
 def test_an_answer_past_the_hop_limit_is_refused(ia_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
-    from proxy.interactions_upstream import continuation
-    monkeypatch.setattr(continuation, "MAX_HOPS", 2)
+    from proxy.from_gemini import merge_hops
+    monkeypatch.setattr(merge_hops, "MAX_HOPS", 2)
     with pytest.raises(openai.APIStatusError) as e:
         oa(ia_stack).chat.completions.create(model=G3, messages=[{"role": "user", "content": HOPS}])
     assert e.value.status_code == 502 and "after 2 continuation hops" in e.value.message

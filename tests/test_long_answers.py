@@ -130,8 +130,8 @@ def test_a_hop_without_progress_is_refused(stack: Stack, stream: bool) -> None:
 
 
 def test_an_answer_past_the_hop_limit_is_refused(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
-    from proxy.upstream import gemini
-    monkeypatch.setattr(gemini, "MAX_HOPS", 2)
+    from proxy.from_gemini import merge_hops
+    monkeypatch.setattr(merge_hops, "MAX_HOPS", 2)
     c = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", max_retries=0)
     with pytest.raises(openai.APIStatusError) as e:
         c.chat.completions.create(model=G3, messages=[{"role": "user", "content": HOPS}])

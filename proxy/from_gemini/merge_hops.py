@@ -7,9 +7,25 @@ reference read here); the proxy does the same, so a client gets the answer, not 
 
 from typing import Any
 
-# Hops per answer: past this many the answer is refused (502) rather than passed on cut.
+from proxy.errors import UpstreamError
+
+# Hops per answer, on generateContent and the Interactions API alike: a server that kept stopping would
+# otherwise hold the request until its deadline; past this many the answer is refused, not passed on cut.
 MAX_HOPS = 32
 CONTINUATION = "CONTINUATION"
+
+
+def hop_refusal(source: str, token: str, sent: str | None, hops: int) -> UpstreamError | None:
+    """Why the hop after `hops` of them is not asked for (a 502 naming it), if it is not: the hop before
+    handed back the token it was continued with (no progress), or the answer took MAX_HOPS."""
+    if token == sent:
+        return UpstreamError(f"{source} stopped again with the continuation token it was continued with (no "
+                             "progress): the answer is refused rather than passed on cut.", status=502,
+                             type="server_error")
+    if hops >= MAX_HOPS:
+        return UpstreamError(f"{source} had not finished the answer after {MAX_HOPS} continuation hops: it is "
+                             "refused rather than passed on cut.", status=502, type="server_error")
+    return None
 
 
 def continuation_of(answer: Any) -> str | None:

@@ -2,14 +2,12 @@
 `requires_continuation` and a `continuation_token`, and goes on when asked with that token; each hop
 is an interaction of its own. google-genai (3.6) continues so by default (its
 _interactions_continuation.py is the reference read here): the proxy continues the same way and
-passes the hops on as one answer, never the first hop's part of it as if it were the whole.
+passes the hops on as one answer, never the first hop's part of it as if it were the whole (the
+limit on hops and the refusals are generateContent's: from_gemini/merge_hops.py).
 """
 
 from typing import Any
 
-# Hops per answer. A server that kept stopping would otherwise hold the request until its deadline;
-# past this many the answer is refused (502) rather than passed on cut.
-MAX_HOPS = 32
 CONTINUE = "requires_continuation"
 
 

@@ -23,7 +23,7 @@ from yarl import URL
 
 from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
-from proxy.from_gemini.merge_hops import MAX_HOPS, continuation_of, continued_body, merge_hops, summed_usage
+from proxy.from_gemini.merge_hops import continuation_of, continued_body, hop_refusal, merge_hops, summed_usage
 from proxy.journal import exchange
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
@@ -367,13 +367,8 @@ class GeminiUpstream(HttpSession):
                   stream: bool) -> UpstreamCall | None:
         """The journal's call for the hop that continues an answer Gemini stopped at its decode limit;
         refused when the hop before made no progress or the answer took MAX_HOPS."""
-        if token == sent:
-            raise UpstreamError("Gemini stopped again with the continuationToken it was continued with (no "
-                                "progress): the answer is refused rather than passed on cut.", status=502,
-                                type="server_error")
-        if hops >= MAX_HOPS:
-            raise UpstreamError(f"Gemini had not finished the answer after {MAX_HOPS} continuation hops: it is "
-                                "refused rather than passed on cut.", status=502, type="server_error")
+        if (refusal := hop_refusal("Gemini", token, sent, hops)) is not None:
+            raise refusal
         exchange.note("continuation", f"Gemini stopped the answer at its per-request decode limit (finishReason "
                                       f"CONTINUATION): hop {hops + 1} sends the request again with its token")
         return exchange.new_upstream_call(model, hop, stream)

@@ -22,6 +22,7 @@ from cachetools import LRUCache
 from yarl import URL
 
 from proxy.errors import UpstreamError
+from proxy.from_gemini.merge_hops import hop_refusal
 from proxy.interactions_upstream import continuation
 from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
 from proxy.interactions_upstream.request import interactions_request, turn_keys
@@ -88,14 +89,8 @@ class InteractionsUpstream(GeminiUpstream):
                         hops: int, api_key: str | None, stream: bool, deadline: float) -> Any:
         """The response of the hop that continues the one `issuer` ended with `token` (a call of its
         own in the journal); refused when that hop made no progress or the answer took MAX_HOPS."""
-        if token == sent:
-            raise UpstreamError("The Interactions upstream stopped again with the continuation_token it was "
-                                "continued with (no progress): the answer is refused rather than passed on cut.",
-                                status=502, type="server_error")
-        if hops >= continuation.MAX_HOPS:
-            raise UpstreamError(f"The Interactions upstream had not finished the answer after "
-                                f"{continuation.MAX_HOPS} continuation hops: it is refused rather than passed on cut.",
-                                status=502, type="server_error")
+        if (refusal := hop_refusal("The Interactions upstream", token, sent, hops)) is not None:
+            raise refusal
         hop = continuation.next_request(req, token, issuer)
         exchange.note("continuation", f"the Interactions upstream stopped the answer at its per-request decode "
                                       f"limit (requires_continuation); hop {hops + 1} continues {issuer}")
