@@ -340,6 +340,30 @@ def test_google_genai_afc_history_repaired(mitm: MitmStack, model: str, stream: 
     assert [a.get("id") for a in answers] == [c.get("id") for c in calls]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_google_genai_continues_a_long_answer_through_the_interceptor(mitm: MitmStack, stream: bool) -> None:
+    """google-genai 3.6 continues an answer Gemini stopped at its decode limit (finishReason CONTINUATION)
+    by sending the request again with the token: through the real mitmdump every hop is rewritten alike
+    (the session's tools, its marker gone), so the token continues the request it was issued for and
+    the app gets the whole answer (the interceptor leaves continuing to the app: test_long_answers.py)."""
+    from google import genai
+    from google.genai import types
+    run(set_tools(mitm, "inject", [WEATHER]))
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(
+        client_args={"proxy": mitm.proxy_url, "verify": mitm.client_ssl()}))
+    text, model = "<session:inject> [[mock:hops 3]] tell me about Lima", "gemini-3-flash-preview"
+    if stream:
+        answer = "".join(c.text or "" for c in client.models.generate_content_stream(model=model, contents=text))
+    else:
+        answer = client.models.generate_content(model=model, contents=text).text
+    assert answer == f"Mock Gemini ({model}) heard: tell me about Lima"
+    sent = [r["body"] for r in mitm.received[-3:]]
+    assert ["continuationToken" in s for s in sent] == [False, True, True]
+    assert all(s["contents"] == [user("[[mock:hops 3]] tell me about Lima")] for s in sent)
+    assert all(s["tools"] == sent[0]["tools"] for s in sent) and sent[0]["tools"][0]["functionDeclarations"][0][
+        "name"] == "get_weather"
+
+
 async def journal(mitm: MitmStack, path: str) -> dict:
     async with aiohttp.ClientSession() as s, s.get(mitm.frontend_url + path) as r:
         assert r.status == 200, await r.text()
