@@ -87,3 +87,29 @@ def test_other_interactions_traffic_passes_untouched(tmp_path: Path, mitm: MitmS
     status, data, _ = run(gemini(mitm, URL, {"model": MODEL, "input": "hello there"}))
     assert status == 200 and json.loads(data)["status"] == "completed"
     assert "tools" not in mitm.received[-1]["body"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_google_genai_continues_a_long_interaction_through_the_interceptor(mitm: MitmStack, stream: bool) -> None:
+    """google-genai 3.6's client.interactions continues an interaction Google stopped at its decode limit
+    (requires_continuation): the hop it sends (the token, previous_interaction_id, no input) passes the
+    addon with the session's tools like the first, and the app gets the whole answer."""
+    from google import genai
+    from google.genai import types
+    session = "ia-hops"
+    run(set_tools(mitm, session, [WEATHER]))
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(
+        api_version="v1beta", headers={"x-gtp-session": session},
+        client_args={"proxy": mitm.proxy_url, "verify": mitm.client_ssl()}))
+    text = "[[mock:hops 3]] tell me about Lima"
+    if stream:
+        answer = "".join(e.delta.text for e in client.interactions.create(model=MODEL, input=text, stream=True)
+                         if e.event_type == "step.delta" and e.delta.type == "text")
+    else:
+        done = client.interactions.create(model=MODEL, input=text)
+        assert done.status == "completed" and len(done.continuation_ids) == 3
+        answer = done.output_text
+    assert answer == f"Mock Gemini ({MODEL}) heard: tell me about Lima"
+    sent = [r["body"] for r in mitm.received[-3:]]
+    assert [("continuation_token" in s, "input" in s) for s in sent] == [(False, True), (True, False), (True, False)]
+    assert all([t["name"] for t in s["tools"]] == ["get_weather"] for s in sent), "each hop with the session's tools"
