@@ -84,6 +84,8 @@ class Forwarded:
 class GeminiUpstream(HttpSession):
     # The API this upstream speaks, on the journal's record of each attempt when not generateContent's.
     WIRE: str | None = None
+    # Who stops a long answer at its decode limit, and the sign of it (continuation hops: _next_hop).
+    STOPPED_BY = ("Gemini", "finishReason CONTINUATION")
 
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
@@ -365,12 +367,14 @@ class GeminiUpstream(HttpSession):
 
     def _next_hop(self, model: str, hop: dict[str, Any], token: str, sent: str | None, hops: int,
                   stream: bool) -> UpstreamCall | None:
-        """The journal's call for the hop that continues an answer Gemini stopped at its decode limit;
-        refused when the hop before made no progress or the answer took MAX_HOPS."""
-        if (refusal := hop_refusal("Gemini", token, sent, hops)) is not None:
+        """The journal's call for `hop`, the request that continues an answer stopped at the decode
+        limit, with its decision; refused when the hop before made no progress or the answer took
+        MAX_HOPS."""
+        source, sign = self.STOPPED_BY
+        if (refusal := hop_refusal(source, token, sent, hops)) is not None:
             raise refusal
-        exchange.note("continuation", f"Gemini stopped the answer at its per-request decode limit (finishReason "
-                                      f"CONTINUATION): hop {hops + 1} sends the request again with its token")
+        exchange.note("continuation", f"{source} stopped the answer at its per-request decode limit ({sign}): "
+                                      f"hop {hops + 1} continues it")
         return exchange.new_upstream_call(model, hop, stream)
 
     async def _answer(self, model: str, body: dict[str, Any], api_key: str | None, deadline: float,
@@ -400,12 +404,13 @@ class GeminiUpstream(HttpSession):
         deadline = self._deadline()
         call = upstream_call()
         resp = await self._post(model, body, api_key, stream=True, deadline=deadline, journal=call)
-        hops = [1, None]  # how many, and the token the last one was sent with
+        hops, sent = 1, None  # how many so far, and the token the last one was sent with
 
         async def go_on(token: str) -> tuple[aiohttp.ClientResponse, UpstreamCall | None]:
+            nonlocal hops, sent
             hop = continued_body(body, token)
-            journal = self._next_hop(model, hop, token, hops[1], hops[0], True)
-            hops[:] = hops[0] + 1, token
+            journal = self._next_hop(model, hop, token, sent, hops, True)
+            hops, sent = hops + 1, token
             return await self._post(model, hop, api_key, stream=True, deadline=deadline, journal=journal), journal
 
         return self._chunks(resp, deadline, journal=call, go_on=go_on)

@@ -22,7 +22,6 @@ from cachetools import LRUCache
 from yarl import URL
 
 from proxy.errors import UpstreamError
-from proxy.from_gemini.merge_hops import hop_refusal
 from proxy.interactions_upstream import continuation
 from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
 from proxy.interactions_upstream.request import interactions_request, turn_keys
@@ -37,6 +36,7 @@ MAX_REMEMBERED = 100_000
 
 class InteractionsUpstream(GeminiUpstream):
     WIRE = "interactions"
+    STOPPED_BY = ("The Interactions upstream", "status requires_continuation")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -85,16 +85,12 @@ class InteractionsUpstream(GeminiUpstream):
             exchange.new_upstream_call(model, req, stream)
             return await self.send(self.url, req, api_key, stream, deadline), req
 
-    async def _next_hop(self, model: str, req: dict[str, Any], token: str, sent: str | None, issuer: str | None,
+    async def _send_hop(self, model: str, req: dict[str, Any], token: str, sent: str | None, issuer: str | None,
                         hops: int, api_key: str | None, stream: bool, deadline: float) -> Any:
         """The response of the hop that continues the one `issuer` ended with `token` (a call of its
-        own in the journal); refused when that hop made no progress or the answer took MAX_HOPS."""
-        if (refusal := hop_refusal("The Interactions upstream", token, sent, hops)) is not None:
-            raise refusal
+        own in the journal, or refused: GeminiUpstream._next_hop)."""
         hop = continuation.next_request(req, token, issuer)
-        exchange.note("continuation", f"the Interactions upstream stopped the answer at its per-request decode "
-                                      f"limit (requires_continuation); hop {hops + 1} continues {issuer}")
-        exchange.new_upstream_call(model, hop, stream)
+        self._next_hop(model, hop, token, sent, hops, stream)
         return await self.send(self.url, hop, api_key, stream, deadline)
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
@@ -103,7 +99,7 @@ class InteractionsUpstream(GeminiUpstream):
         hops = [await self._interaction(resp, deadline)]
         sent = None
         while (token := continuation.token_of(hops[-1])) is not None:
-            resp = await self._next_hop(model, req, token, sent, hops[-1].get("id"), len(hops), api_key, False,
+            resp = await self._send_hop(model, req, token, sent, hops[-1].get("id"), len(hops), api_key, False,
                                         deadline)
             hops.append(await self._interaction(resp, deadline))
             sent = token
@@ -160,7 +156,7 @@ class InteractionsUpstream(GeminiUpstream):
             if t.continuation is None:
                 break
             token, t.continuation = t.continuation, None
-            resp = await self._next_hop(model, req, token, sent, t.id, hops, api_key, True, deadline)
+            resp = await self._send_hop(model, req, token, sent, t.id, hops, api_key, True, deadline)
             hops, sent = hops + 1, token
         if t.interaction is not None:
             self._remember(model, body, api_key, {"role": "model", "parts": parts}, t.id)
