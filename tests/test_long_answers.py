@@ -129,6 +129,26 @@ def test_a_hop_without_progress_is_refused(stack: Stack, stream: bool) -> None:
     assert len(stack.exchange()["upstream"]) == 2
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_hop_gemini_refuses_fails_the_answer(stack: Stack, stream: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini refusing the hop that continues an answer (here: a token sent with another request) fails
+    the answer in the client's protocol, streamed or not, after the first hop's text was passed on."""
+    from proxy.upstream import gemini
+    monkeypatch.setattr(gemini, "continued_body", lambda body, token: {**body, "continuationToken": token,
+                                                                        "contents": [*body["contents"], body[
+                                                                            "contents"][-1]]})
+    c = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", max_retries=0)
+    if stream:
+        events = list(c.responses.create(model=G3, input=HOPS, stream=True))
+        assert any(e.type == "response.output_text.delta" for e in events), "the first hop's text was passed on"
+        assert events[-1].type == "response.failed"
+        assert "continues another request" in events[-1].response.error.message
+    else:
+        with pytest.raises(openai.APIStatusError) as e:
+            c.chat.completions.create(model=G3, messages=[{"role": "user", "content": HOPS}])
+        assert e.value.status_code == 400 and "continues another request" in e.value.message
+
+
 def test_an_answer_past_the_hop_limit_is_refused(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
     from proxy.from_gemini import merge_hops
     monkeypatch.setattr(merge_hops, "MAX_HOPS", 2)
