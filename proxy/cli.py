@@ -212,6 +212,7 @@ async def _start_site(app: web.Application, host: str, port: int, limits: Server
 
 async def _serve(args: argparse.Namespace) -> None:
     from proxy.server import make_app  # the routes and wire models: only what serves needs them
+    from proxy.server.collections import parse_passthrough
     from proxy.server.context import parse_aliases
 
     keys = _keys(args, args.host)
@@ -235,6 +236,10 @@ async def _serve(args: argparse.Namespace) -> None:
     except ValueError as e:
         _fail(str(e))
     try:
+        passthrough = parse_passthrough(args.passthrough_collection)
+    except ValueError as e:
+        _fail(str(e))
+    try:
         upstream = _upstream(args, base)
     except ValueError as e:
         _fail(str(e))
@@ -248,7 +253,8 @@ async def _serve(args: argparse.Namespace) -> None:
     runner, port = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
                                               fill_missing=args.fill_missing_required,
                                               forced_choice=args.forced_choice, keys=keys, carrier=carrier,
-                                              limits=limits, rules=_model_rules(args), recorder=recorder),
+                                              limits=limits, rules=_model_rules(args), recorder=recorder,
+                                              passthrough_collections=passthrough),
                                      args.host, args.port, limits)
     runners.append(runner)
     gemini = getattr(upstream, "default", upstream)

@@ -201,6 +201,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="KEY", mitm=True),
     Option("api-keys-file", "text", None, "file of client keys, one per line (# comments)", metavar="FILE",
            mitm=True),
+    Option("passthrough-collection", "list", (), "with client keys, let them reach this Gemini collection (e.g. "
+           "voices) unscoped, shared by every key: one the proxy does not keep per key is refused otherwise "
+           "(repeatable)", metavar="NAME", addon="gtp_passthrough_collections", mitm=True),
     Option("allow-unauthenticated", "flag", False, "allow the front-end without client keys (or the proxy without "
            "proxyauth) to listen beyond loopback (only behind something that authenticates)", mitm=True),
     Option("client-timeout", "seconds", DEFAULT_CLIENT_TIMEOUT, f"seconds a client has to send a request's headers, "

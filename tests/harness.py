@@ -44,7 +44,8 @@ class Stack:
     """Mock Gemini + front-end, both on ephemeral loopback ports."""
 
     def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None,
-                 limits: ServerLimits | None = None, rules: ModelRules | None = None, journal: bool = True) -> None:
+                 limits: ServerLimits | None = None, rules: ModelRules | None = None, journal: bool = True,
+                 passthrough_collections: frozenset[str] = frozenset()) -> None:
         """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection).
         `journal`: exchanges are recorded, as `serve` records them by default (read them with `exchange()`)."""
         self.lt = LoopThread()
@@ -60,6 +61,8 @@ class Stack:
             kwargs["rules"] = rules
         if journal:
             kwargs["recorder"] = Recorder(Journal())
+        if passthrough_collections:
+            kwargs["passthrough_collections"] = passthrough_collections
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
         upstream = wrap(self.upstream) if wrap else self.upstream
         # Codex's and Claude Code's model names, served by Gemini models (--model-alias).

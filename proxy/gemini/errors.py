@@ -3,10 +3,11 @@
 from typing import Any
 
 from proxy.errors import ProxyError, UpstreamError, gemini_status
+from proxy.server.collections import KNOWN
 from proxy.server.errors import ErrorShape
 
-_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/v1/interactions", "/upload/", "/v1/files",
-                    "/v1/cachedContents", "/v1/operations", "/v1/tunedModels", "/v1/batches")
+_GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/v1/interactions", "/upload/",
+                    *(f"/v1/{c}" for c in sorted(KNOWN - {"models"})))
 
 
 def is_gemini_path(path: str) -> bool:

@@ -15,15 +15,13 @@ from yarl import URL
 from proxy.errors import ProxyError
 from proxy.server import object_owners
 from proxy.server.auth import SCOPE
+from proxy.server.collections import KNOWN, OWNED, STATELESS, check_allowed, collection_of
 from proxy.server.context import CONTEXT, Context, api_key_of
 from proxy.server.errors import read_json
-from proxy.server.object_owners import OWNED, owned_name
+from proxy.server.object_owners import owned_name
 from proxy.upstream.gemini import Forwarded, GeminiUpstream
 from proxy.wire.model_name import model_resource
 
-# Collections that exist under /v1 too (elsewhere /v1 belongs to the OpenAI routes).
-V1_COLLECTIONS = ("models", "tunedModels", "files", "cachedContents", "operations", "batches", "corpora",
-                  "fileSearchStores", "generatedFiles")
 MODEL_METHODS = ("countTokens", "embedContent", "batchEmbedContents")
 
 
@@ -104,12 +102,14 @@ async def get_model(request: web.Request) -> web.Response:
 
 
 async def passthrough(request: web.Request) -> web.Response:
-    """Any other Gemini API path, untouched: files, cachedContents, operations, batches... With client
-    keys, each client reaches only the objects it created (object_owners.py)."""
+    """Any other Gemini API path, untouched: files, cachedContents, operations, batches, agents,
+    triggers... With client keys, each client reaches only the objects it created (object_owners.py),
+    and a collection the proxy cannot scope is refused (collections.py)."""
     tail = request.match_info["tail"]
     segments = tail.split("/")
-    if request.match_info["version"] == "v1" and segments[0] not in V1_COLLECTIONS:
-        raise web.HTTPNotFound()
+    if request.match_info["version"] == "v1" and collection_of(segments) not in (
+            KNOWN | request.app[CONTEXT].passthrough_collections):
+        raise web.HTTPNotFound()  # elsewhere /v1 belongs to the OpenAI routes
     return await _owned(request, segments, await request.read())
 
 
@@ -131,23 +131,44 @@ async def upload(request: web.Request) -> web.Response:
     return answer
 
 
+def _json_body(request: web.Request, body: bytes) -> Any:
+    """A JSON request body, to look for the objects it names (an upload's bytes are not looked into)."""
+    if not body or not request.content_type.endswith("json"):
+        return None
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
 async def _owned(request: web.Request, segments: list[str], body: bytes, prefix: tuple[str, ...] = ()
                  ) -> web.Response:
-    """Forward, keeping each client to its own objects: one it names must be its own; what a create
-    answers with becomes its own; a list shows only its own."""
-    if request.get(SCOPE) is None or segments[0].split(":")[0] not in OWNED:
+    """Forward, keeping each client to its own objects: one it names (in the path or the body) must be
+    its own; what a create answers with becomes its own; a list shows only its own."""
+    collection = collection_of(segments)
+    if request.get(SCOPE) is None:
+        return _answer(await _forward(request, segments, body, prefix))
+    check_allowed(collection, request.app[CONTEXT].passthrough_collections)
+    if collection not in OWNED | STATELESS:  # Google's own (models), or allowed unscoped by the operator
         return _answer(await _forward(request, segments, body, prefix))
     name = owned_name(segments)
     if name is not None:
         await object_owners.require(request, name)
+    if request.method in ("POST", "PATCH", "PUT"):
+        await object_owners.refuse_named(request, collection, _json_body(request, body))
     fwd = await _forward(request, segments, body, prefix)
     data = _json(fwd)
-    if data is None:
+    if data is None or collection in STATELESS:
         return _answer(fwd)
+    if collection == "triggers" and len(segments) > 2 and segments[2] == "executions":
+        await object_owners.record_executions(request, data)
     if name is None and request.method == "GET":
-        return _answer(fwd, json.dumps(await object_owners.own_items(request, segments[0], data)).encode())
+        return _answer(fwd, json.dumps(await object_owners.own_items(request, collection, data)).encode())
     if request.method in ("POST", "PATCH") and name is None:
-        await object_owners.record(request, data)
+        await object_owners.record(request, collection, data)
+        registered = data.get(collection) if isinstance(data, dict) else None  # files:register's files
+        for item in registered if isinstance(registered, list) else []:
+            await object_owners.record(request, collection, item)
     return _answer(fwd)
 
 

@@ -15,6 +15,7 @@ from proxy.intercept.journal_addon import RecorderRef
 from proxy.journal.recorder import Recorder
 from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind
+from proxy.server.collections import parse_passthrough
 from proxy.server.context import parse_aliases
 from proxy.server.site import ServerLimits
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
@@ -74,6 +75,7 @@ class Options:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         self.schema_modes: list[tuple[str, str]] = []
+        self.passthrough_collections: frozenset[str] = frozenset()
         self.keys = ClientKeys(())
         self.rules = ModelRules()
         self.upstream_api: list[tuple[str, str]] = []  # --upstream-api rules for the front-end
@@ -149,6 +151,11 @@ class Options:
             host, _, port = opts.gtp_route.rpartition(":")
             if not host or not port.isdigit():
                 raise exceptions.OptionsError(f"gtp_route must be host:port, not {opts.gtp_route!r}")
+        if "gtp_passthrough_collections" in updated:
+            try:
+                self.passthrough_collections = parse_passthrough(opts.gtp_passthrough_collections)
+            except ValueError as e:
+                raise exceptions.OptionsError(str(e)) from None
         if "gtp_model_aliases" in updated or "gtp_schema_mode" in updated:
             try:
                 self.aliases = parse_aliases(opts.gtp_model_aliases)

@@ -87,6 +87,8 @@ def seal(ex: Exchange, most: int, bases: Bases | None = None) -> tuple:
     rests = []  # what goes into META per call
     for call in calls:
         body, answer = call.body, call.answer
+        if call.raw and body is None:  # a passed-through call without a body (a GET, a DELETE)
+            body = b""
         if body is sent and type(body) is bytes:  # the app's bytes sent as they came (the addon had nothing
             body = request_body  # to change): kept and counted once, with the request
         elif (call.raw or type(body) is bytes) and len(body) <= BODY_CAP:  # the bytes sent, kept whole: names are

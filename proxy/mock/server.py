@@ -18,8 +18,8 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
+from proxy.mock import generated_objects, interactions, oauth, objects
 from proxy.mock import hops as long_answers
-from proxy.mock import interactions, oauth, objects
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, Reply, fragment_calls, latest_user_text, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
@@ -354,6 +354,7 @@ def make_mock_app() -> web.Application:
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models", list_models)
     app.router.add_get("/{version:v1|v1beta|v1alpha}/models/{model}", get_model)
     objects.install(app, _key_problem, _error, _remember, FILES)
+    generated_objects.install(app, _key_problem, _error, _remember)
     app.router.add_post("/v1internal:{method}", cloudcode)
     app.router.add_get("/oauth2/v2/userinfo", userinfo)
     app[oauth.ISSUED] = set()

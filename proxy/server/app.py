@@ -137,7 +137,8 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              fill_missing: bool = False, forced_choice: Policy = "retry",
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
              limits: ServerLimits | None = None, rules: ModelRules | None = None,
-             recorder: Recorder | None = None) -> web.Application:
+             recorder: Recorder | None = None, passthrough_collections: frozenset[str] = frozenset()
+             ) -> web.Application:
     app = web.Application(middlewares=[observe_middleware, error_middleware, auth_middleware,
                                        identity_middleware], client_max_size=max_body)
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
@@ -147,7 +148,8 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
-                           limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder)
+                           limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder,
+                           passthrough_collections=passthrough_collections)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)

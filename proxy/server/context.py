@@ -57,6 +57,8 @@ class Context:
     limits: ServerLimits = field(default_factory=ServerLimits)
     in_flight: InFlight = field(default_factory=InFlight)
     recorder: Recorder | None = None  # the journal and traces (journal/recorder.py); None: nothing recorded
+    # Gemini collections an operator lets client keys reach unscoped (--passthrough-collection).
+    passthrough_collections: frozenset[str] = frozenset()
 
     async def keep_calls(self, session: str, calls: list[CallRecord], route: str,
                          hosted: list[CallRecord] | None = None) -> None:
