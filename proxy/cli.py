@@ -95,12 +95,21 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--key-type", choices=("rsa", "ec"), default="rsa", help="RSA-2048 (default) or EC P-256")
     ca.add_argument("--force", action="store_true", help="replace an existing CA")
 
+    # No abbreviations: `--mode` must never be read as a prefix of `--model-alias`, nor any mitmproxy
+    # option as one of ours.
     mitm = sub.add_parser("mitm", help="run the intercepting proxy (mitmdump + addon) with the front-end",
-                          epilog="Arguments after -- go to mitmdump, e.g. -- --set gtp_default_session=work")
+                          epilog="Arguments after -- go to mitmdump, e.g. -- --set gtp_default_session=work",
+                          allow_abbrev=False)
     _config_argument(mitm)
     mitm.add_argument("--listen-host", default="127.0.0.1", help="proxy address (default 127.0.0.1)")
     mitm.add_argument("--listen-port", type=options.port, default=DEFAULT_MITM_PORT,
                       help=f"proxy port clients use as HTTPS_PROXY (default {DEFAULT_MITM_PORT})")
+    mitm.add_argument("--mode", action="append", default=[], type=_proxy_mode, metavar="MODE",
+                      help="how apps reach the proxy, as mitmproxy's modes (repeatable; default regular): regular "
+                           "(apps use it as HTTPS_PROXY), transparent (the system redirects their connections; "
+                           "the real host is the TLS server name), wireguard[:CONF] (another device or a VM), "
+                           "local[:APP] (where mitmproxy supports it), reverse:URL, socks5, upstream:URL; "
+                           "MODE@PORT listens on another port than --listen-port")
     mitm.add_argument("--confdir", default=str(CERTS_DIR), help=f"CA directory (default {CERTS_DIR}; made if missing)")
     options.add_arguments(mitm, "mitm")
     mitm.add_argument("mitmdump_args", nargs="*", help="extra mitmdump arguments (after --)")
@@ -361,6 +370,17 @@ def _carrier_key(args: argparse.Namespace) -> None:
     print(f"carrier keys in {path} (mode 0600): {keys.count} key(s), the first seals")
 
 
+def _proxy_mode(text: str) -> str:
+    """A mitmproxy mode spec (`transparent`, `wireguard@51820`...), checked by mitmproxy's own parser."""
+    from mitmproxy.proxy.mode_specs import ProxyMode
+
+    try:
+        ProxyMode.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not a mitmproxy mode ({e}): {text!r}") from None
+    return text
+
+
 def _mitm_file_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The addon options the --config file sets, read as the addon will read them, before mitmdump
     starts (there a bad file is a traceback)."""
@@ -416,6 +436,7 @@ def _mitm(args: argparse.Namespace, given: set[str]) -> None:
         _fail(f"--confdir {args.confdir}: cannot write the CA there: {e.strerror or e}")
     mitmdump(["-s", str(ADDON_SCRIPT), "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would
               *sets, *(["--set", f"gtp_config={args.config}"] if args.config else []),  # print API keys
+              *(a for mode in args.mode for a in ("--mode", mode)),
               *args.mitmdump_args])
 
 

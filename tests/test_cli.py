@@ -331,3 +331,33 @@ def test_mitm_takes_what_its_config_file_sets_unless_the_command_line_says_other
     assert "gtp_upstream=http://127.0.0.1:2" in sets, "typed on the command line: it wins"
     assert not any(s.startswith("gtp_frontend_port=") for s in sets), "set by the file, not typed: the file's"
     assert f"gtp_config={conf}" in sets and "gtp_store=memory" in sets
+
+
+def test_mitm_mode_is_its_own_option_passed_to_mitmproxy(tmp_path: Path) -> None:
+    """`mitm --mode transparent` died: argparse read `--mode` as a prefix of `--model-alias`. It is an
+    option of its own now, checked by mitmproxy's parser and passed to mitmdump, and `mitm` takes no
+    abbreviations."""
+    from proxy.cli import _mitm, _parser
+    from proxy.config_file import given_options
+
+    seen: list[list[str]] = []
+    import mitmproxy.tools.main as mitm_main
+
+    real, mitm_main.mitmdump = mitm_main.mitmdump, seen.append
+    try:
+        parser = _parser()
+        argv = ["mitm", "--confdir", str(tmp_path / "c"), "--mode", "transparent", "--mode", "wireguard@51821",
+                "--model-alias", "a=gemini-2.5-flash"]
+        args = parser.parse_args(argv)
+        _mitm(args, given_options(args.commands["mitm"], argv[1:]))
+    finally:
+        mitm_main.mitmdump = real
+    [cmd] = seen
+    modes = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--mode"]
+    assert modes == ["transparent", "wireguard@51821"], cmd
+    assert "gtp_model_aliases=a=gemini-2.5-flash" in [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]
+    for bad in (["--mode", "nonsense"], ["--mod", "transparent"]):
+        proc = subprocess.run([sys.executable, "-m", "proxy", "mitm", *bad], cwd=ROOT, capture_output=True,
+                              text=True, timeout=30)
+        assert proc.returncode == 2 and ("not a mitmproxy mode" in proc.stderr or "--mod" in proc.stderr.splitlines()[
+            -1]), proc.stderr
