@@ -6,6 +6,7 @@ mitmproxy's habit: several small parts, one concern each, sharing one session st
 - JournalStart / JournalEnd (journal_addon.py): owned flows in the journal, before and after the others;
 - Relay (relay_addon.py): relay turns take their request first;
 - Rewrite (rewrite.py): which flows are touched (flow_selection.py), the session's tools and history;
+- QuotaWatch (quota.py): Antigravity's and Code Assist's quota, read from the app's account calls;
 - TextCalls (text_calls.py): tools rendered for, and calls parsed from, models that speak them as text;
 - Capture (capture.py): functionCall parts captured from the answer as it streams through;
 - InteractionsTraffic (interactions.py): the same for Interactions API calls (tools, placeholders, capture);
@@ -32,6 +33,7 @@ from proxy.intercept.frontend import Frontend
 from proxy.intercept.interactions import InteractionsTraffic
 from proxy.intercept.journal_addon import JournalEnd, JournalStart
 from proxy.intercept.options import Options
+from proxy.intercept.quota import QuotaWatch
 from proxy.intercept.relay import RelayBroker
 from proxy.intercept.relay_addon import Relay
 from proxy.intercept.rewrite import Rewrite
@@ -56,8 +58,9 @@ class GeminiTools:
         # Route last: it reroutes a request only once every other part has seen it as sent.
         o = self.options
         self.parts = [o, SharedStore(self.store), JournalStart(o.recorder), Relay(self.relay, o),
-                      Rewrite(self.store, o), TextCalls(o), Capture(self.store), InteractionsTraffic(self.store, o),
-                      JournalEnd(o.recorder), self.frontend, Route()]
+                      Rewrite(self.store, o), QuotaWatch(o), TextCalls(o), Capture(self.store),
+                      InteractionsTraffic(self.store, o),
+                      JournalEnd(o.recorder), self.frontend, Route(o)]
         self._hooks: dict[str, tuple[Hook, ...]] = {
             name: tuple((f, inspect.iscoroutinefunction(f)) for f in (getattr(p, name, None) for p in self.parts)
                         if f is not None) for name in HOOKS}

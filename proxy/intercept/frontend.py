@@ -38,12 +38,15 @@ class Frontend:
         # collector's time per request doubled (0.16 -> 0.35 ms). Freezing what is loaded still spares
         # every full collection the modules.
         gc_tuning.freeze_startup()
-        if ctx.options.gtp_frontend_port < 0:
-            return
         base = ctx.options.gtp_upstream
         if base == "mock":
             runner, base, _ = await start_mock()
             self._runners.append(runner)
+            host, _, port = base.removeprefix("http://").rpartition(":")
+            self.options.mock_address = (host, int(port))  # intercepted traffic goes there too (routing.py)
+            log.info("built-in mock Gemini at %s answers the intercepted Gemini hosts too (offline demo)", base)
+        if ctx.options.gtp_frontend_port < 0:
+            return
         upstream: Upstream
         if base == "relay":
             upstream = RelayUpstream(self.broker, ctx.options.gtp_relay, ctx.options.gtp_relay_timeout)

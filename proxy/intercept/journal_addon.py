@@ -3,7 +3,8 @@ them, as they went to Gemini after the session's rewrite, and as they came back.
 
 Two addons because mitmproxy calls each hook on the addons in order: the start sees a request before
 any rewrite, the end sees it as it leaves and the answer as the app gets it. Only flows the rewrite
-owns (Gemini generate calls on the intercepted hosts) are recorded; the rest pass untouched."""
+owns (Gemini generate calls on the intercepted hosts) and the account quota calls it reads
+(quota.py) are recorded; the rest pass untouched."""
 
 from time import perf_counter
 from typing import Any
@@ -12,6 +13,7 @@ import orjson
 from mitmproxy import http
 
 from proxy.intercept.flow_selection import META, REFUSED, FlowState
+from proxy.intercept.quota import QUOTA, quota_target
 from proxy.journal.exchange import BODY_CAP, CURRENT, Exchange
 from proxy.journal.recorder import Recorder
 from proxy.server.auth import SCOPED_NAME
@@ -57,7 +59,7 @@ class JournalEnd:
         ex: Exchange | None = flow.metadata.pop(EXCHANGE, None)
         state: FlowState | None = flow.metadata.get(META)
         refused: FlowState | None = flow.metadata.pop(REFUSED, None)  # answered by the proxy: nothing sent
-        state = state or refused
+        state = state or refused or _quota_state(flow)
         if recorder is None or ex is None or state is None or state.relay is not None:
             return  # not a flow the rewrite owns (or the relay's, which the front-end records): not kept
         ex.session, ex.client_model = state.session, state.model
@@ -135,6 +137,12 @@ class JournalEnd:
             ex.note("capture", f"captured {len(state.capture.calls)} call(s) for session {state.session!r}",
                     calls=[getattr(c, "name", None) for c in state.capture.calls][:50])
         recorder.finish(ex)
+
+
+def _quota_state(flow: http.HTTPFlow) -> FlowState | None:
+    """An account quota call (intercept/quota.py): kept too, with what it reported."""
+    kind = flow.metadata.get(QUOTA)
+    return FlowState(quota_target(kind), "", None) if kind else None
 
 
 class RecorderRef:

@@ -76,6 +76,7 @@ class Options:
         self.aliases: dict[str, str] = {}
         self.schema_modes: list[tuple[str, str]] = []
         self.passthrough_collections: frozenset[str] = frozenset()
+        self.mock_address: tuple[str, int] | None = None  # the built-in mock, once the front-end started it
         self.keys = ClientKeys(())
         self.rules = ModelRules()
         self.upstream_api: list[tuple[str, str]] = []  # --upstream-api rules for the front-end
@@ -188,6 +189,10 @@ class Options:
                 ("http://", "https://"))):
             raise exceptions.OptionsError(f"gtp_upstream must be an http(s) URL, 'mock' or 'relay', "
                                           f"not {opts.gtp_upstream!r}")
+        if "gtp_upstream" in updated and opts.gtp_upstream == "mock" and opts.connection_strategy != "lazy":
+            # The offline demo routes intercepted traffic to the mock (routing.py): an eager connection
+            # would go to Google before the request is seen.
+            opts.update(connection_strategy="lazy")
         if updated & {"gtp_api_key", "gtp_api_keys_file"}:
             try:
                 self.keys = load_keys(opts.gtp_api_key, opts.gtp_api_keys_file)

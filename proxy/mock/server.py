@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.mock import generated_objects, interactions, oauth, objects
+from proxy.mock import antigravity, generated_objects, interactions, oauth, objects
 from proxy.mock import hops as long_answers
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, Reply, fragment_calls, latest_user_text, respond
@@ -85,10 +85,13 @@ def _flaky(request: web.Request, body: dict[str, Any]) -> GeminiRejection | None
     return GeminiRejection(code, message, name, retry_delay=found.group(3))
 
 
-def _exhausted(request: web.Request) -> GeminiRejection | None:
-    """A key named `exhausted-*` is out of quota, as a real one is: 429 with a RetryInfo of 30s."""
+def _exhausted(request: web.Request, cloudcode_model: str | None = None) -> GeminiRejection | None:
+    """A key named `exhausted-*` is out of quota, as a real one is: 429 with a RetryInfo of 30s (on
+    Cloud Code, Antigravity's 429 with the quota's reset)."""
     if not (_api_key(request) or "").startswith("exhausted-"):
         return None
+    if cloudcode_model is not None:
+        return antigravity.exhausted(cloudcode_model)
     return GeminiRejection(429, "You exceeded your current quota, please check your plan and billing details.",
                            "RESOURCE_EXHAUSTED", retry_delay="30s")
 
@@ -111,11 +114,14 @@ async def cloudcode(request: web.Request) -> web.StreamResponse:
     """Cloud Code Assist `/v1internal:{method}`: `{model, project, request: {...}}` in, `{response, traceId}` out."""
     method = request.match_info["method"]
     if method not in ("generateContent", "streamGenerateContent"):
-        # Account set-up calls (loadCodeAssist, retrieveUserQuota, listExperiments, ...): fixed answers
-        # shaped like Code Assist's, and the raw request kept so tests can check it arrived untouched.
+        # Account set-up calls (loadCodeAssist, retrieveUserQuota, listExperiments, and Antigravity's
+        # quota and model calls): fixed answers shaped like Code Assist's, and the raw request kept so
+        # tests can check it arrived untouched.
         raw = await request.read()
         request.app[RECEIVED].append({"model": None, "method": method, "raw": raw, "path": request.path_qs,
                                       "headers": dict(request.headers), "body": None, "key": None})
+        if method in antigravity.ACCOUNT_ANSWERS:
+            return web.json_response(antigravity.ACCOUNT_ANSWERS[method]())
         return web.json_response(ACCOUNT_ANSWERS.get(method, {}))
     return await _answer(request, None, method, "v1internal", cloudcode=True)
 
@@ -197,27 +203,36 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         if not MODEL_NAME.match(model):
             return _error(_not_supported(model, version, method))
         return await _model_method(request, model, method, version)
+    raw = await request.read()
     try:
-        body = json.loads(await request.read())
+        body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return _error(GeminiRejection(400, "Invalid JSON payload received. Unexpected token."))
+    envelope = None
     if cloudcode:
         if not isinstance(body, dict) or not isinstance(body.get("request"), dict):
             return _error(GeminiRejection(400, "Invalid JSON payload received. Unknown name \"contents\": "
                                                "Cannot find field."))
-        model, body = str(body.get("model", "")).removeprefix("models/"), body["request"]
+        try:
+            antigravity.check_envelope(body)
+        except GeminiRejection as e:
+            return _error(e)
+        envelope, model, body = body, str(body.get("model", "")).removeprefix("models/"), body["request"]
     assert model is not None
-    if not MODEL_NAME.match(model):
+    if not MODEL_NAME.match(model) and not (envelope is not None and antigravity.is_antigravity(envelope)):
         return _error(GeminiRejection(404, f"models/{model} is not found for API version {version}, or is not "
                                            "supported for generateContent. Call ListModels to see the list of "
                                            "available models and their supported methods.", "NOT_FOUND"))
     try:
         validate_request(body, model, allow=CLOUDCODE_FIELDS if cloudcode else frozenset())
+        if envelope is not None and antigravity.is_third_party(model):
+            antigravity.check_claude(body)
     except GeminiRejection as e:
         return _error(e)
-    _remember(request, model, method, body)
+    _remember(request, model, method, body, **({"envelope": {k: v for k, v in envelope.items() if k != "request"},
+                                              "raw": raw} if envelope is not None else {}))
     request.app[ACCEPTED][0] += 1
-    flaky = _flaky(request, body) or _exhausted(request)
+    flaky = _flaky(request, body) or _exhausted(request, model if envelope is not None else None)
     if flaky:
         return _error(flaky)
     if not cloudcode and body.get("continuationToken") is not None:

@@ -95,13 +95,16 @@ class GeminiRejection(Exception):
     status_name: str = "INVALID_ARGUMENT"
     violations: list[dict[str, str]] = field(default_factory=list)
     retry_delay: str | None = None  # "1.5s": a google.rpc.RetryInfo detail, as Gemini sends on 429
+    details: list[dict[str, Any]] | None = None  # details of its own (Antigravity's ErrorInfo), before RetryInfo
 
     def body(self) -> dict[str, Any]:
         err: dict[str, Any] = {"code": self.status, "message": self.message, "status": self.status_name}
         details = []
         if self.violations:
             details.append({"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": self.violations})
-        if self.status == 429:  # Google's 429 names the quota first (tests/recorded/error-429-retry-info.json)
+        if self.details is not None:
+            details.extend(self.details)
+        elif self.status == 429:  # Google's 429 names the quota first (tests/recorded/error-429-retry-info.json)
             details.append({"@type": "type.googleapis.com/google.rpc.QuotaFailure",
                             "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]})
         if self.retry_delay:

@@ -12,6 +12,7 @@ from proxy.chat import routes as chat_routes
 from proxy.errors import ProxyError
 from proxy.gemini import errors as gemini_errors
 from proxy.gemini import routes as gemini_routes
+from proxy.inspect import quota_routes
 from proxy.inspect.routes import add_routes as add_inspect_routes
 from proxy.interactions import errors as interactions_errors
 from proxy.interactions import routes as interactions_routes
@@ -156,6 +157,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app.router.add_get("/v1/models", list_models)
     add_session_routes(app)
     add_inspect_routes(app)
+    quota_routes.add_routes(app)
     # One line per client protocol: its routes, and its error shape for its paths (Interactions' before
     # Gemini's, whose paths hold them); Gemini's routes last, as their catch-all must shadow none.
     for protocol in (responses_routes, chat_routes, anthropic_routes, interactions_routes, gemini_routes):

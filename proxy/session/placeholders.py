@@ -26,15 +26,23 @@ def _is_placeholder(content: dict[str, Any], placeholder: str) -> bool:
     return all(isinstance(t, str) for t in texts) and "".join(texts).strip() == placeholder
 
 
-def _results_turn(rnd: ToolRound) -> dict[str, Any]:
+def _calls_turn(rnd: ToolRound, ids: bool) -> dict[str, Any]:
+    parts = [c.part() for c in rnd.calls]
+    if ids:  # the call's own id (the one its client answered) where the model gave none
+        for call, part in zip(rnd.calls, parts, strict=True):
+            part["functionCall"].setdefault("id", call.call_id)
+    return {"role": "model", "parts": parts}
+
+
+def _results_turn(rnd: ToolRound, ids: bool) -> dict[str, Any]:
     parts = []
     for call in rnd.calls:
         if call.call_id not in rnd.results:
             raise ProxyError(f"No tool output found for function call {call.call_id} ({call.name}); send it before "
                              "the next turn.", param="input")
         response: dict[str, Any] = {"name": call.gemini_name, "response": rnd.results[call.call_id]}
-        if call.gemini_id:
-            response["id"] = call.gemini_id
+        if call.gemini_id or ids:
+            response["id"] = call.gemini_id or call.call_id
         parts.append({"functionResponse": response})
     return {"role": "user", "parts": parts}
 
@@ -53,8 +61,10 @@ def placeholder_count(contents: list[dict[str, Any]], placeholder: str = DEFAULT
 
 
 def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
-                    placeholder: str = DEFAULT_PLACEHOLDER) -> list[dict[str, Any]]:
-    """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest rounds)."""
+                    placeholder: str = DEFAULT_PLACEHOLDER, ids: bool = False) -> list[dict[str, Any]]:
+    """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest rounds).
+    `ids`: every functionCall and functionResponse written carries an id (Claude on Antigravity's wire
+    refuses one without), the call's record's when the model sent none (to_gemini/call_ids.py)."""
     marks = [i for i, c in enumerate(contents) if _is_placeholder(c, placeholder)]
     if not marks:
         return contents
@@ -68,8 +78,8 @@ def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
     for i, content in enumerate(contents):
         if i in aligned:
             rnd = aligned[i]
-            out.append({"role": "model", "parts": [c.part() for c in rnd.calls]})
-            out.append(_results_turn(rnd))
+            out.append(_calls_turn(rnd, ids))
+            out.append(_results_turn(rnd, ids))
         elif i - 1 in aligned and _is_dummy(content):
             continue  # the app's "go on" after the placeholder: the function responses say it now
         else:

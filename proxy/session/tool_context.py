@@ -19,6 +19,7 @@ from proxy.session.app_tools import declared_names, note_repairs, repair_app_too
 from proxy.session.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
 from proxy.session.session_tools import ToolContext
 from proxy.signatures.sentinel import sign_current_turn
+from proxy.to_gemini.call_ids import needs_call_ids
 from proxy.to_gemini.repair_history import repair_history
 
 
@@ -26,7 +27,8 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
                        placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
     out = apply_session_tools(body, ctx, merge=merge)
-    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder)
+    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder,
+                               ids=needs_call_ids(model))
     contents = repair_history(_own_tool_turns(contents), model, result_parts=result_parts)
     sign_current_turn(contents, model)
     out["contents"] = contents
