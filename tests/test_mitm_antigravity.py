@@ -114,16 +114,31 @@ def test_a_switch_from_gemini_to_claude_writes_the_ids_too(mitm: MitmStack) -> N
     assert contents[1]["parts"][0]["functionCall"]["id"] == contents[2]["parts"][0]["functionResponse"]["id"]
 
 
-def test_claude_s_refusals_reach_the_app_as_google_sends_them(mitm: MitmStack) -> None:
-    """The app's own history without ids (nothing of the proxy's): Claude's error, Anthropic's JSON in
-    a Gemini 400, reaches the app unchanged."""
+def test_the_app_s_own_id_less_round_gets_ids_for_claude(mitm: MitmStack) -> None:
+    """An app's own history with a call and its result but no ids (as an app keeps a Claude answer
+    that had none): the ids are given, the result paired with its call."""
     history = [user("hi"), {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {}}}]},
                {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"x": 1}}}]}]
+    status, data, _ = run(gemini(mitm, HOSTS[0] + STREAM, envelope("claude-sonnet-4-6", history), headers=BEARER))
+    assert status == 200, data
+    sent = mitm.received[-1]["body"]["contents"]
+    assert sent[1]["parts"][0]["functionCall"]["id"] == sent[2]["parts"][0]["functionResponse"]["id"]
+
+
+def test_claude_s_refusals_reach_the_app_as_google_sends_them(mitm: MitmStack) -> None:
+    """A result that names another call than the one before it: Claude's error, Anthropic's JSON in a
+    Gemini 400, reaches the app unchanged (the mock's words follow users' reports: tests/recorded/antigravity)."""
+    history = [user("hi"), {"role": "model", "parts": [{"functionCall": {"id": "toolu_1", "name": "get_weather",
+                                                                         "args": {}}}]},
+               {"role": "user", "parts": [{"functionResponse": {"id": "toolu_2", "name": "get_weather",
+                                                                "response": {"x": 1}}}]}]
     status, data, _ = run(gemini(mitm, HOSTS[0] + STREAM, envelope("claude-sonnet-4-6", history), headers=BEARER))
     assert status == 400, data
     error = json.loads(data)["error"]
     assert error["status"] == "INVALID_ARGUMENT"
-    assert json.loads(error["message"])["error"]["type"] == "invalid_request_error"
+    refusal = json.loads(error["message"])
+    assert refusal["type"] == "error" and "`tool_use` ids were found without `tool_result`" in refusal["error"][
+        "message"]
 
 
 def test_google_s_account_refusals_reach_the_app(mitm: MitmStack) -> None:

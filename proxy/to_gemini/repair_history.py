@@ -3,6 +3,8 @@
 - no trailing text-only model turn for models that refuse one ("prefill");
 - adjacent model turns (chunks of one streamed answer, as google-genai's automatic function calling
   stores them) merged into one, a call part stored twice dropped when the answers say so;
+- for models that need them (Claude on Antigravity's wire: to_gemini/call_ids.py), an id on every
+  functionCall that has none;
 - a functionResponse without the id of the call it answers given that id (google-genai omits it;
   Gemini 3 then answers with nothing);
 - each call turn's function responses in call order (by id, then by name);
@@ -15,6 +17,7 @@
 Signing (the sentinel for unsigned calls) is left to the caller: its scope differs per path.
 """
 
+import hashlib
 import json
 import logging
 from typing import Any
@@ -22,6 +25,7 @@ from typing import Any
 from proxy.from_gemini.server_tools import SERVER_PARTS, is_server_part
 from proxy.journal import exchange
 from proxy.pattern_rules import matches
+from proxy.to_gemini.call_ids import needs_call_ids
 from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
 from proxy.tools.hosted_tools import combines_search
 
@@ -73,6 +77,23 @@ def merge_chunk_turns(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
             parts.append(part)
         merged[-1] = {**merged[-1], "parts": parts}
     return merged
+
+
+def fill_call_ids(contents: list[dict[str, Any]]) -> int:
+    """Give each id-less functionCall an id of its own, the same on every request for the same history
+    (its turn, its place and its name), for models that pair calls and responses by id only; the
+    responses follow (fill_response_ids). Returns how many were given one."""
+    given = 0
+    for i, content in enumerate(contents):
+        if content.get("role") != "model":
+            continue
+        for j, part in enumerate(_calls(content)):
+            fc = part["functionCall"]
+            if not fc.get("id"):
+                digest = hashlib.sha256(f"{i}:{j}:{fc.get('name')}".encode()).hexdigest()[:24]
+                part["functionCall"] = {**fc, "id": f"call_{digest}"}
+                given += 1
+    return given
 
 
 def fill_response_ids(contents: list[dict[str, Any]]) -> None:
@@ -178,6 +199,8 @@ def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: 
         contents = drop_server_parts(contents)
         exchange.note("history", f"Google Search parts dropped from the history: {model} cannot combine them "
                                  "with function calls")
+    if needs_call_ids(model) and (given := fill_call_ids(contents)):
+        exchange.note("history", f"{given} call(s) without an id given one: {model} pairs calls and results by id")
     if "functionResponse" not in kinds:  # the rest only touch function responses
         return contents
     fill_response_ids(contents)
