@@ -241,3 +241,22 @@ async def _authorized(url: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as s, s.get(
             url, headers={"authorization": "Bearer tenant-key-0123456789abcdef"}) as r:
         return r.status, await r.text()
+
+
+def test_the_proxy_s_own_refusal_for_claude_is_in_claude_s_shape(mitm: MitmStack) -> None:
+    """A placeholder with no captured round is refused before Google is asked; for a Claude model the
+    refusal is what the app gets from Claude on this wire: Anthropic's JSON in a Gemini 400."""
+    before = mitm.accepted
+    history = [user("<session:ag-none> hi"), PLACEHOLDER, user(".")]
+    for model, claude in (("claude-sonnet-4-6", True), ("gemini-3-flash", False)):
+        status, data, _ = run(gemini(mitm, HOSTS[0] + STREAM, envelope(model, history), headers=BEARER))
+        assert status == 400, data
+        error = json.loads(data)["error"]
+        if claude:
+            assert error["status"] == "INVALID_ARGUMENT"
+            inner = json.loads(error["message"])
+            assert inner["type"] == "error" and inner["error"]["type"] == "invalid_request_error"
+            assert "no captured functionCall history" in inner["error"]["message"]
+        else:
+            assert error["status"] == "FAILED_PRECONDITION" and "no captured functionCall" in error["message"]
+    assert mitm.accepted == before, "nothing reached Google"

@@ -83,9 +83,9 @@ def test_code_assist_and_antigravity_shapes_and_their_account_calls_are_answered
     status, text = demo.curl("https://cloudcode-pa.googleapis.com/v1internal:loadCodeAssist",
                              {"metadata": {"ideType": "IDE_UNSPECIFIED"}}, bearer)
     assert status == 200 and json.loads(text)["cloudaicompanionProject"], text
-    envelope = {"model": "gemini-3-flash", "project": "demo-project", "requestId": "agent-1", "userAgent": "antigravity",
-                "requestType": "agent", "request": {"contents": [{"role": "user", "parts": [{"text": "hello"}]}],
-                                                    "sessionId": "-1"}}
+    envelope = {"model": "gemini-3-flash", "project": "demo-project", "requestId": "agent-1",
+                "userAgent": "antigravity", "requestType": "agent",
+                "request": {"contents": [{"role": "user", "parts": [{"text": "hello"}]}], "sessionId": "-1"}}
     status, text = demo.curl("https://daily-cloudcode-pa.googleapis.com/v1internal:streamGenerateContent?alt=sse",
                              envelope, bearer)
     assert status == 200 and "data: " in text, text
@@ -104,7 +104,8 @@ def test_code_assist_and_antigravity_shapes_and_their_account_calls_are_answered
 def test_gemini_cli_runs_offline_against_the_demo(demo: Demo, tmp_path: Path) -> None:
     binary = npm_binary("@google/gemini-cli", GEMINI_CLI_VERSION, "gemini")
     _put_tools(demo, "cli-demo")
-    done = run_cli(binary, demo, tmp_path / "home", "<session:cli-demo> call get_weather city=Lyon", False)  # type: ignore[arg-type]
+    done = run_cli(binary, demo, tmp_path / "home", "<session:cli-demo> call get_weather city=Lyon",  # type: ignore
+                   False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().startswith("Tool results: get_weather returned"), done.stdout
     assert "getaddrinfo" not in demo.proc.logs() and "name resolution" not in demo.proc.logs().lower()

@@ -36,7 +36,7 @@ class Rewrite:
         try:
             tool_ctx = await self.store.get_tool_context(req.session, rounds=needed) if req.session else None
         except ProxyError as e:  # the shared store is unreachable: the app hears it, nothing is sent half-done
-            flow.response = gemini_error_response(e)
+            flow.response = gemini_error_response(e, model=req.model)
             flow.metadata[REFUSED] = FlowState(req.target, req.model, req.session)  # (the journal's)
             exchange.failed(e)
             return
@@ -44,7 +44,7 @@ class Rewrite:
             body = self._rewritten(req, tool_ctx)
         except ProxyError as e:
             log.warning("refused intercepted request for session %s: %s", req.session, e.message)
-            flow.response = gemini_error_response(e, "FAILED_PRECONDITION")
+            flow.response = gemini_error_response(e, "FAILED_PRECONDITION", req.model)
             flow.metadata[REFUSED] = FlowState(req.target, req.model, req.session)
             exchange.failed(e)
             return
