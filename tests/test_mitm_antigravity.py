@@ -23,7 +23,7 @@ from tests.test_mitm_e2e import WEATHER, gemini, journal, post_outputs, run, ses
 
 RECORDED = Path(__file__).parent / "recorded" / "antigravity"
 HOSTS = ("https://daily-cloudcode-pa.googleapis.com", "https://daily-cloudcode-pa.sandbox.googleapis.com",
-         "https://cloudcode-pa.googleapis.com")
+         "https://cloudcode-pa.googleapis.com", "https://autopush-cloudcode-pa.sandbox.googleapis.com")
 STREAM = "/v1internal:streamGenerateContent?alt=sse"
 PLACEHOLDER = {"role": "model", "parts": [{"text": "Tool call completed"}]}
 PROJECT = "cogent-snow-4mnnp"
@@ -36,8 +36,9 @@ def recorded(name: str) -> dict:
 
 
 def envelope(model: str, contents: list, **request) -> dict:
+    """As CLIProxyAPI's executor sends it on its AI-credits retry (enabledCreditTypes; tests/recorded/antigravity)."""
     return {"model": model, "project": PROJECT, "requestId": "agent-9f0c2d55-7a0e-4f5e-8d0b-2b8f3d1c6a77",
-            "userAgent": "antigravity", "requestType": "agent",
+            "userAgent": "antigravity", "requestType": "agent", "enabledCreditTypes": ["GOOGLE_ONE_AI"],
             "request": {"contents": contents, "sessionId": "-3748236193375843210", **request}}
 
 
