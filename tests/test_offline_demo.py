@@ -16,6 +16,7 @@ from tests.mitm_harness import free_port
 from tests.npm_tools import npm_binary
 from tests.servers import Process
 from tests.test_gemini_cli import GEMINI_CLI_VERSION, run_cli
+from tests.test_inspect_browser import browser, shot  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow
 WEATHER = {"type": "function", "name": "get_weather", "parameters": {
@@ -109,3 +110,17 @@ def test_gemini_cli_runs_offline_against_the_demo(demo: Demo, tmp_path: Path) ->
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().startswith("Tool results: get_weather returned"), done.stdout
     assert "getaddrinfo" not in demo.proc.logs() and "name resolution" not in demo.proc.logs().lower()
+
+
+def test_the_inspector_shows_the_quota_the_demo_reported(demo: Demo, browser) -> None:  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    demo.curl("https://daily-cloudcode-pa.googleapis.com/v1internal:retrieveUserQuotaSummary",
+              {"project": "page-project"}, "authorization: Bearer ya29.demo-token")
+    browser.get(demo.frontend_url + "/inspect")
+    panel = WebDriverWait(browser, 20).until(lambda d: (q := d.find_element(By.ID, "quota")).is_displayed() and q)
+    panel.find_element(By.TAG_NAME, "summary").click()
+    rows = [r.text for r in panel.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert any("page-project" in r and "gemini-5h" in r and "82%" in r for r in rows), rows
+    shot(browser, "quota")

@@ -187,4 +187,21 @@
   filters.addEventListener("input", () => load());
   filters.addEventListener("submit", (e) => e.preventDefault());
   load().then(connect);
+
+  // Antigravity's and Code Assist's quota, as the intercepted apps' account calls last reported it
+  // (/inspect/api/quota; refused under client keys, when the panel stays hidden).
+  const quota = document.getElementById("quota");
+  async function loadQuota() {
+    let buckets = [];
+    try {
+      const r = await fetch("/inspect/api/quota", {credentials: "same-origin"});
+      if (r.ok) buckets = (await r.json()).buckets || [];
+    } catch (e) { /* the panel stays as it was */ }
+    const body = quota.querySelector("tbody");
+    body.replaceChildren(...buckets.map((b) => el("tr", {}, el("td", {}, b.account), el("td", {}, b.bucket),
+      el("td", {}, Math.round(b.remaining * 100) + "%"), el("td", {}, b.reset || ""))));
+    quota.hidden = buckets.length === 0;
+  }
+  loadQuota();
+  setInterval(loadQuota, 15000);
 })();
