@@ -307,26 +307,30 @@ def test_a_certs_directory_that_cannot_be_written_is_one_line(tmp_path: Path, ar
     assert args[1] in line and "cannot write the CA" in line
 
 
-def test_mitm_takes_what_its_config_file_sets_unless_the_command_line_says_otherwise(tmp_path: Path) -> None:
-    """`mitm --config` used to pass every option's default to the addon as if typed, so the file lost."""
-    from proxy.cli import _mitm
+def _mitmdump_argv(argv: list[str]) -> list[str]:
+    """What `gemini-tool-proxy <argv>` (a mitm command line) runs mitmdump with."""
+    from proxy.cli import _mitm, _parser
+    from proxy.config_file import given_options
 
-    conf = tmp_path / "m.toml"
-    conf.write_text(f'port = {free_port()}\nupstream = "http://127.0.0.1:1"\n')
     seen: list[list[str]] = []
     import mitmproxy.tools.main as mitm_main
 
     real, mitm_main.mitmdump = mitm_main.mitmdump, seen.append
     try:
-        from proxy.cli import _parser
-        parser = _parser()
-        argv = ["mitm", "--config", str(conf), "--confdir", str(tmp_path / "c"), "--upstream", "http://127.0.0.1:2"]
-        args = parser.parse_args(argv)
-        from proxy.config_file import given_options
+        args = _parser().parse_args(argv)
         _mitm(args, given_options(args.commands["mitm"], argv[1:]))
     finally:
         mitm_main.mitmdump = real
     [cmd] = seen
+    return cmd
+
+
+def test_mitm_takes_what_its_config_file_sets_unless_the_command_line_says_otherwise(tmp_path: Path) -> None:
+    """`mitm --config` used to pass every option's default to the addon as if typed, so the file lost."""
+    conf = tmp_path / "m.toml"
+    conf.write_text(f'port = {free_port()}\nupstream = "http://127.0.0.1:1"\n')
+    cmd = _mitmdump_argv(["mitm", "--config", str(conf), "--confdir", str(tmp_path / "c"), "--upstream",
+                          "http://127.0.0.1:2"])
     sets = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]
     assert "gtp_upstream=http://127.0.0.1:2" in sets, "typed on the command line: it wins"
     assert not any(s.startswith("gtp_frontend_port=") for s in sets), "set by the file, not typed: the file's"
@@ -337,22 +341,8 @@ def test_mitm_mode_is_its_own_option_passed_to_mitmproxy(tmp_path: Path) -> None
     """`mitm --mode transparent` died: argparse read `--mode` as a prefix of `--model-alias`. It is an
     option of its own now, checked by mitmproxy's parser and passed to mitmdump, and `mitm` takes no
     abbreviations."""
-    from proxy.cli import _mitm, _parser
-    from proxy.config_file import given_options
-
-    seen: list[list[str]] = []
-    import mitmproxy.tools.main as mitm_main
-
-    real, mitm_main.mitmdump = mitm_main.mitmdump, seen.append
-    try:
-        parser = _parser()
-        argv = ["mitm", "--confdir", str(tmp_path / "c"), "--mode", "transparent", "--mode", "wireguard@51821",
-                "--model-alias", "a=gemini-2.5-flash"]
-        args = parser.parse_args(argv)
-        _mitm(args, given_options(args.commands["mitm"], argv[1:]))
-    finally:
-        mitm_main.mitmdump = real
-    [cmd] = seen
+    cmd = _mitmdump_argv(["mitm", "--confdir", str(tmp_path / "c"), "--mode", "transparent", "--mode",
+                          "wireguard@51821", "--model-alias", "a=gemini-2.5-flash"])
     modes = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--mode"]
     assert modes == ["transparent", "wireguard@51821"], cmd
     assert "gtp_model_aliases=a=gemini-2.5-flash" in [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]

@@ -28,10 +28,11 @@ from pydantic import BaseModel
 
 from proxy.mock.generated_objects import BUILTIN_AGENTS, DECISION_FIELDS, KINDS
 from proxy.server.collections import BUILTIN_AGENT, KNOWN, OWNED
+from tests import test_tenant_objects
 from tests.harness import Stack
-from tests.servers import RedisServer, mock_gemini, proxy_instance
+from tests.test_tenant_objects import KEY_A, KEY_B
 
-KEY_A, KEY_B = "tenant-a-key-0123456789abcdef", "tenant-b-key-0123456789abcdef"
+instances = test_tenant_objects.instances  # the same fixture: two serve processes on one Redis, two keys
 warnings.filterwarnings("ignore", message=".*usage is experimental.*")
 GAOS = pathlib.Path(importlib.import_module("google.genai._gaos").__file__).parent
 GENAI = GAOS.parent
@@ -208,20 +209,6 @@ def test_a_made_up_collection_is_refused_under_keys_unless_allowed() -> None:
 
 
 # -- two instances on one Redis, google-genai's own client per tenant -------------------------------------
-
-@pytest.fixture(scope="module")
-def instances(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
-    tmp = tmp_path_factory.mktemp("collections")
-    redis = RedisServer(tmp)
-    mock, mock_url = mock_gemini(tmp)
-    procs = [proxy_instance(tmp, f"p{i}", mock_url, "--store", redis.url, "--api-key", KEY_A, "--api-key", KEY_B)
-             for i in range(2)]
-    yield [url for _, url in procs]
-    for proc, _ in procs:
-        proc.stop()
-    mock.stop()
-    redis.stop()
-
 
 def client(url: str, key: str) -> genai.Client:
     return genai.Client(api_key=key, http_options={"base_url": url})  # the SDK's default version (v1)
