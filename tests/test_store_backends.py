@@ -103,6 +103,32 @@ def test_conversations_grow_by_turns(make_store) -> None:
     asyncio.run(go())
 
 
+def test_a_refused_write_leaves_what_was_stored_untouched(make_store) -> None:
+    """Issue 57 item 1: a turn too large to keep is refused (413) and the conversation, the response
+    or the rounds before it stay as they were: never dropped with it (then reported evicted)."""
+    async def go() -> None:
+        store = make_store(max_bytes=200_000, session_bytes=50_000)
+        first = [{"role": "user", "parts": [{"text": "turn one"}]}, {"role": "model", "parts": [{"text": "ok"}]}]
+        await store.append_conversation("s", "c", first)
+        with pytest.raises(ProxyError) as e:
+            await store.append_conversation("s", "c", [{"role": "user", "parts": [{"text": "x" * 60_000}]}])
+        assert e.value.status == 413 and "conversation is unchanged" in e.value.message
+        assert await store.get_conversation("s", "c") == first
+        await store.append_conversation("s", "c", first)  # and it goes on
+        assert await store.get_conversation("s", "c") == first + first
+        await store.put_response("s", StoredResponse("r1", {"id": "r1"}, first))
+        with pytest.raises(ProxyError) as e:
+            await store.put_response("s", StoredResponse("r1", {"id": "r1", "big": "x" * 60_000}, first))
+        assert e.value.status == 413
+        assert (await store.get_response("s", "r1")).response == {"id": "r1"}
+        await store.add_round("s", ToolRound([call(1)]))
+        with pytest.raises(ProxyError):
+            await store.add_round("s", ToolRound([CallRecord("big", "f", "f", "g", "x" * 60_000, {})]))
+        assert [r.calls for r in (await store.get_tool_context("s")).rounds] == [[call(1)]]
+        await store.close()
+    asyncio.run(go())
+
+
 def test_tool_context_rounds_are_read_only_as_far_as_asked(make_store) -> None:
     async def go() -> None:
         store = make_store(max_rounds=100)

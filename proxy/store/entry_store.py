@@ -23,8 +23,9 @@ DEFAULT_MAX_ROUNDS = 4096  # captured tool rounds kept per session (the oldest g
 EVICTED = "was evicted to stay within the store's memory limits; start a new one (or resend its history)."
 
 
-def _too_large(what: str, e: TooLarge) -> ProxyError:
-    return ProxyError(f"{what} is too large to keep: {e}.", status=413, code="session_too_large")
+def _too_large(what: str, e: TooLarge, kept: str = "") -> ProxyError:
+    """A 413 for a write the store refused; `kept` says what stays as it was (the store changed nothing)."""
+    return ProxyError(f"{what} is too large to keep: {e}.{kept}", status=413, code="session_too_large")
 
 
 def _evicted(conversation: str, how: str) -> ProxyError:
@@ -131,8 +132,12 @@ class EntryStore:
         so the history cache (history_cache.py) can keep its whole history for the next turn.
         `known`: its input as turn_input serialized it (its contents start with those);
         `response_json`: stored.response as the client is sent it."""
-        await self._put((session, "response", stored.id), [_response_doc(stored, known, response_json)],
-                        f"Response '{stored.id}'")
+        try:
+            await self.backend.put((session, "response", stored.id), [_response_doc(stored, known, response_json)])
+        except TooLarge as e:
+            kept = (f" It is not stored (its answer was produced); '{stored.parent}' and the turns before it are "
+                    "unchanged." if stored.parent else " It is not stored (its answer was produced).")
+            raise _too_large(f"Response '{stored.id}'", e, kept) from None
         if chained:
             self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system)
         else:
@@ -181,7 +186,9 @@ class EntryStore:
         except Evicted:
             raise _evicted(conversation, "was evicted while this turn ran; its turn is not kept.") from None
         except TooLarge as e:
-            raise _too_large(f"Conversation '{conversation}'", e) from None
+            kept = (" This turn is not kept (its answer was produced, and is not in the conversation); the "
+                    "conversation is unchanged: continue it with a shorter turn, or start a new one.")
+            raise _too_large(f"Conversation '{conversation}' with this turn", e, kept) from None
 
     # Tool contexts.
 
