@@ -162,6 +162,11 @@ def test_background_and_cancel(stack: Stack) -> None:
             break
         stack.lt.run(__import__("asyncio").sleep(0.05))
     assert got.status == "completed" and got.output_text
+    # Issue 57 item 10: cancelling a run that has ended changes nothing and returns it (as Responses
+    # does for a background response); it was a 400.
+    again = c.interactions.cancel(done.id)
+    assert again.status == "completed" and again.output_text == got.output_text
+    assert c.interactions.cancel(cancelled.id).status == "cancelled"
     c.interactions.delete(done.id)
     with pytest.raises(APIError):
         c.interactions.get(done.id)

@@ -289,11 +289,8 @@ async def cancel_interaction(request: web.Request) -> web.Response:
     iid, stored = await _stored(request)
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
-    status = stored.response["interaction"]["status"]
-    if status != "in_progress":
-        raise ProxyError(f"Interaction '{iid}' is not running in the background (status {status}); only a "
-                         "background interaction in progress can be cancelled.", param="id",
-                         code="not_cancellable")
+    if stored.response["interaction"]["status"] != "in_progress":
+        return web.json_response(_timeline(stored, False))  # already ended: cancelling it changes nothing
     task = request.app[TASKS].get(iid)
     if task is not None:
         task.cancel()
