@@ -84,7 +84,7 @@ async def create_message(request: web.Request) -> web.StreamResponse:
 
     async def remember(ok: bool) -> None:
         if ok:
-            await ctx.keep_calls(session, translator.calls, "anthropic")
+            await ctx.keep_calls(session, translator.calls, "anthropic", model=model)
 
     if req.stream:
         if ctx.rules.streams_arguments(model):

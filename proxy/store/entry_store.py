@@ -139,7 +139,8 @@ class EntryStore:
                     "unchanged." if stored.parent else " It is not stored (its answer was produced).")
             raise _too_large(f"Response '{stored.id}'", e, kept) from None
         if chained:
-            self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system)
+            self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system,
+                                  stored.model)
         else:
             self.histories.forget(session, stored.id)
 
