@@ -13,6 +13,7 @@ from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse
+from proxy.store.byte_lru import TooLarge
 from proxy.store.entry_store import EntryStore
 from proxy.store.open_store import check_store_url, open_store
 from tests.servers import RedisServer
@@ -226,6 +227,13 @@ def test_redis_byte_accounting_stays_exact_through_overwrites_deletes_and_evicti
         for _ in range(8):
             await backend.append(("a", "conversation", "c"), b"t" * 700, keep=5)
         await check()
+        with pytest.raises(TooLarge):  # refused: nothing changes, the bookkeeping included
+            await backend.append(("a", "conversation", "c"), b"t" * 40_000, keep=5)
+        with pytest.raises(TooLarge):
+            await backend.put(("a", "response", "r1"), [b"q" * 40_000])
+        await check()
+        assert await backend.get(("a", "conversation", "c")) == [b"t" * 700] * 5
+        assert await backend.get(("a", "response", "r1")) == [b"y" * 3000, b"z" * 10]
         for i in range(40):  # past both budgets: evictions, tombstones
             await backend.put((f"s{i % 3}", "response", f"big{i}"), [b"e" * 4000])
         await check()
