@@ -238,3 +238,21 @@ def _mock_last_body(mock_url: str) -> dict:
 
     with urllib.request.urlopen(f"{mock_url}/mock/last") as r:
         return json.load(r)["body"]
+
+
+def test_a_response_too_large_to_keep_leaves_its_chain_intact(megabyte_sessions) -> None:
+    """The same through Responses: the turn whose answer is too large is refused saying so and naming
+    the turn before, which is unchanged and continues (whole and streamed)."""
+    url, mock_url = megabyte_sessions
+    c = openai.OpenAI(base_url=url + "/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    first = c.responses.create(model="gemini-2.5-flash", input="chain marker one")
+    with pytest.raises(openai.APIStatusError) as e:
+        c.responses.create(model="gemini-2.5-flash", previous_response_id=first.id,
+                           input="[[mock:bulk 700000]] " + "y" * 400_000)
+    assert e.value.status_code == 413 and f"'{first.id}' and the turns before it are unchanged" in e.value.message
+    events = list(c.responses.create(model="gemini-2.5-flash", previous_response_id=first.id, stream=True,
+                                     input="[[mock:bulk 700000]] " + "y" * 400_000))
+    assert events[-1].type == "response.failed" and "too large to keep" in events[-1].response.error.message
+    assert c.responses.create(model="gemini-2.5-flash", previous_response_id=first.id,
+                              input="and then?").status == "completed"
+    assert "chain marker one" in json.dumps(_mock_last_body(mock_url)["contents"])
