@@ -8,6 +8,7 @@ from typing import Any
 from proxy.errors import ProxyError
 from proxy.journal import exchange
 from proxy.session.session_tools import ToolRound
+from proxy.signatures.model_bound import for_model
 
 DEFAULT_PLACEHOLDER = "Tool call completed"
 DUMMY_TEXTS = frozenset({"", "."})  # AGCC and zerogravity send "." as the relay app's prompt
@@ -53,8 +54,9 @@ def placeholder_count(contents: list[dict[str, Any]], placeholder: str = DEFAULT
 
 
 def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
-                    placeholder: str = DEFAULT_PLACEHOLDER) -> list[dict[str, Any]]:
-    """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest rounds)."""
+                    placeholder: str = DEFAULT_PLACEHOLDER, model: str | None = None) -> list[dict[str, Any]]:
+    """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest
+    rounds); sent to `model`, a call another model made goes without its signature (model_bound.py)."""
     marks = [i for i, c in enumerate(contents) if _is_placeholder(c, placeholder)]
     if not marks:
         return contents
@@ -68,7 +70,8 @@ def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
     for i, content in enumerate(contents):
         if i in aligned:
             rnd = aligned[i]
-            out.append({"role": "model", "parts": [c.part() for c in rnd.calls]})
+            calls = rnd.calls if model is None else [for_model(c, model) for c in rnd.calls]
+            out.append({"role": "model", "parts": [c.part() for c in calls]})
             out.append(_results_turn(rnd))
         elif i - 1 in aligned and _is_dummy(content):
             continue  # the app's "go on" after the placeholder: the function responses say it now
