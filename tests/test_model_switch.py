@@ -100,3 +100,31 @@ def test_a_websocket_s_unstored_continuation_on_another_model(stack: Stack) -> N
         assert _until_end(conn)[-1]["type"] == "response.completed"
     [sent] = _calls(stack)
     assert sent["thoughtSignature"] == SENTINEL
+
+
+def test_a_v1_gemini_conversation_on_another_model(stack: Stack) -> None:
+    """The proxy's own `/v1/gemini` conversation (the history it keeps): each kept turn names its
+    model. (Gemini's own REST shapes, sent as a Gemini-native client sends them; urllib, since the
+    route is the proxy's own.)"""
+    import json
+
+    from tests.test_bad_input import post
+    from tests.test_gemini_native_route import TOOLS
+
+    url = f"{stack.url}/v1/gemini"
+    status, r1 = post(url, json.dumps({"model": FLASH, "tools": TOOLS, "conversation": "switch",
+                                       "input": "call get_weather city=Lyon"}).encode())
+    assert status == 200, r1
+    fc = r1["candidates"][0]["content"]["parts"][0]["functionCall"]
+    answer = [{"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "id": fc["id"],
+                                                               "response": {"output": "mild"}}}]}]
+    status, r2 = post(url, json.dumps({"model": PRO, "tools": TOOLS, "conversation": "switch",
+                                       "input": answer}).encode())
+    assert status == 200, r2
+    [sent] = _calls(stack)
+    assert sent["thoughtSignature"] == SENTINEL
+    status, r3 = post(url, json.dumps({"model": FLASH, "tools": TOOLS, "conversation": "switch",
+                                       "input": "and now?"}).encode())
+    assert status == 200, r3
+    [sent] = _calls(stack)
+    assert sent["thoughtSignature"] == sign(FLASH, "get_weather", {"city": "Lyon"}), "its own model: its own"

@@ -15,6 +15,7 @@ from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
+from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput
 from proxy.store.entries import Entries, Evicted, Key, TooLarge
 from proxy.store.history_cache import HistoryCache
@@ -174,16 +175,30 @@ class EntryStore:
                 out[cid] = CallRecord.from_dict(fast_json.loads(found[0]))
         return out
 
-    async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]:
+    async def get_conversation(self, session: str, conversation: str, model: str | None = None
+                               ) -> list[dict[str, Any]]:
+        """A conversation's contents, as `model` may be sent them: the turns another model answered
+        go without their thought signatures (model_bound.py)."""
         try:
             docs = await self.backend.get((session, "conversation", conversation))
         except Evicted:
             raise _evicted(conversation, EVICTED) from None
-        return [turn for doc in docs or [] for turn in fast_json.loads(doc)]
+        out: list[dict[str, Any]] = []
+        for doc in docs or []:
+            turn = fast_json.loads(doc)
+            if isinstance(turn, dict):  # {"model", "contents"}; a bare array: kept before turns named their model
+                made_by, turn = turn.get("model"), turn.get("contents") or []
+                if model is not None and made_by is not None and made_by != model:
+                    turn = without_signatures(turn)
+            out += turn
+        return out
 
-    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
+    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]],
+                                  model: str | None = None) -> None:
+        """Append one turn's contents, with `model`: the Gemini model that answered it."""
+        doc = fast_json.dumps({"model": model, "contents": contents} if model is not None else contents)
         try:
-            await self.backend.append((session, "conversation", conversation), fast_json.dumps(contents), fresh=False)
+            await self.backend.append((session, "conversation", conversation), doc, fresh=False)
         except Evicted:
             raise _evicted(conversation, "was evicted while this turn ran; its turn is not kept.") from None
         except TooLarge as e:
