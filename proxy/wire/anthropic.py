@@ -101,5 +101,7 @@ def check_ranges(req: MessagesRequest) -> None:
         raise ProxyError("max_tokens: Input should be greater than or equal to 1", param="max_tokens")
     if req.max_tokens > MAX_TOKENS_BOUND:
         raise ProxyError(f"max_tokens: Input should be less than or equal to {MAX_TOKENS_BOUND}", param="max_tokens")
-    if req.temperature is not None and not 0 <= req.temperature <= 1:
-        raise ProxyError("temperature: Input should be between 0 and 1 (inclusive)", param="temperature")
+    if req.temperature is not None and req.temperature > 1:
+        raise ProxyError("temperature: Input should be less than or equal to 1", param="temperature")
+    if req.temperature is not None and not req.temperature >= 0:
+        raise ProxyError("temperature: Input should be greater than or equal to 0", param="temperature")
