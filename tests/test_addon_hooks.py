@@ -118,6 +118,7 @@ async def test_sse_tap_captures_across_arbitrary_chunks_and_never_alters(addon: 
     [rnd] = (await addon.store.get_tool_context("s1")).rounds
     assert [(c.call_id, c.name, c.args, c.signature) for c in rnd.calls] == [("abc", "get_weather", {"city": "P"},
                                                                             "U0lH")]
+    assert rnd.calls[0].model == "gemini-3-pro-preview", "the model that made it (its signature is bound to it)"
 
 
 async def test_json_answers_are_captured_too(addon: GeminiTools) -> None:

@@ -226,6 +226,33 @@ def test_bad_requests_name_the_field_and_keys_are_checked() -> None:
         keyed.close()
 
 
+@pytest.mark.parametrize(("field", "value"), [("max_tokens", -5), ("max_tokens", 0), ("max_tokens", 10**30),
+                                               ("temperature", 99), ("temperature", -0.5)])
+@pytest.mark.parametrize("stream", [False, True])
+def test_values_anthropic_refuses_are_refused_naming_the_field(stack: Stack, field: str, value: Any,
+                                                               stream: bool) -> None:
+    """Issue 57 item 10: max_tokens below 1 or past Gemini's int32, and temperature outside 0..1 (the
+    SDK's own docs: "Ranges from 0.0 to 1.0"), were forwarded to Gemini; Anthropic refuses them with a
+    400 invalid_request_error whose message starts with the field, and so does the proxy, before
+    Gemini is asked."""
+    client = _client(stack)
+    # As extra_body: anthropic 2.14's create() takes no temperature any more (older SDKs and Claude Code
+    # send it), and refuses a max_tokens this large itself unless streamed (its long-request check).
+    args: dict[str, Any] = {"model": "gemini-2.5-flash", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "hi"}], "extra_body": {field: value}}
+    before = stack.accepted
+    with pytest.raises(anthropic.BadRequestError) as e:
+        if stream:
+            with client.messages.stream(**args) as s:
+                s.get_final_message()
+        else:
+            client.messages.create(**args)
+    assert e.value.body["type"] == "error" and e.value.body["error"]["type"] == "invalid_request_error"
+    assert e.value.message.startswith(f"{field}: ") or f"'message': '{field}: " in e.value.message
+    assert stack.accepted == before, "Gemini was not asked"
+    assert client.messages.create(**{**args, "extra_body": {field: 1}}).stop_reason == "end_turn", "1 is in both ranges"
+
+
 @pytest.mark.parametrize("trigger", ["[[mock:stream_error]]", "[[mock:cut]]", "[[mock:empty parts]]"])
 def test_a_stream_that_fails_raises_in_the_sdk(stack: Stack, trigger: str) -> None:
     """Never a finished message: the error event after the start makes the SDK raise."""

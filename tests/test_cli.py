@@ -228,10 +228,14 @@ def test_a_store_url_that_can_never_work_is_one_line_and_exit_2() -> None:
 
     assert "--store" in _refused(["serve", "--store", "redis://127.0.0.1:6379/abc"])
     for url, says in (("redis://127.0.0.1:6379/abc", "must be a number"), ("redis://127.0.0.1:notaport/0", "port"),
-                      ("redis://u:s3cret@127.0.0.1:6379/x", "***@127.0.0.1")):
+                      ("redis://u:s3cret@127.0.0.1:6379/x", "***@127.0.0.1"), ("unix://", "no socket path"),
+                      ("unix:///", "no socket path")):
         with pytest.raises(ValueError) as e:
             check_store_url(url)
         assert says in str(e.value) and "s3cret" not in str(e.value)
+    # Issue 57 item 10: `unix://` with no path started (and could never reach a store); now it stops.
+    assert "--store" in _refused(["serve", "--store", "unix://"])
+    assert check_store_url("unix:///run/redis/redis.sock")
 
 
 def test_a_store_that_answers_it_will_never_work_stops_the_start(tmp_path: Path) -> None:

@@ -162,6 +162,11 @@ def test_background_and_cancel(stack: Stack) -> None:
             break
         stack.lt.run(__import__("asyncio").sleep(0.05))
     assert got.status == "completed" and got.output_text
+    # Issue 57 item 10: cancelling a run that has ended changes nothing and returns it (as Responses
+    # does for a background response); it was a 400.
+    again = c.interactions.cancel(done.id)
+    assert again.status == "completed" and again.output_text == got.output_text
+    assert c.interactions.cancel(cancelled.id).status == "cancelled"
     c.interactions.delete(done.id)
     with pytest.raises(APIError):
         c.interactions.get(done.id)
@@ -338,6 +343,24 @@ def test_a_continuation_that_makes_no_progress_is_refused(ia_stack: Stack, strea
             c.responses.create(model=G3, input="[[mock:hops 3 stuck]] tell me about Rome")
         assert e.value.status_code == 502 and "no progress" in e.value.message
     assert len(ia_stack.exchange()["upstream"]) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode, calls", [("alternate", 3), ("empty", 2)])
+def test_a_continuation_going_round_or_adding_nothing_is_refused(ia_stack: Stack, stream: bool, mode: str,
+                                                                 calls: int) -> None:
+    """Issue 57 item 7: tokens that alternate (A, B, A) or a hop with no step would be continued to
+    MAX_HOPS billed hops: refused at the first token seen before, or the hop that added nothing."""
+    c = openai.OpenAI(base_url=f"{ia_stack.url}/v1", api_key="k", max_retries=0)
+    text = f"[[mock:hops 2 {mode}]] tell me about Rome"
+    if stream:
+        events = list(c.responses.create(model=G3, input=text, stream=True))
+        assert events[-1].type == "response.failed" and "no progress" in events[-1].response.error.message
+    else:
+        with pytest.raises(openai.APIStatusError) as e:
+            c.chat.completions.create(model=G3, messages=[{"role": "user", "content": text}])
+        assert e.value.status_code == 502 and "no progress" in e.value.message
+    assert len(ia_stack.exchange()["upstream"]) == calls
 
 
 def test_an_answer_past_the_hop_limit_is_refused(ia_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -130,6 +130,26 @@ def test_a_hop_without_progress_is_refused(stack: Stack, stream: bool) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode, calls", [("alternate", 3), ("empty", 2)])
+def test_a_continuation_going_round_or_adding_nothing_is_refused(stack: Stack, stream: bool, mode: str,
+                                                                 calls: int) -> None:
+    """Issue 57 item 7: tokens that alternate (A, B, A: the mock's `alternate`) or a hop that adds no
+    part (`empty`, a new token each time) would be continued to MAX_HOPS billed hops: the proxy stops
+    at the first token seen before in this answer, or at the hop that added nothing, with a 502."""
+    text = f"[[mock:hops 2 {mode}]] tell me about Rome"
+    if stream:
+        c = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", max_retries=0)
+        events = list(c.responses.create(model=G3, input=text, stream=True))
+        assert events[-1].type == "response.failed" and "no progress" in events[-1].response.error.message
+    else:
+        g = _gemini(stack.url, api_version="v1beta")
+        with pytest.raises(errors.ServerError) as e:
+            g.models.generate_content(model=G3, contents=text)
+        assert e.value.code == 502 and "no progress" in e.value.message
+    assert len(stack.exchange()["upstream"]) == calls
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_a_hop_gemini_refuses_fails_the_answer(stack: Stack, stream: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Gemini refusing the hop that continues an answer (here: a token sent with another request) fails
     the answer in the client's protocol, streamed or not, after the first hop's text was passed on."""

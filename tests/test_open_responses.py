@@ -334,6 +334,34 @@ def test_compaction_of_a_stored_chain(stack: Stack) -> None:
     assert nxt.status == "completed"
 
 
+def test_compact_refuses_a_compaction_it_cannot_open(stack: Stack) -> None:
+    """Issue 57 item 6: a compaction item that does not open (altered, forged, another deployment's) is
+    refused by name with a 400, as /v1/responses refuses it; it was dropped, and the answer a 200 with
+    an empty summary (the conversation it stood for silently lost)."""
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="k", max_retries=0)
+    status, compacted = _http(stack, "POST", "/v1/responses/compact", {"model": "gemini-2.5-flash", "input": [
+        {"role": "user", "content": "My name is Alice."}, {"role": "assistant", "content": "Hello Alice."},
+        {"role": "user", "content": "I like tea."}]})
+    assert status == 200, compacted
+    sealed = compacted["output"][-1]
+    forged = [{"type": "compaction", "encrypted_content": "gtp.c1.forged"}, {"role": "user", "content": "hi"}]
+    altered = [{"role": "user", "content": "hi"},
+               {**sealed, "encrypted_content": sealed["encrypted_content"][:-4] + "AAAA"}]
+    for items, at in ((forged, 0), (altered, 1)):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.responses.compact(model="gemini-2.5-flash", input=items)
+        assert e.value.body["param"] == f"input[{at}].encrypted_content"
+        assert e.value.body["code"] == "invalid_encrypted_content"
+    first = _create(stack, {"model": "gemini-2.5-flash", "input": "My name is Bob."})
+    before = stack.accepted
+    with pytest.raises(openai.BadRequestError) as e:  # named in the input, after the stored chain's items
+        client.responses.compact(model="gemini-2.5-flash", previous_response_id=first.id, input=forged)
+    assert e.value.body["param"] == "input[0].encrypted_content"
+    assert stack.accepted == before, "Gemini was not asked"
+    # What opens still compacts.
+    assert client.responses.compact(model="gemini-2.5-flash", input=[sealed, *forged[1:]]).output
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_input_tokens_are_counted_by_gemini_on_the_request_it_would_get(stack: Stack, model: str) -> None:
     client = _client(stack)

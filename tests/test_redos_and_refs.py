@@ -32,6 +32,23 @@ def test_patterns_re2_cannot_run_are_skipped_not_backtracked() -> None:
     assert normalize_arguments({"q": LONG}, schema) == ({"q": LONG}, [])
 
 
+def test_re2_errors_go_through_the_log_only() -> None:
+    """Issue 57 item 10: RE2 wrote its own error line to stderr (`re2.cc:242] Error parsing ...`) for
+    every pattern it could not compile, outside the log's format (JSON here) and its rate limit. Now
+    each is one warning of the proxy's log, limited like any other (log_limits.BURST per window)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("from proxy import log_limits; from proxy.logs import setup_logging; setup_logging('INFO', 'json'); "
+            "log_limits.install(); from proxy.schema.argument_validator import compile_pattern; "
+            "[compile_pattern(f'^(?=a{i})x$') for i in range(20)]")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stderr
+    lines = err.splitlines()
+    assert lines and all(json.loads(line)["level"] == "WARNING" for line in lines), err[:500]
+    assert len(lines) <= 5, "rate-limited as every repeated log line is"
+
+
 def test_validators_are_built_once_per_schema() -> None:
     a = {"type": "object", "properties": {"n": {"type": "integer"}}}
     b = {"properties": {"n": {"type": "integer"}}, "type": "object"}  # equal, another object

@@ -13,6 +13,7 @@ from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse
+from proxy.store.byte_lru import TooLarge
 from proxy.store.entry_store import EntryStore
 from proxy.store.open_store import check_store_url, open_store
 from tests.servers import RedisServer
@@ -99,6 +100,32 @@ def test_conversations_grow_by_turns(make_store) -> None:
             await store.append_conversation("s", "c", [{"role": "user", "parts": [{"text": f"t{i}"}]}])
         assert [c["parts"][0]["text"] for c in await store.get_conversation("s", "c")] == [f"t{i}" for i in range(50)]
         assert await store.get_conversation("s", "new") == []
+        await store.close()
+    asyncio.run(go())
+
+
+def test_a_refused_write_leaves_what_was_stored_untouched(make_store) -> None:
+    """Issue 57 item 1: a turn too large to keep is refused (413) and the conversation, the response
+    or the rounds before it stay as they were: never dropped with it (then reported evicted)."""
+    async def go() -> None:
+        store = make_store(max_bytes=200_000, session_bytes=50_000)
+        first = [{"role": "user", "parts": [{"text": "turn one"}]}, {"role": "model", "parts": [{"text": "ok"}]}]
+        await store.append_conversation("s", "c", first)
+        with pytest.raises(ProxyError) as e:
+            await store.append_conversation("s", "c", [{"role": "user", "parts": [{"text": "x" * 60_000}]}])
+        assert e.value.status == 413 and "conversation is unchanged" in e.value.message
+        assert await store.get_conversation("s", "c") == first
+        await store.append_conversation("s", "c", first)  # and it goes on
+        assert await store.get_conversation("s", "c") == first + first
+        await store.put_response("s", StoredResponse("r1", {"id": "r1"}, first))
+        with pytest.raises(ProxyError) as e:
+            await store.put_response("s", StoredResponse("r1", {"id": "r1", "big": "x" * 60_000}, first))
+        assert e.value.status == 413
+        assert (await store.get_response("s", "r1")).response == {"id": "r1"}
+        await store.add_round("s", ToolRound([call(1)]))
+        with pytest.raises(ProxyError):
+            await store.add_round("s", ToolRound([CallRecord("big", "f", "f", "g", "x" * 60_000, {})]))
+        assert [r.calls for r in (await store.get_tool_context("s")).rounds] == [[call(1)]]
         await store.close()
     asyncio.run(go())
 
@@ -200,6 +227,13 @@ def test_redis_byte_accounting_stays_exact_through_overwrites_deletes_and_evicti
         for _ in range(8):
             await backend.append(("a", "conversation", "c"), b"t" * 700, keep=5)
         await check()
+        with pytest.raises(TooLarge):  # refused: nothing changes, the bookkeeping included
+            await backend.append(("a", "conversation", "c"), b"t" * 40_000, keep=5)
+        with pytest.raises(TooLarge):
+            await backend.put(("a", "response", "r1"), [b"q" * 40_000])
+        await check()
+        assert await backend.get(("a", "conversation", "c")) == [b"t" * 700] * 5
+        assert await backend.get(("a", "response", "r1")) == [b"y" * 3000, b"z" * 10]
         for i in range(40):  # past both budgets: evictions, tombstones
             await backend.put((f"s{i % 3}", "response", f"big{i}"), [b"e" * 4000])
         await check()

@@ -179,3 +179,80 @@ def test_an_answer_too_large_to_keep_is_never_reported_kept(small_sessions) -> N
     streamed = list(c.responses.create(model="gemini-2.5-flash", input="[[mock:bulk 100000]] go", stream=True,
                                        store=False))
     assert streamed[-1].type == "response.completed", "not asked to keep it: a success"
+
+
+# -- issue 57 item 1: a turn too large to keep never costs the conversation before it ---------------
+
+@pytest.fixture(scope="module", params=["memory", "redis"])
+def megabyte_sessions(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """A real `serve` with `--session-max-bytes 1M` over its memory store or a real redis-server,
+    in front of a real mock process."""
+    from tests.servers import RedisServer, mock_gemini, proxy_instance
+
+    tmp = tmp_path_factory.mktemp(f"mb-sessions-{request.param}")
+    redis = RedisServer(tmp) if request.param == "redis" else None
+    store = ["--store", redis.url] if redis else []
+    mock, mock_url = mock_gemini(tmp)
+    proc, url = proxy_instance(tmp, "mb", mock_url, "--session-max-bytes", "1M", "--store-max-bytes", "4M", *store)
+    yield url, mock_url
+    proc.stop()
+    mock.stop()
+    if redis:
+        redis.stop()
+
+
+def _gemini_turn(url: str, text: str, stream: bool = False) -> tuple[int, dict | str]:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url + "/v1/gemini", headers={"content-type": "application/json"},
+                                 data=json.dumps({"model": "gemini-2.5-flash", "input": text, "stream": stream,
+                                                  "conversation": "kept"}).encode())
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, (r.read().decode() if stream else json.load(r))
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def test_a_turn_too_large_to_keep_leaves_the_conversation_intact(megabyte_sessions) -> None:
+    """The issue's reproduction: turn 1 is kept; a turn whose input fits but whose answer does not is
+    answered by Gemini, then refused (413) saying its answer is not kept and the conversation is
+    unchanged; turn 3 continues the conversation with turn 1 in it (it was 409 "evicted")."""
+    url, mock_url = megabyte_sessions
+    assert _gemini_turn(url, "turn one marker")[0] == 200
+    status, body = _gemini_turn(url, "[[mock:bulk 700000]] " + "y" * 400_000)
+    assert status == 413, body
+    message = body["error"]["message"]
+    assert "too large to keep" in message and "conversation is unchanged" in message
+    status, streamed = _gemini_turn(url, "[[mock:bulk 700000]] " + "y" * 400_000, stream=True)
+    assert status == 200 and "too large to keep" in streamed  # the stream ends with its error
+    status, body = _gemini_turn(url, "turn three")
+    assert status == 200, body
+    assert "turn one marker" in json.dumps(_mock_last_body(mock_url)["contents"])
+    assert "y" * 1000 not in json.dumps(_mock_last_body(mock_url)["contents"]), "the refused turn is not kept"
+
+
+def _mock_last_body(mock_url: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{mock_url}/mock/last") as r:
+        return json.load(r)["body"]
+
+
+def test_a_response_too_large_to_keep_leaves_its_chain_intact(megabyte_sessions) -> None:
+    """The same through Responses: the turn whose answer is too large is refused saying so and naming
+    the turn before, which is unchanged and continues (whole and streamed)."""
+    url, mock_url = megabyte_sessions
+    c = openai.OpenAI(base_url=url + "/v1", api_key="k", _strict_response_validation=True, max_retries=0)
+    first = c.responses.create(model="gemini-2.5-flash", input="chain marker one")
+    with pytest.raises(openai.APIStatusError) as e:
+        c.responses.create(model="gemini-2.5-flash", previous_response_id=first.id,
+                           input="[[mock:bulk 700000]] " + "y" * 400_000)
+    assert e.value.status_code == 413 and f"'{first.id}' and the turns before it are unchanged" in e.value.message
+    events = list(c.responses.create(model="gemini-2.5-flash", previous_response_id=first.id, stream=True,
+                                     input="[[mock:bulk 700000]] " + "y" * 400_000))
+    assert events[-1].type == "response.failed" and "too large to keep" in events[-1].response.error.message
+    assert c.responses.create(model="gemini-2.5-flash", previous_response_id=first.id,
+                              input="and then?").status == "completed"
+    assert "chain marker one" in json.dumps(_mock_last_body(mock_url)["contents"])

@@ -76,6 +76,26 @@ def test_rewrite_replays_rounds_in_order_with_signatures() -> None:
     assert out[5] == {"role": "user", "parts": [{"text": "and now?"}]}, "real user text is kept"
 
 
+def test_a_captured_round_replayed_to_another_model_goes_without_its_signature() -> None:
+    """Issue 57 item 5, the MITM capture: a round captured from gemini-3-flash-preview's answer and
+    replayed into a request for gemini-3-pro-preview goes with the sentinel, not flash's signature
+    (Gemini's "Corrupted thought signature"); to the model that made it, with its own."""
+    from dataclasses import replace
+
+    from proxy.signatures.sentinel import SENTINEL
+
+    rnd = ToolRound([replace(call("a"), model="gemini-3-flash-preview")], {"a": {"output": "A"}})
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}, PLACEHOLDER,
+                         {"role": "user", "parts": [{"text": "and now?"}]}]}
+    out = apply_tool_context(body, ctx_with(rnd), "gemini-3-pro-preview")  # (an earlier turn: no sentinel needed)
+    assert out["contents"][1]["parts"][0].get("thoughtSignature") in (None, SENTINEL)
+    current = {"contents": body["contents"][:2]}  # the call in the current turn: the sentinel
+    assert apply_tool_context(current, ctx_with(rnd), "gemini-3-pro-preview")["contents"][1]["parts"][0][
+        "thoughtSignature"] == SENTINEL
+    out = apply_tool_context(body, ctx_with(rnd), "gemini-3-flash-preview")
+    assert out["contents"][1]["parts"][0]["thoughtSignature"] == "sig-a"
+
+
 def test_rewrite_refuses_what_it_cannot_replay() -> None:
     with pytest.raises(ProxyError) as info:
         rewrite_history([PLACEHOLDER], [])

@@ -23,7 +23,7 @@ from proxy.to_gemini.reasoning import budget_in_range, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
-from proxy.wire.anthropic import CountTokensRequest, MessagesRequest
+from proxy.wire.anthropic import CountTokensRequest, MessagesRequest, check_ranges
 from proxy.wire.gemini import checked
 
 # Anthropic's effort levels, each also one of the core's (reasoning.py).
@@ -75,6 +75,7 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
 async def create_message(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     req = validate(MessagesRequest, await read_json(request))
+    check_ranges(req)
     model, tools, body = await _prepare(request, req)
     session, key = session_of(request), api_key_of(request)
     single = bool(req.tool_choice and req.tool_choice.disable_parallel_tool_use)
@@ -83,7 +84,7 @@ async def create_message(request: web.Request) -> web.StreamResponse:
 
     async def remember(ok: bool) -> None:
         if ok:
-            await ctx.keep_calls(session, translator.calls, "anthropic")
+            await ctx.keep_calls(session, translator.calls, "anthropic", model=model)
 
     if req.stream:
         if ctx.rules.streams_arguments(model):

@@ -58,7 +58,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
     async def remember(ok: bool) -> None:
         if ok:
-            await ctx.keep_calls(session, translator.calls, "chat")
+            await ctx.keep_calls(session, translator.calls, "chat", model=model)
 
     if req.stream:
         if ctx.rules.streams_arguments(model):

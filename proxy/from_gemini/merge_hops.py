@@ -5,6 +5,7 @@ request is sent again with that token at its top level. google-genai (3.6) conti
 reference read here); the proxy does the same, so a client gets the answer, not its first hop.
 """
 
+from collections.abc import Collection
 from typing import Any
 
 from proxy.errors import UpstreamError
@@ -15,17 +16,30 @@ MAX_HOPS = 32
 CONTINUATION = "CONTINUATION"
 
 
-def hop_refusal(source: str, token: str, sent: str | None, hops: int) -> UpstreamError | None:
+def hop_refusal(source: str, token: str, seen: Collection[str], hops: int, added: bool) -> UpstreamError | None:
     """Why the hop after `hops` of them is not asked for (a 502 naming it), if it is not: the hop before
-    handed back the token it was continued with (no progress), or the answer took MAX_HOPS."""
-    if token == sent:
-        return UpstreamError(f"{source} stopped again with the continuation token it was continued with (no "
+    handed back a token this answer was already continued with (`seen`: A, B, A... goes round for
+    ever), or added nothing (`added`: no parts), or the answer took MAX_HOPS."""
+    if token in seen:
+        return UpstreamError(f"{source} stopped again with a continuation token this answer was already continued "
+                             "with (no progress): the answer is refused rather than passed on cut.", status=502,
+                             type="server_error")
+    if not added:
+        return UpstreamError(f"{source} stopped at its decode limit having added nothing to the answer (no "
                              "progress): the answer is refused rather than passed on cut.", status=502,
                              type="server_error")
     if hops >= MAX_HOPS:
         return UpstreamError(f"{source} had not finished the answer after {MAX_HOPS} continuation hops: it is "
                              "refused rather than passed on cut.", status=502, type="server_error")
     return None
+
+
+def added_parts(answer: Any) -> bool:
+    """Whether a hop's answer (or a stream chunk) carries any part on its first candidate."""
+    cands = answer.get("candidates") if isinstance(answer, dict) else None
+    cand = cands[0] if isinstance(cands, list) and cands and isinstance(cands[0], dict) else {}
+    content = cand.get("content")
+    return isinstance(content, dict) and bool(content.get("parts"))
 
 
 def continuation_of(answer: Any) -> str | None:

@@ -77,7 +77,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
                          param="conversation", code="invalid_value")
     session = session_of(request)
     model = ctx.gemini_model(req.model)
-    history = await ctx.store.get_conversation(session, req.conversation) if req.conversation else []
+    history = await ctx.store.get_conversation(session, req.conversation, model) if req.conversation else []
     body = prepared_body(ctx, _gemini_body(req, history + _new_contents(req)), model)
     await object_owners.refuse_foreign(request, body)
     sign_unsigned_turns(body["contents"], model)  # the whole kept history, not only the current turn
@@ -91,7 +91,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     async def save(ok: bool, turn: list[dict[str, Any]]) -> None:
         if ok and req.conversation:  # one atomic append: concurrent turns never overwrite each other
             await ctx.store.append_conversation(session, req.conversation,
-                                                added + ([{"role": "model", "parts": turn}] if turn else []))
+                                                added + ([{"role": "model", "parts": turn}] if turn else []), model)
 
     if req.stream:
         writer = GeminiWriter()

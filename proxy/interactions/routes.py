@@ -86,7 +86,7 @@ class _Turn:
         """Call records always (stateless clients resend their history); the turn when stored."""
         if not ok:
             return
-        await self.ctx.keep_calls(self.session, self.t.calls, "interactions")
+        await self.ctx.keep_calls(self.session, self.t.calls, "interactions", model=self.model)
         if self.req.store is False:
             return
         added, system = self.conv.added_since(self.prior, self.t.model_content())
@@ -94,7 +94,7 @@ class _Turn:
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=self.t.interaction["id"], response={"interaction": self.t.interaction, "input": self.steps},
             contents=added, system=system, pending=[c.call_id for c in self.t.calls],
-            parent=self.req.previous_interaction_id))
+            parent=self.req.previous_interaction_id, model=self.model))
 
     async def run_whole(self, key: str | None) -> dict[str, Any]:
         answer = checked(await self.ctx.upstream.generate(self.model, self.body, key))
@@ -123,7 +123,7 @@ async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
         if await ctx.store.get_response(session, req.previous_interaction_id) is None:
             raise ProxyError(f"Previous interaction '{req.previous_interaction_id}' not found.", status=404,
                              param="previous_interaction_id", code="not_found")
-        prior = await conversation_at(ctx.store, session, req.previous_interaction_id)
+        prior = await conversation_at(ctx.store, session, req.previous_interaction_id, ctx.gemini_model(req.model))
     model, tools, calls = await ctx.prepare(request, session, req.model, tools_to_responses(req.tools),
                                             converted.items)
     for cid, signature in converted.call_signatures.items():
@@ -289,11 +289,8 @@ async def cancel_interaction(request: web.Request) -> web.Response:
     iid, stored = await _stored(request)
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
-    status = stored.response["interaction"]["status"]
-    if status != "in_progress":
-        raise ProxyError(f"Interaction '{iid}' is not running in the background (status {status}); only a "
-                         "background interaction in progress can be cancelled.", param="id",
-                         code="not_cancellable")
+    if stored.response["interaction"]["status"] != "in_progress":
+        return web.json_response(_timeline(stored, False))  # already ended: cancelling it changes nothing
     task = request.app[TASKS].get(iid)
     if task is not None:
         task.cancel()

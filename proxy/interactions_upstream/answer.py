@@ -152,6 +152,7 @@ class StreamTranslator:
         self.id: str | None = None
         self.step_text: dict[int, int] = {}  # per step index: where its text starts in the answer
         self.continuation: str | None = None  # the token the hop that just ended asks to go on with
+        self.hop_added = False  # whether the current hop started a step of the answer (continuation.added_steps)
         self.usages: list[Any] = []  # the usage of each hop before the current one
 
     def event(self, event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -162,6 +163,7 @@ class StreamTranslator:
         if kind == "step.start":
             step = event.get("step") or {}
             self.steps.start(event.get("index", 0), step)
+            self.hop_added = self.hop_added or step.get("type") != "user_input"
             self.step_text[event.get("index", 0)] = sum(map(len, self.parts.text))  # where its text starts
             if step.get("type") not in ("thought", "function_call", "model_output", "user_input", *_SEARCH_STEPS):
                 raise _unrepresented(step.get("type"))

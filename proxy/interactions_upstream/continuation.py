@@ -18,6 +18,11 @@ def token_of(interaction: dict[str, Any]) -> str | None:
     return token if interaction.get("status") == CONTINUE and isinstance(token, str) and token else None
 
 
+def added_steps(interaction: dict[str, Any]) -> bool:
+    """Whether a hop added anything to the answer: a step other than its echo of the input."""
+    return any(isinstance(s, dict) and s.get("type") != "user_input" for s in interaction.get("steps") or [])
+
+
 def next_request(request: dict[str, Any], token: str, issuer: str | None) -> dict[str, Any]:
     """The create request for the next hop: the same request with the token. The server rebuilds the
     context from the stored hop that issued the token, so that hop is the previous_interaction_id and

@@ -4,6 +4,7 @@
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from mitmproxy import http
@@ -73,6 +74,7 @@ class Capture:
             except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
                 log.warning("could not read Gemini's answer on %s", flow.request.path)
         if state.capture.calls and state.session:
-            if not await record_round(self.store, flow, state.session, ToolRound(state.capture.calls)):
+            calls = [replace(c, model=state.model) if state.model else c for c in state.capture.calls]
+            if not await record_round(self.store, flow, state.session, ToolRound(calls)):  # (model_bound.py)
                 return
             log.info("captured %d function call(s) for session %s", len(state.capture.calls), state.session)

@@ -3,7 +3,9 @@ Gemini does for long decodes (generateContent: finishReason CONTINUATION and a c
 Interactions: status requires_continuation). The shapes are google-genai 3.6's (its types and its
 continuation code); no live recording of a continuation is public, so how the mock checks a
 continuation is its guess at the server's checks. `[[mock:hops N stuck]]`: the continuation hands
-the token back with nothing new."""
+the token back with nothing new; `alternate`: each continuation adds a little text and hands back
+one of two tokens in turn (A, B, A, ...), never finishing; `empty`: each continuation adds nothing
+and hands back a new token, never finishing (a server that would be asked forever)."""
 
 import base64
 import math
@@ -37,8 +39,37 @@ def split(body: dict[str, Any], parts: list[dict[str, Any]]) -> list[list[dict[s
     return hops
 
 
-def stuck(body: dict[str, Any]) -> bool:
-    return directive(body, "hops").endswith("stuck")
+MODES = ("stuck", "alternate", "empty")
+
+
+def mode(body: dict[str, Any]) -> str:
+    """How later hops go: '' (as planned), or one of MODES."""
+    words = directive(body, "hops").split()
+    return words[1] if len(words) > 1 and words[1] in MODES else ""
+
+
+def hop_parts(plan: dict[str, Any], k: int) -> tuple[list[dict[str, Any]], bool]:
+    """Hop `k`'s parts, and whether it is the last (the plan's mode decides for the hops after the first)."""
+    hops, how = plan["hops"], plan.get("mode", "")
+    if not how or k == 0:
+        return hops[k], k == len(hops) - 1
+    return ([{"text": " and more"}] if how == "alternate" else []), False
+
+
+def produced(plan: dict[str, Any], k: int) -> list[dict[str, Any]]:
+    """The parts of hops 0 to `k`."""
+    return [p for j in range(k + 1) for p in hop_parts(plan, j)[0]]
+
+
+def next_token(plan: dict[str, Any], k: int, sent: str | None) -> str:
+    """The token hop `k` (not the last) ends with."""
+    how = plan.get("mode", "")
+    if how == "stuck" and k > 0:
+        return sent or token()
+    if how == "alternate":
+        pair = plan.setdefault("pair", [token(), token()])
+        return pair[k % 2]
+    return token()
 
 
 def token() -> str:
@@ -70,12 +101,11 @@ def generate_hop(plan: dict[str, Any], k: int, start: int, sent: str | None,
     """The chunks of hop `k` of a planned generateContent answer, from its part `start` (a checkpoint's
     resumption): one chunk per part, the first carrying a checkpoint token (resumable from the part
     after it, as a stream dropped there would be), the last the finish: CONTINUATION with a new token
-    unless it is the last hop (a stuck plan's later hops hand `sent` back with nothing new). Tokens
+    unless it is the last hop (a plan's mode may say otherwise for later hops: next_token). Tokens
     are entered in `pending`: key(token) -> (plan, hop, part)."""
     hops = plan["hops"]
-    is_stuck = plan["stuck"] and k > 0
-    parts = [] if is_stuck else hops[k][start:]
-    last = k == len(hops) - 1 and not is_stuck
+    parts, last = hop_parts(plan, k)
+    parts = parts[start:]
     head = {"modelVersion": plan["model"], "responseId": f"mock-hop{k}-{secrets.token_hex(4)}"}
     chunks = [{"candidates": [{"content": {"role": "model", "parts": [p]}, "index": 0}], **head} for p in parts]
     if len(chunks) > 1:
@@ -84,7 +114,7 @@ def generate_hop(plan: dict[str, Any], k: int, start: int, sent: str | None,
         pending[key(checkpoint)] = (plan, k, start + 1)
     end: dict[str, Any] = {"index": 0, "finishReason": plan["finish"] if last else "CONTINUATION"}
     if not last:
-        end["continuationToken"] = sent if is_stuck else token()
+        end["continuationToken"] = next_token(plan, k, sent)
         pending.setdefault(key(end["continuationToken"]), (plan, k + 1, 0))
     if not chunks:
         chunks = [{"candidates": [{}], **head}]

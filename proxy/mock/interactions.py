@@ -318,7 +318,7 @@ async def create(request: web.Request, key_problem: Any, remember: Any, error: A
     hops = long_answers.split(body, parts)
     if len(hops) > 1:
         plan = {"hops": hops, "model": model, "body": body, "status": status, "usage": merged.get("usageMetadata"),
-                "store": req.get("store", True), "input": req["input"], "stuck": long_answers.stuck(body)}
+                "store": req.get("store", True), "input": req["input"], "mode": long_answers.mode(body)}
         return await _send(request, req, *_hop(request.app, plan, 0, None), finish, None)
     interaction = {"id": f"v1_mock{secrets.token_hex(12)}", "object": "interaction", "model": model,
                    "status": status, "created": "2026-11-23T00:00:00Z", "steps": steps,
@@ -359,9 +359,7 @@ def _hop(app: web.Application, plan: dict[str, Any], k: int, token: str | None
     requires_continuation with a new token unless it is the last; a stuck plan's later hops hand
     `token` back with nothing new."""
     hops = plan["hops"]
-    stuck = plan["stuck"] and k > 0
-    parts = [] if stuck else hops[k]
-    last = k == len(hops) - 1 and not stuck
+    parts, last = long_answers.hop_parts(plan, k)
     inputs, output, thoughts = long_answers.hop_usage(plan["usage"], k, len(hops))
     usage = {"total_input_tokens": inputs, "total_output_tokens": output, "total_thought_tokens": thoughts,
              "total_tokens": inputs + output + thoughts}
@@ -369,14 +367,13 @@ def _hop(app: web.Application, plan: dict[str, Any], k: int, token: str | None
                    "status": plan["status"] if last else "requires_continuation", "created": "2026-11-23T00:00:00Z",
                    "steps": _output_steps(parts), "usage": usage}
     if not last:
-        interaction["continuation_token"] = token if stuck else long_answers.token()
+        interaction["continuation_token"] = long_answers.next_token(plan, k, token)
         app[PENDING].setdefault(interaction["continuation_token"], {"owner": interaction["id"], "next": k + 1,
                                                                     "plan": plan})
-        if stuck:
-            app[PENDING][token]["owner"] = interaction["id"]
+        app[PENDING][interaction["continuation_token"]]["owner"] = interaction["id"]  # (a token handed back)
     events = _events(interaction, [{"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]}])
     if plan["store"]:
-        so_far = [p for h in hops[:k + 1] for p in h] if not stuck else [p for h in hops[:k] for p in h]
+        so_far = long_answers.produced(plan, k)
         app[STORE][interaction["id"]] = {"contents": plan["body"]["contents"] + [{"role": "model", "parts": so_far}],
                                          "interaction": interaction, "events": events,
                                          "input": _steps(plan["input"]) if k == 0 else []}

@@ -24,7 +24,7 @@ a text answer then cites the result, and later answers name the searches they se
 `text_call DIALECT` (calls written as text in that dialect instead of functionCall parts),
 `quote_json [whole]` (an answer quoting `{"name": TOOL, "content": ...}` mid-sentence, or as the whole
 answer: how @ai-sdk/google returns tool results, which a Gemma 3 answer then repeats; never a call),
-`hops N [stuck]` (the answer stopped at the decode limit N-1 times and continued when asked: hops.py).
+`hops N [stuck|alternate|empty]` (the answer stopped at the decode limit N-1 times and continued when asked: hops.py).
 Prompted in a text dialect (declarations rendered into the prompt), the model answers in it: dialect_model.py.
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
 """

@@ -271,7 +271,7 @@ def _reply(app: web.Application, body: dict[str, Any], model: str, cloudcode: bo
         hops = long_answers.split(body, (cand.get("content") or {}).get("parts") or [])
         if len(hops) > 1:  # `[[mock:hops N]]`: stopped at the decode limit, continued when asked
             plan = {"hops": hops, "model": model, "body": body, "finish": cand.get("finishReason") or "STOP",
-                    "usage": merged.get("usageMetadata"), "stuck": long_answers.stuck(body)}
+                    "usage": merged.get("usageMetadata"), "mode": long_answers.mode(body)}
             reply.chunks = long_answers.generate_hop(plan, 0, 0, None, app[CONTINUATIONS])
     return reply
 

@@ -129,7 +129,10 @@ def get(d: dict[str, Any], key: str) -> Any:
 
 
 def sign(model: str, name: str, args: Any) -> str:
-    """The mock's thought signature: bound to the model and to the exact call it accompanies."""
+    """The mock's thought signature: bound to the model and to the exact call it accompanies. Gemini
+    binds its own to the model too: one made by another model is "Corrupted thought signature"
+    (CLIProxyAPI #1538: a gemini-3-pro-preview signature replayed to Antigravity's gemini-3-pro-high;
+    Roo-Code #10554: signatures cannot be reused across model versions)."""
     msg = f"{model}|{name}|{json.dumps(args, sort_keys=True, separators=(',', ':'))}".encode()
     return base64.b64encode(b"\x12\x20" + hmac.new(MOCK_SIGNING_KEY, msg, hashlib.sha256).digest()).decode()
 

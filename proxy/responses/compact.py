@@ -24,9 +24,9 @@ from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.store.base import SessionStore, stored_chain
-from proxy.to_gemini.input_to_contents import parse_input
+from proxy.to_gemini.input_to_contents import parse_input, unopened_compaction
 from proxy.wire.gemini import checked, first_candidate_parts
-from proxy.wire.responses import CompactRequest, FunctionCallItem, FunctionCallOutputItem, MessageItem
+from proxy.wire.responses import CompactionItem, CompactRequest, FunctionCallItem, FunctionCallOutputItem, MessageItem
 
 PROMPT = ("Summarize the conversation transcript below for the assistant who will continue it without seeing "
           "it. Keep every fact, name, number, decision, tool result and open task that may matter later; "
@@ -109,12 +109,13 @@ async def compact_route(request: web.Request) -> web.Response:
     req = validate(CompactRequest, await read_json(request))
     session = session_of(request)
     history: list[Any] = []
+    stored = 0  # how many items the stored chain gave, before the input's
     if req.previous_response_id:
         found = await items_at(ctx.store, session, req.previous_response_id)
         if found is None:
             raise ProxyError(f"Previous response with id '{req.previous_response_id}' not found.",
                              param="previous_response_id", code="previous_response_not_found")
-        history = found
+        history, stored = found, len(found)
     if isinstance(req.input, str):
         history.append({"type": "message", "role": "user", "content": req.input})
     elif req.input:
@@ -126,6 +127,13 @@ async def compact_route(request: web.Request) -> web.Response:
     model, _tools, calls = await ctx.prepare(request, session, req.model, None, items)
     seal = ctx.seal(request, model)
     summaries, carried = open_compactions(seal, items)
+    for n, item in enumerate(items):  # one that does not open is refused by name, as /v1/responses does
+        if isinstance(item, CompactionItem) and item.encrypted_content not in summaries:
+            if n >= stored:
+                raise unopened_compaction(n - stored)
+            raise ProxyError(f"A compaction item stored with '{req.previous_response_id}' no longer opens here "
+                             "(sealed under a retired key); send its conversation as input.",
+                             param="previous_response_id", code="invalid_encrypted_content")
     calls = {**carried, **calls}
     cut = _cut(items)
     # What the summary stands for: everything before the cut, and any earlier compaction (a summary

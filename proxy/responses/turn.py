@@ -17,6 +17,7 @@ from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import validate
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
+from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput, conversation_at
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
@@ -36,16 +37,24 @@ class Recent:
 
     id: str | None = None
     history: Conversation | None = None
+    model: str | None = None  # the Gemini model the history was sent to and answered by
 
-    def get(self, response_id: str) -> Conversation | None:
-        return self.history if response_id == self.id else None
+    def get(self, response_id: str, model: str | None = None) -> Conversation | None:
+        """The history, as `model` may be sent it: without thought signatures when another model
+        made it (model_bound.py)."""
+        if response_id != self.id or self.history is None:
+            return None
+        if model is None or self.model is None or model == self.model:
+            return self.history
+        h = self.history
+        return Conversation(without_signatures(h.contents), h.system, h.pending)
 
-    def keep(self, response_id: str, history: Conversation) -> None:
-        self.id, self.history = response_id, history
+    def keep(self, response_id: str, history: Conversation, model: str | None = None) -> None:
+        self.id, self.history, self.model = response_id, history, model
 
     def evict(self, response_id: str | None) -> None:
         if response_id is not None and response_id == self.id:
-            self.id = self.history = None
+            self.id = self.history = self.model = None
 
 
 @dataclass
@@ -99,18 +108,20 @@ class Turn:
                 self.recent.evict(self.req.previous_response_id)  # a failed continuation is not retried from it
             return
         t = self.translator
-        await self.ctx.keep_calls(self.session, t.calls, "responses", t.hosted)
+        await self.ctx.keep_calls(self.session, t.calls, "responses", t.hosted, self.model)
         turn = t.model_content()
         if self.recent is not None:
             self.recent.keep(t.response["id"], Conversation(self.conv.contents + ([turn] if turn else []),
-                                                           self.conv.system, [c.call_id for c in t.calls]))
+                                                           self.conv.system, [c.call_id for c in t.calls]),
+                             self.model)
         if self.req.store is False:
             return
         added, system = self.conv.added_since(self.prior, turn)
         self.answer_json = fast_json.dumps(t.response)
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=t.response["id"], response=t.response, contents=added, system=system,
-            pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input),
+            pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input,
+            model=self.model),
             chained=True, known=self.known, response_json=self.answer_json)
 
 
@@ -182,9 +193,10 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
 
     prior = None
     if req.previous_response_id:
-        prior = recent.get(req.previous_response_id) if recent else None
+        gemini_model = ctx.gemini_model(req.model)  # (the history is made ready for it: model_bound.py)
+        prior = recent.get(req.previous_response_id, gemini_model) if recent else None
         if prior is None:
-            prior = await conversation_at(ctx.store, session, req.previous_response_id)
+            prior = await conversation_at(ctx.store, session, req.previous_response_id, gemini_model)
         if prior is None:
             raise ProxyError(f"Previous response with id '{req.previous_response_id}' not found.",
                              param="previous_response_id", code="previous_response_not_found", status=400)

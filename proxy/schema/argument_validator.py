@@ -42,6 +42,7 @@ def compile_pattern(pattern: str) -> Any | None:
     """The RE2 program for a schema pattern, or None (logged once) when RE2 cannot run it."""
     options = re2.Options()
     options.max_mem = RE2_MAX_MEM
+    options.log_errors = False  # RE2's own logging writes to stderr, past the log's format and its rate limit
     try:
         return re2.compile(pattern, options)
     except Exception as e:  # noqa: BLE001 - re2.error and friends: an ECMA feature RE2 lacks

@@ -1,6 +1,6 @@
 """What the route handlers share: the session store, the upstream client, settings."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
@@ -17,6 +17,7 @@ from proxy.server.site import ServerLimits
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
 from proxy.signatures.carrier_keys import CarrierKeys
+from proxy.signatures.model_bound import for_model
 from proxy.store.base import SessionStore
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
@@ -61,10 +62,14 @@ class Context:
     passthrough_collections: frozenset[str] = frozenset()
 
     async def keep_calls(self, session: str, calls: list[CallRecord], route: str,
-                         hosted: list[CallRecord] | None = None) -> None:
+                         hosted: list[CallRecord] | None = None, model: str | None = None) -> None:
         """The records of the calls (and hosted searches) an answer handed out: kept whatever the
-        client's `store`, since stateless clients resend their history and need them back."""
-        await self.store.put_calls(session, calls + (hosted or []))
+        client's `store`, since stateless clients resend their history and need them back. Each
+        names `model`, the Gemini model that made them (its signatures are bound to it)."""
+        records = calls + (hosted or [])
+        if model is not None:
+            records = [r if r.model else replace(r, model=model) for r in records]
+        await self.store.put_calls(session, records)
         metrics.child(metrics.TOOL_CALLS, route).inc(len(calls))
 
     async def count_tokens(self, model: str, body: dict[str, Any], api_key: str | None) -> int:
@@ -116,6 +121,9 @@ class Context:
                     if isinstance(i, _REFERRING)]
         carried = self.seal(request, model).decode(items)
         stored = await self.store.get_calls(session, call_ids)
+        if any(r.model and r.model != model for r in stored.values()):  # made by another model: unsigned
+            _note_other_model(stored, model)
+            stored = {cid: for_model(r, model) for cid, r in stored.items()}
         calls = {**carried, **stored}
         ex = exchange.CURRENT.get()
         if ex is not None:
@@ -124,6 +132,13 @@ class Context:
             elif not prepared.json_schema_mode:  # (the common case, without the call)
                 ex.note_all(*prepared.schema_repair_notes())
         return model, prepared, calls
+
+
+def _note_other_model(stored: dict[str, CallRecord], model: str) -> None:
+    other = sorted({r.model for r in stored.values() if r.model and r.model != model})
+    exchange.note("signature", f"call record(s) made by {', '.join(other)}, replayed to {model}: sent without their "
+                               "thought signatures (bound to the model that made them; the sentinel where Gemini "
+                               "needs one)", source="other_model")
 
 
 # Calls whose record's source is noted one by one (the latest asked for); the rest share one note.

@@ -8,6 +8,8 @@ from typing import Any
 from proxy.errors import ProxyError
 from proxy.journal import exchange
 from proxy.session.session_tools import ToolRound
+from proxy.signatures.call_record import CallRecord
+from proxy.signatures.model_bound import for_model
 
 DEFAULT_PLACEHOLDER = "Tool call completed"
 DUMMY_TEXTS = frozenset({"", "."})  # AGCC and zerogravity send "." as the relay app's prompt
@@ -26,10 +28,10 @@ def _is_placeholder(content: dict[str, Any], placeholder: str) -> bool:
     return all(isinstance(t, str) for t in texts) and "".join(texts).strip() == placeholder
 
 
-def _calls_turn(rnd: ToolRound, ids: bool) -> dict[str, Any]:
-    parts = [c.part() for c in rnd.calls]
+def _calls_turn(calls: list[CallRecord], ids: bool) -> dict[str, Any]:
+    parts = [c.part() for c in calls]
     if ids:  # the call's own id (the one its client answered) where the model gave none
-        for call, part in zip(rnd.calls, parts, strict=True):
+        for call, part in zip(calls, parts, strict=True):
             part["functionCall"].setdefault("id", call.call_id)
     return {"role": "model", "parts": parts}
 
@@ -61,8 +63,10 @@ def placeholder_count(contents: list[dict[str, Any]], placeholder: str = DEFAULT
 
 
 def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
-                    placeholder: str = DEFAULT_PLACEHOLDER, ids: bool = False) -> list[dict[str, Any]]:
-    """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest rounds).
+                    placeholder: str = DEFAULT_PLACEHOLDER, model: str | None = None, ids: bool = False
+                    ) -> list[dict[str, Any]]:
+    """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest
+    rounds); sent to `model`, a call another model made goes without its signature (model_bound.py).
     `ids`: every functionCall and functionResponse written carries an id (Claude on Antigravity's wire
     refuses one without), the call's record's when the model sent none (to_gemini/call_ids.py)."""
     marks = [i for i, c in enumerate(contents) if _is_placeholder(c, placeholder)]
@@ -78,7 +82,8 @@ def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
     for i, content in enumerate(contents):
         if i in aligned:
             rnd = aligned[i]
-            out.append(_calls_turn(rnd, ids))
+            calls = rnd.calls if model is None else [for_model(c, model) for c in rnd.calls]
+            out.append(_calls_turn(calls, ids))
             out.append(_results_turn(rnd, ids))
         elif i - 1 in aligned and _is_dummy(content):
             continue  # the app's "go on" after the placeholder: the function responses say it now

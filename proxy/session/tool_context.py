@@ -27,7 +27,7 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
                        placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
     out = apply_session_tools(body, ctx, merge=merge)
-    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder,
+    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder, model,
                                ids=needs_call_ids(model))
     contents = repair_history(_own_tool_turns(contents), model, result_parts=result_parts)
     sign_current_turn(contents, model)

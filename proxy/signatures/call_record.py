@@ -24,6 +24,9 @@ class CallRecord:
     # in the same turn before this call, replayed before it: Chat clients have no item to carry them.
     # A hosted tool's own record (a web_search_call item, `gemini_name` "") holds just these.
     server_parts: list[dict[str, Any]] | None = None
+    # The Gemini model that made the call: its signature is valid for that model only (model_bound.py).
+    # None: not known (a record kept before records named their model, or one built from client input).
+    model: str | None = None
 
     @property
     def hosted(self) -> bool:
@@ -45,6 +48,8 @@ class CallRecord:
         d = asdict(self)
         if d["server_parts"] is None:  # most records: kept out of carriers and the store
             del d["server_parts"]
+        if d["model"] is None:
+            del d["model"]
         return d
 
     @classmethod
@@ -53,4 +58,5 @@ class CallRecord:
         server_parts = d.get("server_parts")
         return cls(d.get("call_id"), d.get("name") or d.get("gemini_name"), d.get("gemini_name"),  # type: ignore[arg-type]
                    d.get("gemini_id"), d.get("signature"), args if isinstance(args, dict) else None,
-                   server_parts if isinstance(server_parts, list) else None)
+                   server_parts if isinstance(server_parts, list) else None,
+                   d.get("model") if isinstance(d.get("model"), str) else None)

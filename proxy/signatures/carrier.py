@@ -18,11 +18,12 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier_keys import CarrierKeys
+from proxy.signatures.model_bound import unsigned
 
 log = logging.getLogger(__name__)
 PREFIX = "gtp.v3."
@@ -68,7 +69,7 @@ class CarrierSeal:
         calls = {}
         for r in sealed["calls"]:
             rec = CallRecord.from_dict(r)
-            calls[rec.call_id] = rec if same_model else _unsigned(rec)
+            calls[rec.call_id] = rec if same_model else unsigned(rec)
         return sealed["summary"], calls
 
     def decode(self, items: Iterable[Any]) -> dict[str, CallRecord]:
@@ -95,13 +96,7 @@ class CarrierSeal:
                 for r in sealed["calls"]:
                     rec = CallRecord.from_dict(r)
                     if isinstance(rec.call_id, str) and isinstance(rec.gemini_name, str):
-                        found[rec.call_id] = rec if same_model else _unsigned(rec)
+                        found[rec.call_id] = rec if same_model else unsigned(rec)
             except (ValueError, TypeError, AttributeError, KeyError):
                 continue  # sealed by us, so only a bug gets here; the sentinel stands in
         return found
-
-
-def _unsigned(rec: CallRecord) -> CallRecord:
-    """A record without Gemini's signatures (on the call and on server-side tool parts)."""
-    parts = [{k: v for k, v in p.items() if k != "thoughtSignature"} for p in rec.server_parts or []]
-    return replace(rec, signature=None, server_parts=parts if rec.server_parts is not None else None)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
+from proxy.signatures.model_bound import without_signatures
 from proxy.store.history_cache import CachedHistory, HistoryCache
 from proxy.to_gemini.conversation import Conversation
 
@@ -29,6 +30,9 @@ class StoredResponse:
     pending: list[str] = field(default_factory=list)  # call ids of the final model turn
     parent: str | None = None                # previous_response_id of this turn
     input: list[dict[str, Any]] | None = None  # a response's input items, with ids (GET .../input_items)
+    # The Gemini model its contents were sent to and answered by: their thought signatures are bound
+    # to it (model_bound.py). None: not known (stored before turns named their model).
+    model: str | None = None
 
 
 # A chain longer than this is refused rather than walked (a loop in stored data, or a client that
@@ -67,18 +71,20 @@ async def stored_chain(store: "SessionStore", session: str, response_id: str, pu
     return chain or None
 
 
-async def conversation_at(store: "SessionStore", session: str, response_id: str) -> Conversation | None:
-    """The whole history up to and including a stored response, or None when it is unknown.
+async def conversation_at(store: "SessionStore", session: str, response_id: str, model: str | None = None
+                          ) -> Conversation | None:
+    """The whole history up to and including a stored response, or None when it is unknown; as it
+    may be sent to `model`: the turns another model answered go without their thought signatures.
 
     The newest turns are read from the store until one whose whole history the store's cache holds
-    (history_cache.py) and whose chain is still stored; that history is kept for the response asked
-    for, so the next turn reads one entry, not the chain."""
+    (history_cache.py) for `model` and whose chain is still stored; that history is kept for the
+    response asked for, so the next turn reads one entry, not the chain."""
     histories: HistoryCache | None = getattr(store, "histories", None)
     found: list[CachedHistory] = []
 
     async def cached(rid: str) -> bool:
         hit = histories.get(session, rid) if histories is not None else None
-        if hit is not None and await store.all_stored(session, hit.chain):
+        if hit is not None and hit.model == model and await store.all_stored(session, hit.chain):
             found.append(hit)
             return True
         return False
@@ -91,11 +97,18 @@ async def conversation_at(store: "SessionStore", session: str, response_id: str)
         return known.conversation()
     newer.reverse()
     base = known.conversation() if known is not None else Conversation()
-    conv = Conversation(base.contents + [c for s in newer for c in s.contents],
+    conv = Conversation(base.contents + [c for s in newer for c in _contents_for(s, model)],
                         base.system + [p for s in newer for p in s.system], list(newer[-1].pending))
     if histories is not None and all(map(_settled, newer)):
-        histories.put(session, response_id, (known.chain if known else []) + [s.id for s in newer], conv)
+        histories.put(session, response_id, (known.chain if known else []) + [s.id for s in newer], conv, model)
     return conv
+
+
+def _contents_for(stored: StoredResponse, model: str | None) -> list[dict[str, Any]]:
+    """A stored turn's contents as `model` may be sent them (model_bound.py)."""
+    if model is None or stored.model is None or stored.model == model:
+        return stored.contents
+    return without_signatures(stored.contents)
 
 
 def _settled(stored: StoredResponse) -> bool:
@@ -134,7 +147,8 @@ class SessionStore(Protocol):
     async def get_mark(self, session: str, kind: str, key: str) -> dict[str, Any] | None: ...
     async def put_calls(self, session: str, calls: list[CallRecord]) -> None: ...
     async def get_calls(self, session: str, call_ids: list[str]) -> dict[str, CallRecord]: ...
-    async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]: ...
+    async def get_conversation(self, session: str, conversation: str, model: str | None = None
+                               ) -> list[dict[str, Any]]: ...
     def refuse_unkeepable(self, doc: Any, what: str, param: str) -> None:
         """A 413 (session_too_large) naming `param` when `doc` alone is more than a session may keep:
         checked before the upstream call, so no answer is billed and then lost."""
@@ -144,7 +158,8 @@ class SessionStore(Protocol):
         """A Responses turn's stored input serialized before the upstream call, refused as
         refuse_unkeepable refuses."""
         ...
-    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
+    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]],
+                                  model: str | None = None) -> None:
         """Append one turn's contents in one atomic step: concurrent turns of a conversation never
         overwrite each other (no read-modify-write across an await)."""
         ...

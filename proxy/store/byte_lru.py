@@ -37,7 +37,8 @@ def _size(key: Key, value: tuple[bytes, ...]) -> int:
 
 
 class TooLarge(Exception):
-    """One entry larger than a session's whole budget."""
+    """One entry larger than a session's whole budget. Raised before anything changes: what the
+    entry held stays as it was (a turn too large to keep never costs the conversation before it)."""
 
 
 # An entry: (its documents, the bytes it is counted for, when it expires). One JSON document or more
@@ -78,7 +79,6 @@ class ByteLRU:
         value = tuple(held(v) for v in value)
         size = _size(key, value)
         if size > self.session_bytes:
-            self._drop(key, tombstone=True)
             raise TooLarge(f"{size} bytes is more than a session may keep ({self.session_bytes} bytes)")
         self._drop(key, tombstone=False)
         self._tombstones.pop(key, None)
@@ -92,8 +92,8 @@ class ByteLRU:
 
     def append(self, key: Key, doc: bytes, keep: int = 0) -> None:
         """Add a document to an entry (a new entry if there is none); with keep > 0 only the last
-        `keep` documents stay. Costs the new document, not the entry's size (the entry's tuple of
-        documents is copied, not their bytes)."""
+        `keep` documents stay; refused (TooLarge) with the entry untouched. Costs the new document,
+        not the entry's size (the entry's tuple of documents is copied, not their bytes)."""
         entry = self._all.get(key)
         if entry is None or entry[EXPIRES] <= self.clock():
             self.put(key, [doc])
@@ -105,7 +105,6 @@ class ByteLRU:
             value = value[-keep:]
         size = entry[SIZE] + grown
         if size > self.session_bytes:
-            self._drop(key, tombstone=True)
             raise TooLarge(f"{size} bytes is more than a session may keep ({self.session_bytes} bytes)")
         self._all[key] = (value, size, self.clock() + self.ttl)
         self._session_size[key[0]] += grown

@@ -15,6 +15,7 @@ from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
+from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput
 from proxy.store.entries import Entries, Evicted, Key, TooLarge
 from proxy.store.history_cache import HistoryCache
@@ -23,8 +24,9 @@ DEFAULT_MAX_ROUNDS = 4096  # captured tool rounds kept per session (the oldest g
 EVICTED = "was evicted to stay within the store's memory limits; start a new one (or resend its history)."
 
 
-def _too_large(what: str, e: TooLarge) -> ProxyError:
-    return ProxyError(f"{what} is too large to keep: {e}.", status=413, code="session_too_large")
+def _too_large(what: str, e: TooLarge, kept: str = "") -> ProxyError:
+    """A 413 for a write the store refused; `kept` says what stays as it was (the store changed nothing)."""
+    return ProxyError(f"{what} is too large to keep: {e}.{kept}", status=413, code="session_too_large")
 
 
 def _evicted(conversation: str, how: str) -> ProxyError:
@@ -131,10 +133,15 @@ class EntryStore:
         so the history cache (history_cache.py) can keep its whole history for the next turn.
         `known`: its input as turn_input serialized it (its contents start with those);
         `response_json`: stored.response as the client is sent it."""
-        await self._put((session, "response", stored.id), [_response_doc(stored, known, response_json)],
-                        f"Response '{stored.id}'")
+        try:
+            await self.backend.put((session, "response", stored.id), [_response_doc(stored, known, response_json)])
+        except TooLarge as e:
+            kept = (f" It is not stored (its answer was produced); '{stored.parent}' and the turns before it are "
+                    "unchanged." if stored.parent else " It is not stored (its answer was produced).")
+            raise _too_large(f"Response '{stored.id}'", e, kept) from None
         if chained:
-            self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system)
+            self.histories.extend(session, stored.parent, stored.id, stored.pending, stored.contents, stored.system,
+                                  stored.model)
         else:
             self.histories.forget(session, stored.id)
 
@@ -168,20 +175,36 @@ class EntryStore:
                 out[cid] = CallRecord.from_dict(fast_json.loads(found[0]))
         return out
 
-    async def get_conversation(self, session: str, conversation: str) -> list[dict[str, Any]]:
+    async def get_conversation(self, session: str, conversation: str, model: str | None = None
+                               ) -> list[dict[str, Any]]:
+        """A conversation's contents, as `model` may be sent them: the turns another model answered
+        go without their thought signatures (model_bound.py)."""
         try:
             docs = await self.backend.get((session, "conversation", conversation))
         except Evicted:
             raise _evicted(conversation, EVICTED) from None
-        return [turn for doc in docs or [] for turn in fast_json.loads(doc)]
+        out: list[dict[str, Any]] = []
+        for doc in docs or []:
+            turn = fast_json.loads(doc)
+            if isinstance(turn, dict):  # {"model", "contents"}; a bare array: kept before turns named their model
+                made_by, turn = turn.get("model"), turn.get("contents") or []
+                if model is not None and made_by is not None and made_by != model:
+                    turn = without_signatures(turn)
+            out += turn
+        return out
 
-    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]]) -> None:
+    async def append_conversation(self, session: str, conversation: str, contents: list[dict[str, Any]],
+                                  model: str | None = None) -> None:
+        """Append one turn's contents, with `model`: the Gemini model that answered it."""
+        doc = fast_json.dumps({"model": model, "contents": contents} if model is not None else contents)
         try:
-            await self.backend.append((session, "conversation", conversation), fast_json.dumps(contents), fresh=False)
+            await self.backend.append((session, "conversation", conversation), doc, fresh=False)
         except Evicted:
             raise _evicted(conversation, "was evicted while this turn ran; its turn is not kept.") from None
         except TooLarge as e:
-            raise _too_large(f"Conversation '{conversation}'", e) from None
+            kept = (" This turn is not kept (its answer was produced, and is not in the conversation); the "
+                    "conversation is unchanged: continue it with a shorter turn, or start a new one.")
+            raise _too_large(f"Conversation '{conversation}' with this turn", e, kept) from None
 
     # Tool contexts.
 

@@ -31,9 +31,14 @@ class CachedHistory:
     chain: list[str]  # the response ids of the history, oldest first; the last is the one asked for
     _docs: list[bytes]
 
+    @property
+    def model(self) -> str | None:
+        """The Gemini model the history was made ready for (its signatures are bound to it)."""
+        return fast_json.loads(self._docs[4]) if len(self._docs) > 4 else None
+
     def conversation(self) -> Conversation:
         """The history as fresh objects (each call parses again: callers modify what they get)."""
-        contents, system, pending = (fast_json.loads(d) for d in self._docs[1:])
+        contents, system, pending = (fast_json.loads(d) for d in self._docs[1:4])
         return Conversation(contents, system, pending)
 
 
@@ -49,26 +54,30 @@ class HistoryCache:
             return None
         return CachedHistory(fast_json.loads(found[0]), found)
 
-    def put(self, session: str, response_id: str, chain: list[str], conv: Conversation) -> None:
+    def put(self, session: str, response_id: str, chain: list[str], conv: Conversation,
+            model: str | None = None) -> None:
+        """Keep a history as made ready for `model`."""
         docs = [fast_json.dumps(chain), fast_json.dumps(conv.contents), fast_json.dumps(conv.system),
-                fast_json.dumps(conv.pending)]
+                fast_json.dumps(conv.pending), fast_json.dumps(model)]
         self._keep(session, response_id, docs)
 
     def extend(self, session: str, parent: str | None, response_id: str, pending: list[str], added: list,
-               system_added: list) -> None:
+               system_added: list, model: str | None = None) -> None:
         """Cache the history of a new response in a chain: its parent's cached bytes with this turn's
         contents appended as bytes (the parent's history is neither parsed nor serialized again). A
-        response without a cached parent is left to the walk, which caches it when it is continued."""
+        response without a cached parent, or whose parent's history was made ready for another
+        model than this turn's, is left to the walk, which caches it when it is continued."""
         self.forget(session, response_id)
         before = self.lru.get((session, KIND, parent)) if parent is not None else None
-        if before is None:
+        if before is None or (fast_json.loads(before[4]) if len(before) > 4 else None) != model:
             return
         added_doc, system_doc = fast_json.dumps(added), fast_json.dumps(system_added)
         if added_doc[:1] == b" " or system_doc[:1] == b" ":
             return  # written by the standard library (an integer beyond 64 bits): not spliced
         chain = [*fast_json.loads(before[0]), response_id]
         self._keep(session, response_id, [fast_json.dumps(chain), fast_json.concat_arrays(before[1], added_doc),
-                                          fast_json.concat_arrays(before[2], system_doc), fast_json.dumps(pending)])
+                                          fast_json.concat_arrays(before[2], system_doc), fast_json.dumps(pending),
+                                          fast_json.dumps(model)])
 
     def forget(self, session: str, response_id: str) -> None:
         self.lru.pop((session, KIND, response_id))

@@ -27,6 +27,8 @@ def check_store_url(url: str) -> str:
         raise ValueError(f"store must be 'memory' or a redis://, rediss:// or unix:// URL, not {redacted(url)!r}")
     if parts.scheme != "unix" and not parts.hostname:
         raise ValueError(f"store URL {redacted(url)!r} names no host")
+    if parts.scheme == "unix" and not parts.path.strip("/"):  # redis-py would try to connect to '' for ever
+        raise ValueError(f"store URL {redacted(url)!r} names no socket path: unix:///path/to/redis.sock")
     db = parts.path.strip("/") if parts.scheme != "unix" else ""
     if db and not db.isdigit():
         raise ValueError(f"store URL {redacted(url)!r}: the database after the host must be a number such as /0, "

@@ -91,7 +91,7 @@ end
 if op == 'put' then
   local size = 0
   for i = 7, #ARGV do size = size + #ARGV[i] end
-  if size > smax then drop(E, true) return {-1, size} end
+  if size > smax then return {-1, size} end  -- refused: what the entry held stays as it was
   drop(E, false)
   redis.call('DEL', P .. 't:' .. E)
   expire()
@@ -109,18 +109,18 @@ if op == 'append' then
     redis.call('DEL', P .. 't:' .. E)
   end
   expire()
-  local grown = #doc
-  redis.call('RPUSH', E, doc)
+  -- Measured before anything changes: a refused append leaves the entry as it was.
+  local grown, surplus = #doc, 0
   if keep > 0 then
-    local surplus = redis.call('LLEN', E) - keep
-    for _ = 1, surplus do grown = grown - #redis.call('LPOP', E) end
+    surplus = redis.call('LLEN', E) + 1 - keep
+    if surplus > 0 then
+      for _, d in ipairs(redis.call('LRANGE', E, 0, surplus - 1)) do grown = grown - #d end
+    end
   end
   local size = tonumber(redis.call('HGET', P .. 'size', E) or '0') + grown
-  if size > smax then
-    account(E, grown)
-    drop(E, true)
-    return {-1, size}
-  end
+  if size > smax then return {-1, size} end
+  redis.call('RPUSH', E, doc)
+  for _ = 1, surplus do redis.call('LPOP', E) end
   account(E, grown)
   evict(E)
   return {1}

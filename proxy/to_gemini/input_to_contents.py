@@ -249,6 +249,13 @@ class _Builder:
         return Conversation(self.contents, self.system, [])
 
 
+def unopened_compaction(i: int) -> ProxyError:
+    """The 400 for a compaction item, input[i], this deployment cannot open (nothing is dropped silently)."""
+    return ProxyError(f"The compaction item input[{i}] does not open here: it was made by another client or "
+                      "deployment, altered, or sealed under a retired key.", param=f"input[{i}].encrypted_content",
+                      code="invalid_encrypted_content")
+
+
 # How a compaction's summary reads to the model that continues the conversation.
 SUMMARY_INTRO = "[Summary of the earlier part of this conversation, compacted]\n"
 
@@ -276,9 +283,7 @@ def input_to_contents(
         if isinstance(item, CompactionItem):
             summary = (summaries or {}).get(item.encrypted_content)
             if summary is None:
-                raise ProxyError(f"The compaction item input[{i}] does not open here: it was made by another "
-                                 "client or deployment, altered, or sealed under a retired key.",
-                                 param=f"input[{i}].encrypted_content", code="invalid_encrypted_content")
+                raise unopened_compaction(i)
             if summary:
                 b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
     for i, item in enumerate(items):

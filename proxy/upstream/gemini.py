@@ -23,7 +23,14 @@ from yarl import URL
 
 from proxy import __version__, fast_json, metrics
 from proxy.errors import ProxyError, UpstreamError
-from proxy.from_gemini.merge_hops import continuation_of, continued_body, hop_refusal, merge_hops, summed_usage
+from proxy.from_gemini.merge_hops import (
+    added_parts,
+    continuation_of,
+    continued_body,
+    hop_refusal,
+    merge_hops,
+    summed_usage,
+)
 from proxy.journal import exchange
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
@@ -356,22 +363,23 @@ class GeminiUpstream(HttpSession):
         answer = await self._answer(model, body, api_key, deadline, upstream_call())
         if (token := continuation_of(answer)) is None:
             return answer
-        hops, sent = [answer], None  # stopped at the decode limit: the hops that continue it (merge_hops.py)
-        while token is not None:
+        hops, seen = [answer], []  # stopped at the decode limit: the hops that continue it (merge_hops.py)
+        while token is not None:  # `seen`: the tokens this answer was continued with
             hop = continued_body(body, token)
-            answer = await self._answer(model, hop, api_key, deadline, self._next_hop(model, hop, token, sent,
-                                                                                         len(hops), False))
+            call = self._next_hop(model, hop, token, seen, len(hops), added_parts(answer), False)
+            answer = await self._answer(model, hop, api_key, deadline, call)
             hops.append(answer)
-            sent, token = token, continuation_of(answer)
+            seen.append(token)
+            token = continuation_of(answer)
         return merge_hops(hops)
 
-    def _next_hop(self, model: str, hop: dict[str, Any], token: str, sent: str | None, hops: int,
+    def _next_hop(self, model: str, hop: dict[str, Any], token: str, seen: list[str], hops: int, added: bool,
                   stream: bool) -> UpstreamCall | None:
         """The journal's call for `hop`, the request that continues an answer stopped at the decode
-        limit, with its decision; refused when the hop before made no progress or the answer took
-        MAX_HOPS."""
+        limit, with its decision; refused when the hop before made no progress (handed back a token
+        in `seen`, or `added` nothing) or the answer took MAX_HOPS."""
         source, sign = self.STOPPED_BY
-        if (refusal := hop_refusal(source, token, sent, hops)) is not None:
+        if (refusal := hop_refusal(source, token, seen, hops, added)) is not None:
             raise refusal
         exchange.note("continuation", f"{source} stopped the answer at its per-request decode limit ({sign}): "
                                       f"hop {hops + 1} continues it")
@@ -404,13 +412,14 @@ class GeminiUpstream(HttpSession):
         deadline = self._deadline()
         call = upstream_call()
         resp = await self._post(model, body, api_key, stream=True, deadline=deadline, journal=call)
-        hops, sent = 1, None  # how many so far, and the token the last one was sent with
+        hops, seen = 1, []  # how many so far, and the tokens the answer was continued with
 
-        async def go_on(token: str) -> tuple[aiohttp.ClientResponse, UpstreamCall | None]:
-            nonlocal hops, sent
+        async def go_on(token: str, added: bool) -> tuple[aiohttp.ClientResponse, UpstreamCall | None]:
+            nonlocal hops
             hop = continued_body(body, token)
-            journal = self._next_hop(model, hop, token, sent, hops, True)
-            hops, sent = hops + 1, token
+            journal = self._next_hop(model, hop, token, seen, hops, added, True)
+            hops += 1
+            seen.append(token)
             return await self._post(model, hop, api_key, stream=True, deadline=deadline, journal=journal), journal
 
         return self._chunks(resp, deadline, journal=call, go_on=go_on)
@@ -430,6 +439,7 @@ class GeminiUpstream(HttpSession):
         decoder = SSEDecoder()
         last, ended = loop.time(), False
         token, usage, before = None, None, None  # the stop's token and usage; the usage of the hops before
+        added = False  # whether this hop's chunks carried any part
         try:
             while True:
                 while True:
@@ -449,6 +459,7 @@ class GeminiUpstream(HttpSession):
                             if journal is not None:
                                 journal.came(chunk, len(payload))
                             if go_on is not None:
+                                added = added or added_parts(chunk)
                                 cands = chunk.get("candidates")  # (not a search of the payload: O(1) in its size)
                                 if cands.__class__ is list and cands and cands[0].__class__ is dict and \
                                         "continuationToken" in cands[0] and (stop := continuation_of(chunk)):
@@ -464,13 +475,13 @@ class GeminiUpstream(HttpSession):
                     break
                 resp.release()
                 try:
-                    resp, journal = await go_on(token)
+                    resp, journal = await go_on(token, added)
                 except ProxyError as e:  # no progress, too many hops, or the hop's request refused
                     ended = True  # (released above)
                     yield {"error": {"code": e.status, "status": "UNAVAILABLE", "message": e.message}}
                     return
                 decoder, last = SSEDecoder(), loop.time()
-                before, token, usage = summed_usage(before, usage), None, None
+                before, token, usage, added = summed_usage(before, usage), None, None, False
         except (aiohttp.ClientError, ValueError) as e:
             yield {"error": {"code": 502, "status": "UNAVAILABLE", "message": f"Gemini stream broke off: {e}"}}
         finally:

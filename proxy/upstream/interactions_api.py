@@ -85,24 +85,25 @@ class InteractionsUpstream(GeminiUpstream):
             exchange.new_upstream_call(model, req, stream)
             return await self.send(self.url, req, api_key, stream, deadline), req
 
-    async def _send_hop(self, model: str, req: dict[str, Any], token: str, sent: str | None, issuer: str | None,
-                        hops: int, api_key: str | None, stream: bool, deadline: float) -> Any:
+    async def _send_hop(self, model: str, req: dict[str, Any], token: str, seen: list[str], added: bool,
+                        issuer: str | None, hops: int, api_key: str | None, stream: bool, deadline: float) -> Any:
         """The response of the hop that continues the one `issuer` ended with `token` (a call of its
-        own in the journal, or refused: GeminiUpstream._next_hop)."""
+        own in the journal, or refused: GeminiUpstream._next_hop; `seen`: the tokens the answer was
+        continued with, `added`: whether the hop before added any step)."""
         hop = continuation.next_request(req, token, issuer)
-        self._next_hop(model, hop, token, sent, hops, stream)
+        self._next_hop(model, hop, token, seen, hops, added, stream)
+        seen.append(token)
         return await self.send(self.url, hop, api_key, stream, deadline)
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()
         resp, req = await self._send_planned(model, body, api_key, False, deadline)
         hops = [await self._interaction(resp, deadline)]
-        sent = None
+        seen: list[str] = []
         while (token := continuation.token_of(hops[-1])) is not None:
-            resp = await self._send_hop(model, req, token, sent, hops[-1].get("id"), len(hops), api_key, False,
-                                        deadline)
+            resp = await self._send_hop(model, req, token, seen, continuation.added_steps(hops[-1]),
+                                        hops[-1].get("id"), len(hops), api_key, False, deadline)
             hops.append(await self._interaction(resp, deadline))
-            sent = token
         interaction = continuation.merged(hops)
         answer = gemini_answer(interaction)
         self._remember(model, body, api_key, answer["candidates"][0].get("content"), interaction.get("id"))
@@ -139,7 +140,7 @@ class InteractionsUpstream(GeminiUpstream):
                           api_key: str | None, deadline: float) -> AsyncIterator[dict[str, Any]]:
         t = StreamTranslator()
         parts: list[dict[str, Any]] = []
-        hops, sent = 1, None
+        hops, seen = 1, []
         while True:
             events = self._chunks(resp, deadline, parse=_event, journal=upstream_call())
             try:
@@ -156,8 +157,9 @@ class InteractionsUpstream(GeminiUpstream):
             if t.continuation is None:
                 break
             token, t.continuation = t.continuation, None
-            resp = await self._send_hop(model, req, token, sent, t.id, hops, api_key, True, deadline)
-            hops, sent = hops + 1, token
+            added, t.hop_added = t.hop_added, False
+            resp = await self._send_hop(model, req, token, seen, added, t.id, hops, api_key, True, deadline)
+            hops += 1
         if t.interaction is not None:
             self._remember(model, body, api_key, {"role": "model", "parts": parts}, t.id)
 

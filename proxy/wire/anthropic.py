@@ -10,6 +10,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from proxy.errors import ProxyError
+
+# The most max_tokens passed on: Gemini's maxOutputTokens is an int32 (generation_config.max_output_tokens),
+# so a larger count could only fail there, in Gemini's words, after the request was built.
+MAX_TOKENS_BOUND = 2**31 - 1
+
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
@@ -85,3 +91,17 @@ class CountTokensRequest(_Lenient):
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
     thinking: Thinking | None = None
+
+
+def check_ranges(req: MessagesRequest) -> None:
+    """Values Anthropic refuses, refused as it does (400 invalid_request_error, the field named first:
+    `max_tokens: Input should be ...`) instead of forwarded to Gemini: max_tokens at least 1, and
+    temperature from 0.0 to 1.0 (the Messages API's documented range; Gemini's goes to 2)."""
+    if req.max_tokens < 1:
+        raise ProxyError("max_tokens: Input should be greater than or equal to 1", param="max_tokens")
+    if req.max_tokens > MAX_TOKENS_BOUND:
+        raise ProxyError(f"max_tokens: Input should be less than or equal to {MAX_TOKENS_BOUND}", param="max_tokens")
+    if req.temperature is not None and req.temperature > 1:
+        raise ProxyError("temperature: Input should be less than or equal to 1", param="temperature")
+    if req.temperature is not None and not req.temperature >= 0:
+        raise ProxyError("temperature: Input should be greater than or equal to 0", param="temperature")
