@@ -261,3 +261,33 @@ def test_the_proxy_s_own_refusal_for_claude_is_in_claude_s_shape(mitm: MitmStack
         else:
             assert error["status"] == "FAILED_PRECONDITION" and "no captured functionCall" in error["message"]
     assert mitm.accepted == before, "nothing reached Google"
+
+
+STRICT = {"type": "function", "name": "find_files", "description": "Find files", "parameters": {
+    "type": "object", "properties": {"pattern": {"type": "string", "minLength": 1, "pattern": "^[^/]",
+                                                 "description": "a glob"},
+                                     "format": {"type": "string", "enum": ["short", "long"], "default": "short"},
+                                     "limit": {"type": "integer", "minimum": 1, "maximum": 50}},
+    "required": ["pattern"]}}
+
+
+def test_claude_gets_tool_schemas_in_the_subset_it_takes(mitm: MitmStack) -> None:
+    """In VALIDATED mode (the emulators' mode for Claude) Claude refuses string patterns and lengths,
+    formats and defaults in a schema (CLIProxyAPI's cleaner): the session's tools reach a Claude model
+    without them, its properties (one named `pattern`, one `format`) and other bounds kept; a Gemini
+    model gets them whole."""
+    run(set_tools(mitm, "ag-strict", [STRICT]))
+    validated = {"functionCallingConfig": {"mode": "VALIDATED"}}
+    for model, claude in (("claude-sonnet-4-6", True), ("gemini-3-flash", False)):
+        body = envelope(model, [user("<session:ag-strict> call find_files pattern=*.py")], toolConfig=validated)
+        status, data, _ = run(gemini(mitm, HOSTS[0] + STREAM, body, headers={**BEARER, "x-gtp-session": "ag-strict"}))
+        assert status == 200, data
+        params = mitm.received[-1]["body"]["tools"][0]["functionDeclarations"][0]["parameters"]
+        props = params["properties"]
+        assert set(props) == {"pattern", "format", "limit"} and props["limit"]["maximum"] == 50
+        assert props["format"]["enum"] == ["short", "long"]
+        if claude:
+            assert "minLength" not in props["pattern"] and "pattern" not in props["pattern"]
+            assert "default" not in props["format"]
+        else:
+            assert props["pattern"]["minLength"] == 1 and props["pattern"]["pattern"] == "^[^/]"

@@ -58,7 +58,7 @@ class Rewrite:
         """The body to send, or None when the app's bytes go out exactly as sent."""
         o = self.options.flow
         if req.contents_raw is not None:  # text turns only: they stay the app's bytes (text_history.py)
-            rewritten = apply_session_tools(req.inner, tool_ctx, merge=o.merge_tools)
+            rewritten = apply_session_tools(req.inner, tool_ctx, merge=o.merge_tools, model=req.model)
             if rewritten == req.inner:
                 return None
             request = text_history.join(fast_json.dumps(rewritten), req.contents_raw)

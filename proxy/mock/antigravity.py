@@ -110,9 +110,38 @@ def _anthropic(message: str) -> GeminiRejection:
     return GeminiRejection(400, text, "INVALID_ARGUMENT")
 
 
+# What CLIProxyAPI's cleaner says Claude rejects in VALIDATED mode (internal/util/gemini_schema.go).
+VALIDATED_REJECTS = frozenset({"minLength", "maxLength", "exclusiveMinimum", "exclusiveMaximum", "pattern",
+                               "minItems", "maxItems", "uniqueItems", "format", "default", "examples", "example"})
+
+
+def _keywords(schema: Any) -> set[str]:
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema) & VALIDATED_REJECTS
+    properties = schema.get("properties")
+    for sub in properties.values() if isinstance(properties, dict) else ():
+        found |= _keywords(sub)
+    for key in ("items", "additionalProperties"):
+        found |= _keywords(schema.get(key))
+    for sub in schema.get("anyOf") or [] if isinstance(schema.get("anyOf"), list) else []:
+        found |= _keywords(sub)
+    return found
+
+
 def check_claude(request: dict[str, Any]) -> None:
     """Claude's rules on Gemini's format: every functionCall and functionResponse carries an id, and
-    each model turn's calls are answered, id for id, by the next turn's responses."""
+    each model turn's calls are answered, id for id, by the next turn's responses; in VALIDATED mode
+    a tool schema holds none of the keywords Claude rejects there (the words of that refusal are the
+    mock's guess, in Anthropic's style)."""
+    fcc = (request.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    if fcc.get("mode") == "VALIDATED":
+        decls = [d for t in request.get("tools") or [] for d in t.get("functionDeclarations") or []]
+        for n, decl in enumerate(decls):
+            bad = _keywords(decl.get("parameters")) | _keywords(decl.get("parametersJsonSchema"))
+            if bad:
+                raise _anthropic(f"tools.{n}.custom.input_schema: JSON schema keyword(s) {', '.join(sorted(bad))} "
+                                 "are not supported with strict tool validation")
     contents = request.get("contents") or []
     for n, content in enumerate(contents):
         parts = content.get("parts") or [] if isinstance(content, dict) else []

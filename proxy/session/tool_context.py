@@ -21,12 +21,13 @@ from proxy.session.session_tools import ToolContext
 from proxy.signatures.sentinel import sign_current_turn
 from proxy.to_gemini.call_ids import needs_call_ids
 from proxy.to_gemini.repair_history import repair_history
+from proxy.tools import claude_schema
 
 
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
                        placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None) -> dict[str, Any]:
     """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
-    out = apply_session_tools(body, ctx, merge=merge)
+    out = apply_session_tools(body, ctx, merge=merge, model=model)
     contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder, model,
                                ids=needs_call_ids(model))
     contents = repair_history(_own_tool_turns(contents), model, result_parts=result_parts)
@@ -35,10 +36,11 @@ def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str
     return out
 
 
-def apply_session_tools(body: dict[str, Any], ctx: ToolContext | None, *, merge: bool = False) -> dict[str, Any]:
-    """The request with the session's tools and toolConfig, the app's own schemas repaired; its
-    contents as they were (the addon calls this alone for a history it keeps as bytes,
-    intercept/text_history.py). `body` is not modified."""
+def apply_session_tools(body: dict[str, Any], ctx: ToolContext | None, *, merge: bool = False,
+                        model: str = "") -> dict[str, Any]:
+    """The request with the session's tools and toolConfig, the app's own schemas repaired (and in
+    the subset `model` takes: tools/claude_schema.py); its contents as they were (the addon calls this
+    alone for a history it keeps as bytes, intercept/text_history.py). `body` is not modified."""
     out = copy.copy(body)
     app = out.pop("tools", None) or []
     config = out.pop("toolConfig", None)
@@ -60,7 +62,7 @@ def apply_session_tools(body: dict[str, Any], ctx: ToolContext | None, *, merge:
         note_repairs(app)
         tools = repair_app_tools(app)
     if tools:
-        out["tools"] = tools
+        out["tools"] = claude_schema.for_model(tools, model)
     if config is not None and declared_names(tools):
         out["toolConfig"] = config
     return out
