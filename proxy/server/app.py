@@ -24,6 +24,7 @@ from proxy.server import object_owners, recording
 from proxy.server.auth import ClientKeys, admit, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
+from proxy.server.guard import RequestGuard
 from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
@@ -41,6 +42,19 @@ from proxy.upstream.text_calls import TextCallsUpstream
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
 MAX_BODY_BYTES = 32 * 1024 * 1024
 REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a caller's x-request-id, kept when it is this tame
+
+
+GUARD = web.AppKey("guard", RequestGuard)
+
+
+@web.middleware
+async def guard_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Host, Origin and Content-Type checks (guard.py), before authentication and any handler; inside
+    the error middleware, so a refusal is in the caller's protocol."""
+    refusal = request.app[GUARD].refusal(request.method, request.path, request.headers, request.body_exists)
+    if refusal is not None:
+        raise refusal
+    return await handler(request)
 
 
 @web.middleware
@@ -137,9 +151,11 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              fill_missing: bool = False, forced_choice: Policy = "retry",
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
              limits: ServerLimits | None = None, rules: ModelRules | None = None,
-             recorder: Recorder | None = None) -> web.Application:
-    app = web.Application(middlewares=[observe_middleware, error_middleware, auth_middleware,
+             recorder: Recorder | None = None, guard: RequestGuard | None = None) -> web.Application:
+    """`guard`: who may reach it from a browser (guard.py); by default what a loopback bind allows."""
+    app = web.Application(middlewares=[observe_middleware, error_middleware, guard_middleware, auth_middleware,
                                        identity_middleware], client_max_size=max_body)
+    app[GUARD] = guard or RequestGuard()
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
