@@ -21,7 +21,7 @@ from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
 from proxy.server import object_owners, recording
-from proxy.server.auth import ClientKeys, admit, authenticate, presented_key
+from proxy.server.auth import COOKIE_SECRET, ClientKeys, admit, authenticate, cookie_secret, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
 from proxy.server.guard import RequestGuard
@@ -67,7 +67,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
         if scope is not None:
             admit(request, scope)
             return await handler(request)
-    authenticate(request, keys)
+    authenticate(request, keys, request.app[COOKIE_SECRET])
     return await handler(request)
 
 
@@ -164,6 +164,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
                            limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder)
+    app[COOKIE_SECRET] = cookie_secret(app[CONTEXT].carrier)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)
