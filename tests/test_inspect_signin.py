@@ -1,7 +1,7 @@
 """The inspector's sign-in: the key is POSTed by its form (or as JSON), never taken from a URL; the
 cookie stands for the key under a secret from the sealing carrier key, so it survives a restart and
 `gemini-tool-proxy carrier-key --rotate` plus a restart voids it with no client key changed. The
-sign-in in a real browser: tests/test_inspect_browser.py."""
+sign-in in a real browser: here and tests/test_inspect_browser.py."""
 
 import json
 import subprocess
@@ -9,8 +9,12 @@ import sys
 import urllib.parse
 
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.servers import mock_gemini, proxy_instance
+from tests.test_inspect_browser import browser  # noqa: F401 - the fixture: Chromium as that test runs it
 from tests.test_request_guard import send
 
 KEY = "signin-client-key-0123456789"
@@ -75,4 +79,43 @@ def test_a_sign_in_cookie_ends_with_a_rotated_carrier_key(tmp_path):
         assert sign_in(url, KEY)[0] == 303  # the same key signs in again
         proc.stop()
     finally:
+        mock.stop()
+
+
+def test_the_sign_in_page_has_its_style_sheet(served):
+    _, _, _, url = served
+    status, headers, _ = send(url, "GET", "/inspect/static/inspect.css")
+    assert status == 200 and headers["Content-Type"].startswith("text/css")
+    assert send(url, "GET", "/inspect/api/exchanges")[0] == 401  # the journal stays shut
+
+
+def test_a_browser_is_signed_out_by_a_rotated_carrier_key(browser, tmp_path):  # noqa: F811 - the fixture
+    """In Chromium: the form signs in; after a restart the browser is still signed in (cookies ignore
+    ports, so the new instance on another port gets it); after `carrier-key --rotate` and a restart it
+    is shown the form again, and signs in anew."""
+    mock, murl = mock_gemini(tmp_path)
+    proc = None
+    try:
+        proc, url = proxy_instance(tmp_path, "first", murl, "--api-key", KEY)
+        browser.get(url + "/inspect")
+        browser.find_element(By.ID, "key").send_keys(KEY + Keys.ENTER)
+        WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.ID, "exchanges"))
+        assert KEY not in browser.current_url
+        proc.stop()
+        for name, signed_in in (("restarted", True), ("rotated", False)):
+            if not signed_in:
+                subprocess.run([sys.executable, "-m", "proxy", "carrier-key", "--rotate", "--file",
+                                str(tmp_path / "carrier-keys")], check=True, capture_output=True, timeout=60)
+            proc, url = proxy_instance(tmp_path, name, murl, "--api-key", KEY)
+            browser.get(url + "/inspect")
+            assert bool(browser.find_elements(By.ID, "exchanges")) is signed_in, name
+            assert bool(browser.find_elements(By.ID, "key")) is not signed_in, name
+            if name == "rotated":
+                browser.find_element(By.ID, "key").send_keys(KEY + Keys.ENTER)
+                WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.ID, "exchanges"))
+            proc.stop()
+            proc = None
+    finally:
+        if proc is not None:
+            proc.stop()
         mock.stop()

@@ -4,6 +4,7 @@ rebinding), a foreign Origin or Sec-Fetch-Site a 403, all before Gemini is calle
 `--allowed-origin` and the proxy's own origin are let through. tests/test_cross_origin_browser.py
 does the same from a real Chromium page."""
 
+import asyncio
 import http.client
 import json
 import subprocess
@@ -16,7 +17,9 @@ import pytest
 
 from proxy.server.guard import RequestGuard, is_json_type, split_host
 from tests.harness import Stack
+from tests.mitm_harness import MitmStack
 from tests.servers import mock_gemini, proxy_instance
+from tests.test_mitm_e2e import GL, gemini, user
 
 KEY = "guard-client-key-0123456789"
 ASK = {"model": "gemini-2.5-flash", "input": "hello"}
@@ -243,3 +246,37 @@ def test_serve_refuses_a_bad_allowed_origin(tmp_path):
     run = subprocess.run([sys.executable, "-m", "proxy", "serve", "--port", "0", "--upstream", "mock",
                           "--allowed-origin", "app.example"], capture_output=True, text=True, timeout=60)
     assert run.returncode != 0 and "--allowed-origin" in run.stderr and "scheme://host" in run.stderr
+
+
+def test_a_null_origin_is_the_proxys_own_only_when_the_browser_says_so(stack):
+    """A form on a no-referrer page posts with `Origin: null`; the browser's Sec-Fetch-Site (which a
+    page cannot set) tells the proxy's own page from a sandboxed frame or a file:// page."""
+    body = json.dumps(ASK).encode()
+    own = {"content-type": "application/json", "origin": "null", "sec-fetch-site": "same-origin"}
+    assert send(stack.url, "POST", "/v1/responses", body, own)[0] == 200
+    for site in ("cross-site", "same-site", None):
+        headers = {**own, "sec-fetch-site": site} if site else {"content-type": "application/json", "origin": "null"}
+        assert send(stack.url, "POST", "/v1/responses", body, headers)[0] == 403, site
+
+
+def test_the_addons_front_end_runs_the_same_checks(tmp_path):
+    """mitmdump's front-end (intercept/frontend.py) with gtp_allowed_hosts / gtp_allowed_origins: the
+    same refusals; the traffic mitmdump proxies is not the front-end's and passes whatever its headers."""
+    m = MitmStack(tmp_path, "--set", "gtp_allowed_hosts=gtp.example", "--set",
+                  "gtp_allowed_origins=https://app.example", "--set", "gtp_gemini_key=test-key")
+    try:
+        url, body = m.frontend_url, json.dumps(ASK).encode()
+        kind = {"content-type": "application/json"}
+        assert send(url, "GET", "/inspect/api/exchanges", headers={"host": "attacker.example"})[0] == 421
+        assert send(url, "GET", "/inspect/api/exchanges", headers={"host": "gtp.example"})[0] == 200
+        assert send(url, "POST", "/v1/responses", body, {"content-type": "text/plain"})[0] == 415
+        assert send(url, "POST", "/v1/responses", body, {**kind, "origin": "http://attacker.example"})[0] == 403
+        ok = send(url, "POST", "/v1/responses", body, {**kind, "origin": "https://app.example"})
+        assert ok[0] == 200, ok
+        before = m.accepted
+        status, answer, _ = asyncio.run(gemini(m, GL + "/v1beta/models/gemini-2.5-flash:generateContent",
+                                               {"contents": [user("hi")]},
+                                               {"origin": "http://attacker.example", "sec-fetch-site": "cross-site"}))
+        assert status == 200 and m.accepted == before + 1, answer
+    finally:
+        m.close()

@@ -27,7 +27,9 @@ from proxy.server.sessions_routes import get_session
 STATIC = resources.files("proxy.inspect") / "static"
 FILES = {"inspect.js": "text/javascript", "inspect.css": "text/css"}
 HEARTBEAT = 15.0  # seconds between comments on an idle live stream (proxies drop silent connections)
-PAGE_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+# same-origin, not no-referrer: a form posted under no-referrer says `Origin: null`, which the guard
+# refuses (server/guard.py) where the browser sends no Sec-Fetch-Site; other sites still get no referrer.
+PAGE_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
                 "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
                                            "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "
                                            "form-action 'self'"}

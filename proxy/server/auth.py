@@ -158,8 +158,8 @@ def authenticate(request: web.Request, keys: ClientKeys, secret: bytes = b"") ->
         if scope is not None:
             admit(request, scope)
             return
-        if request.path == "/inspect":
-            return  # the page answers with its sign-in form, and takes the key it posts (inspect/routes.py)
+        if request.path == "/inspect" or request.path.startswith("/inspect/static/"):
+            return  # the sign-in form (and its style sheet), which takes the key it posts (inspect/routes.py)
     scope = keys.scope(presented)
     if scope is None:
         given = presented is not None

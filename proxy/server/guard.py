@@ -10,7 +10,9 @@ checks keep those pages out, before any handler runs (app.guard_middleware):
 - Origin: a request a page sends carries the page's origin; one not this server's own (its host:port
   equal to the request's Host) nor an `--allowed-origin` is refused (403), as is a request a browser
   marks `Sec-Fetch-Site: cross-site` or `same-site` (another port of localhost is same-site) without
-  such an Origin (but a link opening the inspector page in a tab). Non-browser clients send neither.
+  such an Origin (but a link opening the inspector page in a tab). `Origin: null` is refused unless the
+  browser says the request is same-origin (a form on a no-referrer page posts with `null`; a page
+  cannot forge Sec-Fetch-Site). Non-browser clients send neither.
 - Content-Type: a body a JSON route parses must say it is JSON (`application/json`,
   `application/*+json`), or it is refused (415): `text/plain`, form bodies and a Blob without a type
   are what a page may send without asking the server first (a CORS "simple request").
@@ -100,12 +102,13 @@ class RequestGuard:
                               "is DNS rebinding). Add the name with --allowed-host if it fronts this proxy.",
                               status=421, code="misdirected_request")
         origin = headers.get("origin")
+        site = headers.get("sec-fetch-site", "").lower()
         if origin is not None:
-            if not self._origin_allowed(origin, host):
+            if not (self._origin_allowed(origin, host) or (origin == "null" and site == "same-origin")):
                 return ProxyError(f"Requests from the web page at {origin[:100]!r} are refused: a page may not drive "
                                   "this proxy unless its origin is allowed (--allowed-origin).", status=403,
                                   code="origin_not_allowed", type="permission_error")
-        elif headers.get("sec-fetch-site", "").lower() in REFUSED_SITES and not _opens_page(method, path, headers):
+        elif site in REFUSED_SITES and not _opens_page(method, path, headers):
             return ProxyError("Requests a browser sends for another site's page are refused (Sec-Fetch-Site: "
                               f"{headers['sec-fetch-site'][:20]}).", status=403, code="origin_not_allowed",
                               type="permission_error")
@@ -121,7 +124,7 @@ class RequestGuard:
         try:
             normal = normal_origin(origin)
         except ValueError:
-            return False  # "null" (a sandboxed frame, a file:// page) or worse
+            return False  # "null" (a sandboxed frame, a file:// page, a no-referrer page's form) or worse
         if normal in self.origins:
             return True
         return host is not None and normal.partition("://")[2] == host.strip().lower()
