@@ -2,11 +2,12 @@
 
 With no keys configured the front-end is a loopback tool for one user (the CLI refuses a
 non-loopback bind then, unless told `--allow-unauthenticated`). With keys, every route but
-`/healthz` needs one, in the header the caller's protocol uses (`Authorization: Bearer`,
-`x-goog-api-key`, `?key=`); the key then only admits the client, and Gemini is called with the
-server's own key. Each key is a principal: its sessions, stored responses and conversations live
-under a scope derived from the key (`c-` + 12 hex digits of its SHA-256, the same on every
-instance), so two clients never share `default` and never see each other's state.
+`/healthz`, `/readyz` and the inspector's own files needs one, in the header the caller's protocol
+uses (`Authorization: Bearer`, `x-goog-api-key`, `?key=`; the inspector takes no `?key=`); the key
+then only admits the client, and Gemini is called with the server's own key. Each key is a
+principal: its sessions, stored responses and conversations live under a scope derived from the
+key (`c-` + 12 hex digits of its SHA-256, the same on every instance), so two clients never share
+`default` and never see each other's state.
 """
 
 import hashlib
@@ -149,8 +150,8 @@ def authenticate(request: web.Request, keys: ClientKeys, secret: bytes = b"") ->
     """Admit the request or raise a 401 (rendered in the caller's protocol by the error middleware).
     The inspector takes a key in a header or its sign-in cookie (under `secret`), never in its URL:
     a URL stays in the browser's history and in logs."""
-    if not keys or request.path in OPEN_PATHS:
-        return
+    if not keys or request.path in OPEN_PATHS or request.path.startswith("/inspect/static/"):
+        return  # the health checks, and the inspector's own files (the sign-in page's style: no data)
     inspector = request.path.startswith("/inspect")
     presented = key_in(request.headers, None) if inspector else presented_key(request)
     if inspector and presented is None:
@@ -158,8 +159,8 @@ def authenticate(request: web.Request, keys: ClientKeys, secret: bytes = b"") ->
         if scope is not None:
             admit(request, scope)
             return
-        if request.path == "/inspect" or request.path.startswith("/inspect/static/"):
-            return  # the sign-in form (and its style sheet), which takes the key it posts (inspect/routes.py)
+        if request.path == "/inspect":
+            return  # the sign-in form, which takes the key it posts (inspect/routes.py)
     scope = keys.scope(presented)
     if scope is None:
         given = presented is not None

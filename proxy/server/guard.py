@@ -85,7 +85,7 @@ class RequestGuard:
         if not is_loopback(bind) and bind not in ("", "0.0.0.0", "::"):
             patterns += (split_host(bind),) if patterns else ()
         return cls(patterns, frozenset(normal_origin(o) for o in origins if o.strip()),
-                   any_host=not patterns and not is_loopback(bind) or "*" in patterns)
+                   any_host=(not patterns and not is_loopback(bind)) or "*" in patterns)
 
     def host_allowed(self, host: str | None) -> bool:
         if self.any_host or host is None:  # no Host at all: not a browser (every browser sends one)
@@ -97,9 +97,9 @@ class RequestGuard:
         """Why the request must not reach a handler, or None."""
         host = headers.get("host")
         if not self.host_allowed(host):
-            return ProxyError(f"This proxy does not serve the host {split_host(host or '')[:100]!r}: on loopback it "
-                              "answers to localhost and loopback addresses only (a page on another name reaching it "
-                              "is DNS rebinding). Add the name with --allowed-host if it fronts this proxy.",
+            return ProxyError(f"This proxy does not serve the host {split_host(host or '')[:100]!r}: it answers to "
+                              "localhost, loopback addresses and its --allowed-host names only (a page on another name "
+                              "reaching it is DNS rebinding). Add a name with --allowed-host if it fronts this proxy.",
                               status=421, code="misdirected_request")
         origin = headers.get("origin")
         site = headers.get("sec-fetch-site", "").lower()
