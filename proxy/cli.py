@@ -21,6 +21,7 @@ from proxy.journal.recorder import Recorder
 from proxy.logs import setup_logging
 from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, load_keys, refuse_open_bind
+from proxy.server.guard import RequestGuard
 from proxy.server.site import (
     ServerLimits,
     raise_fd_limit,
@@ -259,11 +260,15 @@ async def _serve(args: argparse.Namespace) -> None:
         _fail(f"--store: {e}")
     await _check_store(store, args.store, bool(keys))
     recorder = _recorder(args, store)
+    try:
+        guard = RequestGuard.configured(args.host, args.allowed_host, args.allowed_origin)
+    except ValueError as e:
+        _fail(f"--allowed-origin: {e}")
     runner, port = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
                                               fill_missing=args.fill_missing_required,
                                               forced_choice=args.forced_choice, keys=keys, carrier=carrier,
                                               limits=limits, rules=_model_rules(args), recorder=recorder,
-                                              passthrough_collections=passthrough),
+                                              passthrough_collections=passthrough, guard=guard),
                                      args.host, args.port, limits)
     runners.append(runner)
     gemini = getattr(upstream, "default", upstream)

@@ -206,6 +206,13 @@ OPTIONS: tuple[Option, ...] = (
            "(repeatable)", metavar="NAME", addon="gtp_passthrough_collections", mitm=True),
     Option("allow-unauthenticated", "flag", False, "allow the front-end without client keys (or the proxy without "
            "proxyauth) to listen beyond loopback (only behind something that authenticates)", mitm=True),
+    Option("allowed-host", "list", (), "a Host name (shell pattern; '*': any) the front-end answers to besides "
+           "localhost and loopback addresses, e.g. behind a reverse proxy (repeatable; on a non-loopback bind the "
+           "default is any Host); other names get a 421, so DNS rebinding reaches nothing", metavar="NAME",
+           addon="gtp_allowed_hosts", mitm=True),
+    Option("allowed-origin", "list", (), "a web page origin (scheme://host[:port]) allowed to send requests to the "
+           "front-end (repeatable); requests from any other page's origin but the proxy's own get a 403",
+           metavar="ORIGIN", addon="gtp_allowed_origins", mitm=True),
     Option("client-timeout", "seconds", DEFAULT_CLIENT_TIMEOUT, f"seconds a client has to send a request's headers, "
            f"again for its body, and the longest a stream waits on a client that stopped reading (default "
            f"{DEFAULT_CLIENT_TIMEOUT:g})", mitm=True),

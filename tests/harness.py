@@ -21,6 +21,7 @@ from proxy.model_rules import ModelRules
 from proxy.server import make_app
 from proxy.server.auth import ClientKeys
 from proxy.server.context import CONTEXT
+from proxy.server.guard import RequestGuard
 from proxy.server.site import ServerLimits, start_site
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import GeminiUpstream
@@ -45,9 +46,10 @@ class Stack:
 
     def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None,
                  limits: ServerLimits | None = None, rules: ModelRules | None = None, journal: bool = True,
-                 passthrough_collections: frozenset[str] = frozenset()) -> None:
+                 passthrough_collections: frozenset[str] = frozenset(), guard: RequestGuard | None = None) -> None:
         """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection).
-        `journal`: exchanges are recorded, as `serve` records them by default (read them with `exchange()`)."""
+        `journal`: exchanges are recorded, as `serve` records them by default (read them with `exchange()`).
+        `guard`: the Host and Origin allow-lists (default: a loopback bind's)."""
         self.lt = LoopThread()
         self.mock_runner, self.mock_url, self.mock_app = self.lt.run(start_mock())
         self.store = MemoryStore()
@@ -59,6 +61,8 @@ class Stack:
             kwargs["limits"] = limits
         if rules:
             kwargs["rules"] = rules
+        if guard:
+            kwargs["guard"] = guard
         if journal:
             kwargs["recorder"] = Recorder(Journal())
         if passthrough_collections:

@@ -44,8 +44,9 @@ def _call(url: str, method: str, path: str, body: object | None = None, headers:
 
 
 def _parsed(raw: bytes, headers) -> dict:
-    """JSON answers parsed; the inspector's sign-in page (HTML, for a browser) as {"html": text}."""
-    if headers.get("content-type", "").startswith("text/html"):
+    """JSON answers parsed; the inspector's sign-in page (HTML, for a browser) and its style sheet as
+    {"html": text}."""
+    if headers.get("content-type", "").startswith(("text/html", "text/css")):
         return {"html": raw.decode()}
     return json.loads(raw or b"{}")
 
@@ -58,7 +59,7 @@ def _routes(stack: Stack) -> list[tuple[str, str]]:
         path = info.get("path") or info.get("formatter", "")
         path = (path.replace("{response_id}", "resp_x").replace("{session}", "s1")
                 .replace("{version}", "v1beta").replace("{target}", "gemini-2.5-flash:generateContent")
-                .replace("{tail}", "files/x"))
+                .replace("{tail}", "files/x").replace("{name}", "inspect.css"))
         if route.method == "*":  # a catch-all: every method must be refused
             out += [(m, path) for m in ("GET", "POST", "DELETE")]
         elif route.method != "HEAD":
@@ -75,7 +76,7 @@ def test_every_route_but_the_health_checks_needs_a_key(locked: Stack) -> None:
         for headers in ({}, {"authorization": "Bearer wrong-key-0123456789abc"}, {"x-goog-api-key": "nope"},
                         {"x-api-key": "wrong-key-0123456789abc"}):
             status, answer, got = _call(locked.url, method, path, body, headers)
-            if path in ("/healthz", "/readyz"):
+            if path in ("/healthz", "/readyz", "/inspect/static/inspect.css"):  # the sign-in page's style: no data
                 assert status == 200
                 continue
             assert status == 401, (method, path, headers, answer)

@@ -62,7 +62,7 @@ def test_slowloris_headers_are_closed_within_the_timeout(strict: Stack) -> None:
     socks = [_connect(strict.url) for _ in range(30)]
     start = time.monotonic()
     for s in socks:
-        s.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n")
+        s.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     stop = threading.Event()
 
     def trickle() -> None:  # one more header byte every 0.2 s: never a whole request
@@ -90,7 +90,7 @@ def test_a_trickled_body_gets_408_in_the_callers_protocol(strict: Stack) -> None
                         ("/v1beta/models/gemini-2.5-flash:generateContent",
                          lambda e: e["status"] == "DEADLINE_EXCEEDED")):
         s = _connect(strict.url)
-        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   f"Content-Length: 1000\r\n\r\n{{".encode())
         start, data = time.monotonic(), b""
         s.settimeout(0.3)

@@ -1,10 +1,13 @@
 """The inspector's routes. The page and its files come from the package (no CDN, nothing built);
 the API answers with what the journal holds for the caller's scope only.
 
-Signing in: with client keys configured, `/inspect?key=KEY` checks the key (the auth middleware),
-sets an HttpOnly, SameSite=Strict cookie that stands for it, and redirects to `/inspect`, so the key
-stays in neither the address bar nor the page. The cookie is an HMAC of the key (auth.py), useless
-anywhere but here. Without keys (loopback, one user) there is no sign-in."""
+Signing in: with client keys configured, the sign-in form POSTs the key to `/inspect` (a form
+body: never in a URL, a history entry or a log), which sets an HttpOnly, SameSite=Strict cookie
+that stands for it and redirects to `/inspect`. The cookie is an HMAC of the key under a secret
+derived from the sealing carrier key (auth.cookie_secret): useless anywhere but here, and void
+after `gemini-tool-proxy carrier-key --rotate` and a restart, with no client key changed. A key in
+the page's URL (`/inspect?key=`, the old sign-in) is not taken: the browser is sent to the form.
+Without keys (loopback, one user) there is no sign-in."""
 
 import asyncio
 import contextlib
@@ -15,16 +18,21 @@ from aiohttp import web
 
 from proxy.errors import ProxyError
 from proxy.journal.ring import MAX_LIST
-from proxy.server.auth import INSPECT_COOKIE, SCOPE
+from proxy.server.auth import COOKIE_SECRET, INSPECT_COOKIE, SCOPE
 from proxy.server.context import CONTEXT
+from proxy.server.errors import read_json
+from proxy.server.guard import is_json_type
 from proxy.server.sessions_routes import get_session
 
 STATIC = resources.files("proxy.inspect") / "static"
 FILES = {"inspect.js": "text/javascript", "inspect.css": "text/css"}
 HEARTBEAT = 15.0  # seconds between comments on an idle live stream (proxies drop silent connections)
-PAGE_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+# same-origin, not no-referrer: a form posted under no-referrer says `Origin: null`, which the guard
+# refuses (server/guard.py) where the browser sends no Sec-Fetch-Site; other sites still get no referrer.
+PAGE_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
                 "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
-                                           "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"}
+                                           "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "
+                                           "form-action 'self'"}
 
 
 def _journal(request: web.Request):
@@ -41,15 +49,34 @@ def _scope(request: web.Request) -> str:
 
 async def page(request: web.Request) -> web.StreamResponse:
     keys = request.app[CONTEXT].keys
-    if keys and "key" in request.query and SCOPE in request:
-        resp = web.HTTPFound("/inspect")
-        resp.set_cookie(INSPECT_COOKIE, keys.cookie_for(request.query["key"]) or "", httponly=True,
-                        samesite="Strict", path="/inspect", secure=request.secure)
-        raise resp
-    name = "index.html" if (not keys or SCOPE in request) else "signin.html"
-    html = (STATIC / name).read_text()
-    return web.Response(text=html, content_type="text/html", status=200 if name == "index.html" else 401,
-                        headers=PAGE_HEADERS)
+    if "key" in request.query:
+        raise web.HTTPSeeOther("/inspect")  # the key is not taken from a URL, nor left in the address bar
+    signed_in = not keys or SCOPE in request
+    return _page("index.html" if signed_in else "signin.html", 200 if signed_in else 401)
+
+
+async def sign_in(request: web.Request) -> web.StreamResponse:
+    """The sign-in form's POST (a form body, or JSON {"key": ...}): a cookie for a key that admits."""
+    keys = request.app[CONTEXT].keys
+    if not keys:
+        raise web.HTTPSeeOther("/inspect")  # nothing to sign in to
+    if is_json_type(request.headers.get("content-type", "")):
+        sent = await read_json(request)
+        key = sent.get("key") if isinstance(sent, dict) else None
+    else:
+        key = (await request.post()).get("key")
+    cookie = keys.cookie_for(key, request.app[COOKIE_SECRET]) if isinstance(key, str) and key else None
+    if cookie is None:
+        return _page("signin.html", 401, "That key admits no one here.")
+    resp = web.HTTPSeeOther("/inspect")
+    resp.set_cookie(INSPECT_COOKIE, cookie, httponly=True, samesite="Strict", path="/inspect", secure=request.secure)
+    raise resp
+
+
+def _page(name: str, status: int, problem: str = "") -> web.Response:
+    html = (STATIC / name).read_text().replace("<!--problem-->", f'<p class="problem">{problem}</p>' if problem
+                                               else "")
+    return web.Response(text=html, content_type="text/html", status=status, headers=PAGE_HEADERS)
 
 
 async def static(request: web.Request) -> web.Response:
@@ -100,6 +127,7 @@ async def live(request: web.Request) -> web.StreamResponse:
 
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/inspect", page)
+    app.router.add_post("/inspect", sign_in)
     app.router.add_get("/inspect/static/{name}", static)
     app.router.add_get("/inspect/api/exchanges", exchanges)
     app.router.add_get("/inspect/api/exchanges/{id}", exchange)

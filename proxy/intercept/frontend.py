@@ -69,7 +69,7 @@ class Frontend:
         app = make_app(self.store, upstream, aliases=self.options.aliases, schema_modes=self.options.schema_modes,
                        fill_missing=ctx.options.gtp_fill_missing, forced_choice=ctx.options.gtp_forced_choice,
                        keys=self.options.keys, carrier=self.options.carrier, limits=limits, rules=self.options.rules,
-                       recorder=self.options.recorder.recorder,
+                       recorder=self.options.recorder.recorder, guard=self.options.guard,
                        passthrough_collections=self.options.passthrough_collections)
         try:
             runner, site = await start_site(app, ctx.options.gtp_frontend_host, ctx.options.gtp_frontend_port, limits)

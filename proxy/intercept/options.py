@@ -17,6 +17,7 @@ from proxy.model_rules import ModelRules
 from proxy.server.auth import ClientKeys, is_loopback, load_keys, refuse_open_bind
 from proxy.server.collections import parse_passthrough
 from proxy.server.context import parse_aliases
+from proxy.server.guard import RequestGuard
 from proxy.server.site import ServerLimits
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
@@ -82,6 +83,7 @@ class Options:
         self.upstream_api: list[tuple[str, str]] = []  # --upstream-api rules for the front-end
         self.vertex: list[GoogleCredential] = []  # gtp_vertex_credentials, loaded
         self.carrier = CarrierKeys.ephemeral()
+        self.guard = RequestGuard()  # the front-end's Host and Origin allow-lists (server/guard.py)
         self.given: set[str] = set()  # gtp_* options the command line set, even to their defaults
         self.recorder = RecorderRef()  # the journal and traces (journal/), remade when their options change
         self.store: Any = None  # the addon's session store (the journal is shared through it when it is Redis)
@@ -201,6 +203,12 @@ class Options:
         if updated & {"listen_host", "proxyauth", "gtp_allow_unauthenticated", "gtp_frontend_host", "gtp_api_key",
                       "gtp_api_keys_file", "gtp_frontend_port"}:
             self._refuse_open_binds()
+        if updated & {"gtp_frontend_host", "gtp_allowed_hosts", "gtp_allowed_origins"}:
+            try:
+                self.guard = RequestGuard.configured(opts.gtp_frontend_host, opts.gtp_allowed_hosts,
+                                                     opts.gtp_allowed_origins)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"gtp_allowed_origins: {e}") from None
         if updated & {"gtp_carrier_key", "gtp_carrier_keys_file", "confdir"}:
             path = Path(opts.gtp_carrier_keys_file or Path(opts.confdir).expanduser() / CARRIER_KEYS_FILE)
             try:

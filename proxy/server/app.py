@@ -22,9 +22,10 @@ from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
 from proxy.server import object_owners, recording
-from proxy.server.auth import ClientKeys, admit, authenticate, presented_key
+from proxy.server.auth import COOKIE_SECRET, ClientKeys, admit, authenticate, cookie_secret, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
+from proxy.server.guard import RequestGuard
 from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
@@ -44,6 +45,19 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a caller's x-request-id, kept when it is this tame
 
 
+GUARD = web.AppKey("guard", RequestGuard)
+
+
+@web.middleware
+async def guard_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Host, Origin and Content-Type checks (guard.py), before authentication and any handler; inside
+    the error middleware, so a refusal is in the caller's protocol."""
+    refusal = request.app[GUARD].refusal(request.method, request.path, request.headers, request.body_exists)
+    if refusal is not None:
+        raise refusal
+    return await handler(request)
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Inside the error middleware, so a 401 is rendered in the caller's protocol. The bytes of a
@@ -54,7 +68,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
         if scope is not None:
             admit(request, scope)
             return await handler(request)
-    authenticate(request, keys)
+    authenticate(request, keys, request.app[COOKIE_SECRET])
     return await handler(request)
 
 
@@ -138,10 +152,12 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              fill_missing: bool = False, forced_choice: Policy = "retry",
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
              limits: ServerLimits | None = None, rules: ModelRules | None = None,
-             recorder: Recorder | None = None, passthrough_collections: frozenset[str] = frozenset()
-             ) -> web.Application:
-    app = web.Application(middlewares=[observe_middleware, error_middleware, auth_middleware,
+             recorder: Recorder | None = None, guard: RequestGuard | None = None,
+             passthrough_collections: frozenset[str] = frozenset()) -> web.Application:
+    """`guard`: who may reach it from a browser (guard.py); by default what a loopback bind allows."""
+    app = web.Application(middlewares=[observe_middleware, error_middleware, guard_middleware, auth_middleware,
                                        identity_middleware], client_max_size=max_body)
+    app[GUARD] = guard or RequestGuard()
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
@@ -151,6 +167,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
                            limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder,
                            passthrough_collections=passthrough_collections)
+    app[COOKIE_SECRET] = cookie_secret(app[CONTEXT].carrier)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)

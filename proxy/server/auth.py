@@ -2,11 +2,12 @@
 
 With no keys configured the front-end is a loopback tool for one user (the CLI refuses a
 non-loopback bind then, unless told `--allow-unauthenticated`). With keys, every route but
-`/healthz` needs one, in the header the caller's protocol uses (`Authorization: Bearer`,
-`x-goog-api-key`, `?key=`); the key then only admits the client, and Gemini is called with the
-server's own key. Each key is a principal: its sessions, stored responses and conversations live
-under a scope derived from the key (`c-` + 12 hex digits of its SHA-256, the same on every
-instance), so two clients never share `default` and never see each other's state.
+`/healthz`, `/readyz` and the inspector's own files needs one, in the header the caller's protocol
+uses (`Authorization: Bearer`, `x-goog-api-key`, `?key=`; the inspector takes no `?key=`); the key
+then only admits the client, and Gemini is called with the server's own key. Each key is a
+principal: its sessions, stored responses and conversations live under a scope derived from the
+key (`c-` + 12 hex digits of its SHA-256, the same on every instance), so two clients never share
+`default` and never see each other's state.
 """
 
 import hashlib
@@ -21,6 +22,7 @@ from aiohttp import web
 
 from proxy.errors import ProxyError
 from proxy.journal import exchange
+from proxy.signatures.carrier_keys import CarrierKeys
 
 KEYS_ENV = "GTP_API_KEYS"
 SESSION_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")  # as session markers spell them
@@ -38,13 +40,12 @@ class ClientKeys:
 
     def __init__(self, keys: Iterable[str]) -> None:
         self._by_digest: dict[bytes, str] = {}
-        self._by_cookie: dict[str, str] = {}
+        self._cookies: tuple[bytes, dict[str, str]] = (b"", {})  # (the secret, cookie -> scope) last used
         for key in keys:
             if len(key) < MIN_KEY_LENGTH:
                 raise ValueError(f"an API key must be at least {MIN_KEY_LENGTH} characters "
                                  f"(one given has {len(key)})")
             self._by_digest[hashlib.sha256(key.encode()).digest()] = scope_of(key)
-            self._by_cookie[_cookie(key)] = scope_of(key)
 
     def __bool__(self) -> bool:
         return bool(self._by_digest)
@@ -63,24 +64,35 @@ class ClientKeys:
         return None
 
 
-    def cookie_for(self, key: str) -> str | None:
-        """The inspector's sign-in cookie for a key this admits (an HMAC of it: not the key)."""
-        return _cookie(key) if self.scope(key) is not None else None
+    def cookie_for(self, key: str, secret: bytes) -> str | None:
+        """The inspector's sign-in cookie for a key this admits: an HMAC of the key's digest under
+        `secret` (cookie_secret), so not the key, and void once the secret changes."""
+        return _cookie(secret, hashlib.sha256(key.encode()).digest()) if self.scope(key) is not None else None
 
-    def cookie_scope(self, cookie: str | None) -> str | None:
+    def cookie_scope(self, cookie: str | None, secret: bytes) -> str | None:
         if not cookie:
             return None
-        for known, scope in self._by_cookie.items():
+        if self._cookies[0] != secret:
+            self._cookies = (secret, {_cookie(secret, d): scope for d, scope in self._by_digest.items()})
+        for known, scope in self._cookies[1].items():
             if hmac.compare_digest(known, cookie):
                 return scope
         return None
 
 
-def _cookie(key: str) -> str:
-    return hmac.new(key.encode(), b"gemini-tool-proxy inspect sign-in", hashlib.sha256).hexdigest()
+def _cookie(secret: bytes, digest: bytes) -> str:
+    return hmac.new(secret, digest, hashlib.sha256).hexdigest()
+
+
+def cookie_secret(carrier: CarrierKeys) -> bytes:
+    """The inspector cookies' secret: from the sealing carrier key, the same on every instance that
+    shares the carrier keys; `gemini-tool-proxy carrier-key --rotate` and a restart sign every
+    browser out without changing a client key."""
+    return carrier.derive(b"inspect sign-in")
 
 
 INSPECT_COOKIE = "gtp_inspect"
+COOKIE_SECRET = web.AppKey("cookie_secret", bytes)  # the app's cookie_secret (make_app)
 
 
 def load_keys(keys: Iterable[str] = (), keys_file: str | None = None, env: dict[str, str] | None = None) -> ClientKeys:
@@ -134,22 +146,27 @@ SCOPE = web.RequestKey("scope", str)  # the authenticated client's scope (absent
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 
 
-def authenticate(request: web.Request, keys: ClientKeys) -> None:
-    """Admit the request or raise a 401 (rendered in the caller's protocol by the error middleware)."""
-    if not keys or request.path in OPEN_PATHS:
-        return
-    if request.path.startswith("/inspect") and presented_key(request) is None:
-        scope = keys.cookie_scope(request.cookies.get(INSPECT_COOKIE))  # a browser signed in (inspect/routes.py)
+def authenticate(request: web.Request, keys: ClientKeys, secret: bytes = b"") -> None:
+    """Admit the request or raise a 401 (rendered in the caller's protocol by the error middleware).
+    The inspector takes a key in a header or its sign-in cookie (under `secret`), never in its URL:
+    a URL stays in the browser's history and in logs."""
+    if not keys or request.path in OPEN_PATHS or request.path.startswith("/inspect/static/"):
+        return  # the health checks, and the inspector's own files (the sign-in page's style: no data)
+    inspector = request.path.startswith("/inspect")
+    presented = key_in(request.headers, None) if inspector else presented_key(request)
+    if inspector and presented is None:
+        scope = keys.cookie_scope(request.cookies.get(INSPECT_COOKIE), secret)  # a browser signed in
         if scope is not None:
             admit(request, scope)
             return
         if request.path == "/inspect":
-            return  # the page answers with its sign-in form
-    scope = keys.scope(presented_key(request))
+            return  # the sign-in form, which takes the key it posts (inspect/routes.py)
+    scope = keys.scope(presented)
     if scope is None:
-        given = presented_key(request) is not None
-        raise ProxyError("Incorrect API key provided." if given else
-                         "Missing API key: send it as 'Authorization: Bearer KEY', 'x-goog-api-key' or '?key='.",
+        given = presented is not None
+        where = ("'Authorization: Bearer KEY' (or sign in at /inspect; the inspector takes no key in its URL)"
+                 if inspector else "'Authorization: Bearer KEY', 'x-goog-api-key' or '?key='")
+        raise ProxyError("Incorrect API key provided." if given else f"Missing API key: send it as {where}.",
                          status=401, code="invalid_api_key", type="invalid_request_error")
     admit(request, scope)
 

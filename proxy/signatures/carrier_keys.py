@@ -9,6 +9,7 @@ import base64
 import binascii
 import contextlib
 import hashlib
+import hmac
 import os
 import secrets
 from pathlib import Path
@@ -39,6 +40,7 @@ class CarrierKeys:
         if not keys:
             raise ValueError("at least one carrier key is needed")
         self._keys: dict[str, AESGCM] = {}
+        first: bytes | None = None
         for text in keys:
             try:
                 raw = _unb64(text.strip())
@@ -48,7 +50,9 @@ class CarrierKeys:
                 raise ValueError("a carrier key is 32 bytes in URL-safe base64 "
                                  "('gemini-tool-proxy carrier-key' makes one)")
             self._keys.setdefault(hashlib.sha256(raw).hexdigest()[:8], AESGCM(raw))
+            first = raw if first is None else first
         self._current = next(iter(self._keys))
+        self._first = first or b""
 
     @property
     def count(self) -> int:
@@ -58,6 +62,11 @@ class CarrierKeys:
     def ephemeral(cls) -> "CarrierKeys":
         """A key for this process only (tests, embedding): carriers do not survive a restart."""
         return cls([new_key()])
+
+    def derive(self, label: bytes) -> bytes:
+        """A secret for `label` from the sealing key only: it changes when the keys are rotated (the
+        inspector's sign-in cookies, auth.py, end with it) while older carriers still open."""
+        return hmac.new(self._first, b"gemini-tool-proxy derive " + label, hashlib.sha256).digest()
 
     def seal(self, data: bytes, label: bytes) -> str:
         """`KEYID.NONCE+CIPHERTEXT` (URL-safe base64); `label` is authenticated, not stored."""
