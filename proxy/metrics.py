@@ -88,6 +88,7 @@ class RequestRecord:
     key: str = "none"      # label of the upstream key used last
     failed: bool = False   # a stream that ended with its protocol's failure (its status was already 200)
     client_model: str = ""  # the model name the client asked for (before aliases)
+    secrets: tuple[str, ...] = ()  # what the request sent that is a secret (a key as the model name)
     input_tokens: int | None = None
     output_tokens: int | None = None
 

@@ -22,7 +22,7 @@ from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
 from proxy.upstream.gemini import GeminiUpstream
-from proxy.wire.model_name import check_model_name
+from proxy.wire.model_name import check_model_name, credential_like, credential_refusal
 from proxy.wire.responses import (
     CustomToolCallItem,
     FunctionCallItem,
@@ -87,8 +87,17 @@ class Context:
 
     def gemini_model(self, name: str) -> str:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar
-        (it becomes part of the upstream URL)."""
+        (it becomes part of the upstream URL). A name that looks like a credential is refused before
+        anything records it, and is a secret of the request: scrubbed wherever its journal, its span
+        and its access-log line would show it (the body it came in, the path)."""
         record = metrics.CURRENT.get()
+        if credential_like(name):
+            ex = exchange.CURRENT.get()
+            if ex is not None:
+                ex.secrets = (*ex.secrets, name)
+            if record is not None:
+                record.secrets = (*record.secrets, name)
+            raise credential_refusal()
         if record is not None and not record.client_model:
             record.client_model = name[:200]
         return check_model_name(self.aliases.get(name, name))
