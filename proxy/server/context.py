@@ -58,6 +58,10 @@ class Context:
     in_flight: InFlight = field(default_factory=InFlight)
     recorder: Recorder | None = None  # the journal and traces (journal/recorder.py); None: nothing recorded
 
+    def __post_init__(self) -> None:
+        # The models this front-end serves by name are the metrics' model labels from the start.
+        metrics.MODELS.declare([*self.models, *self.aliases.values()])
+
     async def keep_calls(self, session: str, calls: list[CallRecord], route: str,
                          hosted: list[CallRecord] | None = None) -> None:
         """The records of the calls (and hosted searches) an answer handed out: kept whatever the
