@@ -140,7 +140,7 @@ class RequestRecord:
     key: str = "none"      # label of the upstream key used last
     failed: bool = False   # a stream that ended with its protocol's failure (its status was already 200)
     client_model: str = ""  # the model name the client asked for (before aliases)
-    secrets: tuple[str, ...] = ()  # what the request sent that is a secret (a key as the model name)
+    secrets: tuple[str, ...] = ()  # what it sent that is a secret (a key as the model name): never logged
     input_tokens: int | None = None
     output_tokens: int | None = None
 

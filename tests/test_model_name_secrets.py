@@ -295,3 +295,26 @@ def test_an_intercepted_apps_key_as_model_is_refused_and_recorded_nowhere(tmp_pa
     finally:
         m.close()
         collector.close()
+
+
+def test_a_token_no_one_configured_is_in_no_log_line(tmp_path) -> None:
+    """A random token (no credential's shape, no configured key) as the model in a Gemini path: the
+    error's log line names the path, and the request's own secret is scrubbed from it (a fresh
+    process: the log's repeat limit lets this first line through)."""
+    mock, murl = mock_gemini(tmp_path)
+    proc, url = proxy_instance(tmp_path, "proxy", murl, "--log-format", "json")
+    try:
+        canary = CANARIES["random token"]
+        status, body = _post(url, f"/v1beta/models/{canary}:generateContent",
+                             {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+        assert status == 400 and canary.encode() not in body, body
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and '"gtp.access"' not in proc.logs():
+            time.sleep(0.1)
+        lines = [json.loads(line) for line in proc.logs().splitlines() if line.startswith("{")]
+        assert any("-> 400" in line["message"] and "generateContent" in line["message"] for line in lines), lines
+        assert any(line.get("logger") == "gtp.access" and line.get("status") == 400 for line in lines), lines
+        assert canary not in proc.logs()
+    finally:
+        proc.stop()
+        mock.stop()

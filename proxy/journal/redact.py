@@ -167,15 +167,19 @@ class LogScrubber(logging.Filter):
     def __init__(self, redactor: Redactor) -> None:
         super().__init__()
         self.redactor = redactor
+        from proxy import metrics  # (it imports this module)
+        self.request = metrics.CURRENT  # the request a line is logged in: its own secrets are scrubbed too
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        clean = self.redactor.scrub(message.encode()).decode("utf-8", "replace")
+        request = self.request.get()  # (the handlers run in the logging call's context)
+        extra = request.secrets if request is not None else ()
+        clean = self.redactor.scrub(message.encode(), extra).decode("utf-8", "replace")
         if clean != message:
             record.msg, record.args = clean, ()
         access = getattr(record, "access", None)
         if isinstance(access, dict):
-            record.access = {k: self.redactor.scrub(v.encode()).decode() if isinstance(v, str) else v
+            record.access = {k: self.redactor.scrub(v.encode(), extra).decode() if isinstance(v, str) else v
                              for k, v in access.items()}
         return True
 

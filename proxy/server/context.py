@@ -35,6 +35,8 @@ from proxy.wire.shared_tools import SharedTools
 SESSION_HEADER = "x-gtp-session"
 DEFAULT_SESSION = "default"
 DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview")
+# Names refused as credentials one request's record holds (a WebSocket's many messages share one).
+MAX_REQUEST_SECRETS = 8
 # Input items that refer to an earlier call (their records are looked up before translating).
 _REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem)
 
@@ -93,14 +95,14 @@ class Context:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar
         (it becomes part of the upstream URL). A name that looks like a credential is refused before
         anything records it, and is a secret of the request: scrubbed wherever its journal, its span
-        and its access-log line would show it (the body it came in, the path)."""
+        and its log lines would show it (the body it came in, the path)."""
         record = metrics.CURRENT.get()
         if credential_like(name):
             ex = exchange.CURRENT.get()
             if ex is not None:
                 ex.secrets = (*ex.secrets, name)
-            if record is not None:
-                record.secrets = (*record.secrets, name)
+            if record is not None and name not in record.secrets and len(record.secrets) < MAX_REQUEST_SECRETS:
+                record.secrets = (*record.secrets, name)  # (a socket's record: bounded, its path has none)
             raise credential_refusal()
         if record is not None and not record.client_model:
             record.client_model = name[:200]
