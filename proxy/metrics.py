@@ -4,6 +4,12 @@ Latency is kept in two histograms, never one: `gtp_upstream_seconds` is time spe
 upstream (the answer, or a stream's headers and each of its chunks), `gtp_added_seconds` the rest of
 the request's time — what the proxy itself adds. Keys appear only as `k-` + 8 hex digits of their
 SHA-256, never themselves.
+
+A label a client chooses (the model, and the key label of a client's own key) takes only known
+values: the configured ones (the served models, the aliases' targets, the pool's keys) and those an
+upstream answered successfully, up to a cap; the rest count as `other`. Every label set is kept for
+the process's life, so a client cycling through names (or keys) would otherwise grow the process and
+`/metrics` without end — and a key sent as the model name would be shown to every reader.
 """
 
 import contextvars
@@ -15,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+
+from proxy.journal import redact
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
@@ -47,6 +55,50 @@ KEY_COOLING = Gauge("gtp_key_cooling_seconds", "Seconds until a pool key that Ge
                     ["key"], registry=REGISTRY)
 
 
+OTHER = "other"  # a value outside a label's known ones
+NONE = "none"    # no value (no model asked of the upstream yet, no key)
+# Models learnt from successful answers: Gemini's own list (GET models) has about 50, and 200 leaves
+# room for tuned models and OpenAI-compatible servers' names while /metrics stays small (each model
+# is at most routes x 3 outcomes request series and keys x 4 kinds token series).
+MAX_MODELS = 200
+# Client keys' labels (a client's own key goes upstream when the front-end has no client keys).
+MAX_KEYS = 64
+
+
+class KnownLabels:
+    """The values one label may take: the configured ones, and those learnt from successful answers
+    up to `cap` (never one the redactor holds for a secret); anything else is OTHER."""
+
+    def __init__(self, cap: int, fixed: tuple[str, ...] = (NONE, OTHER)) -> None:
+        self.cap, self.fixed = cap, frozenset(fixed)
+        self.configured: set[str] = set()
+        self.learnt: set[str] = set()
+
+    def declare(self, values: Any) -> None:
+        """Values the configuration names (not counted against the cap)."""
+        self.configured.update(v for v in values if v and not _secret(v))
+
+    def learn(self, value: str) -> None:
+        """A value a successful answer vouched for."""
+        if value and value not in self.learnt and value not in self.configured and value not in self.fixed \
+                and len(self.learnt) < self.cap and not _secret(value):
+            self.learnt.add(value)
+
+    def __call__(self, value: str) -> str:
+        """The label for `value`."""
+        if not value:
+            return NONE
+        return value if value in self.learnt or value in self.configured or value in self.fixed else OTHER
+
+
+def _secret(value: str) -> bool:
+    return redact.process().secret_in(value)
+
+
+MODELS = KnownLabels(MAX_MODELS)
+KEYS = KnownLabels(MAX_KEYS)
+
+
 # Methods setting gauges just before a scrape (key pools), held weakly: a pool that is gone stops.
 SCRAPE_HOOKS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
@@ -62,8 +114,8 @@ def _hashed_label(key: str) -> str:
 
 # Children by (metric, labels): prometheus_client's `labels()` validates and locks on every call
 # (about 3 µs, eight times a request). A label set is added once and never removed, so the child
-# stays the one the metric exposes. Past MAX_CHILDREN (a client cycling through model names) the
-# cache starts over rather than grow; the metric itself keeps every set, as it always did.
+# stays the one the metric exposes. The label sets are bounded (KnownLabels); past MAX_CHILDREN
+# the cache would still start over rather than grow.
 MAX_CHILDREN = 4096
 _CHILDREN: dict[tuple[Any, tuple[str, ...]], Any] = {}
 
@@ -88,6 +140,7 @@ class RequestRecord:
     key: str = "none"      # label of the upstream key used last
     failed: bool = False   # a stream that ended with its protocol's failure (its status was already 200)
     client_model: str = ""  # the model name the client asked for (before aliases)
+    secrets: tuple[str, ...] = ()  # what it sent that is a secret (a key as the model name): never logged
     input_tokens: int | None = None
     output_tokens: int | None = None
 
@@ -103,7 +156,7 @@ def add_upstream_time(seconds: float) -> None:
 
 def finish(record: RequestRecord, status: int) -> None:
     outcome = "ok" if status < 400 else "client_error" if status < 500 else "error"
-    child(REQUESTS, record.route, record.model or "none", outcome).inc()
+    child(REQUESTS, record.route, MODELS(record.model), outcome).inc()
     total = time.perf_counter() - record.start
     child(UPSTREAM, record.route).observe(record.upstream)
     child(ADDED, record.route).observe(max(0.0, total - record.upstream))

@@ -1,5 +1,7 @@
 """`Rewrite`: apply the bound session's tool context to an owned request (tool_context.py) and make
-its answer readable for the capture (identity encoding). Unchanged requests keep the app's bytes."""
+its answer readable for the capture (identity encoding). Unchanged requests keep the app's bytes.
+A model name shaped like a credential (an app's swapped variables) is refused, in Gemini's shape and
+without echoing it: it is neither sent on nor recorded (the journal scrubs it from the flow's URL)."""
 
 import logging
 
@@ -11,11 +13,12 @@ from proxy.intercept import text_history
 from proxy.intercept.flow_selection import META, REFUSED, FlowState, GeminiRequest, select
 from proxy.intercept.options import Options
 from proxy.intercept.refusal import gemini_error_response
-from proxy.journal import exchange
+from proxy.journal import exchange, redact
 from proxy.session.placeholders import placeholder_count
 from proxy.session.session_tools import ToolContext
 from proxy.session.tool_context import apply_session_tools, apply_tool_context
 from proxy.store.base import SessionStore
+from proxy.wire.model_name import credential_like, credential_refusal
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,15 @@ class Rewrite:
         o = self.options.flow
         req = select(flow, o.intercept_hosts, o.session_header, o.default_session, o.placeholder)
         if req is None:
+            return
+        if req.model and credential_like(req.model):
+            ex = exchange.CURRENT.get()
+            if ex is not None:
+                ex.secrets = (*ex.secrets, req.model)
+            e = credential_refusal()
+            flow.response = gemini_error_response(e)
+            flow.metadata[REFUSED] = FlowState(req.target, redact.REDACTED, req.session)
+            exchange.failed(e)
             return
         contents = req.inner.get("contents")
         needed = placeholder_count(contents, o.placeholder) if isinstance(contents, list) else 0

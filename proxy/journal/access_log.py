@@ -1,10 +1,16 @@
 """One line per request at INFO on the `gtp.access` logger: method, route, status, the proxy's own
 milliseconds and the upstream's, client model -> Gemini model, tokens, request id and session. With
-`--log-format json` the same fields are the line's JSON object (logs.JsonFormatter adds them)."""
+`--log-format json` the same fields are the line's JSON object (logs.JsonFormatter adds them).
+
+The models and the path are what the client sent: they pass the process's redactor (redact.process)
+here, with the request's own secrets (a key refused as its model name), as every exporter's do, and
+the log handlers' scrubber passes over the whole line again."""
 
 import logging
 import time
 from typing import Any
+
+from proxy.journal import redact
 
 log = logging.getLogger("gtp.access")
 LINE = "%s %s %s proxy %.1fms upstream %.1fms %s tokens %s%s"
@@ -32,8 +38,11 @@ def access_fields(method: str, path: str, status: int, record: Any, request_id: 
     """The line's fields, from the request's metrics record (metrics.RequestRecord: its route, start,
     upstream seconds, models and tokens)."""
     total_s, upstream_s = time.perf_counter() - record.start, record.upstream
+    redactor, secrets = redact.process(), record.secrets
+    path = redactor.scrub(path.encode("utf-8", "surrogatepass"), secrets).decode("utf-8", "replace")
     return {"method": method, "route": record.route, "path": path, "status": status,
             "proxy_ms": round(max(0.0, total_s - upstream_s) * 1000, 2), "upstream_ms": round(upstream_s * 1000, 2),
-            "client_model": record.client_model or None, "gemini_model": record.model or None,
+            "client_model": redactor.name(record.client_model, secrets) or None,
+            "gemini_model": redactor.name(record.model, secrets) or None,
             "input_tokens": record.input_tokens, "output_tokens": record.output_tokens, "request_id": request_id,
             "session": session}

@@ -32,6 +32,7 @@ class Recorder:
         if journal is not None:
             journal.before_read = self.finish_pending
         redact.scrub_logs(self.redactor)
+        redact.use(self.redactor)  # what the model-name check, the metrics' labels and the access log ask
 
     @classmethod
     def from_options(cls, journal: str = "on", max_bytes: int = DEFAULT_MAX_BYTES, otlp_endpoint: str | None = None,

@@ -127,10 +127,15 @@ class Tracing:
         self.tracer = self.provider.get_tracer("gemini-tool-proxy")
         self.propagator = TraceContextTextMapPropagator()
 
-    def _clean(self, value: Any) -> Any:
+    def _clean(self, value: Any, extra: tuple[str, ...] = ()) -> Any:
         if isinstance(value, str):
-            return self.redactor.scrub(value.encode()).decode("utf-8", "replace")
+            return self.redactor.scrub(value.encode(), extra).decode("utf-8", "replace")
         return value
+
+    def _model(self, name: str | None, ex: Exchange) -> str:
+        """A model name as a span carries it (in its name too): the redactor's judgement of a short
+        value, whole (a key sent as the model name is never exported, even if it was not refused)."""
+        return self.redactor.name(name or "", ex.secrets)
 
     def _free_text(self, ex: Exchange) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
         """The exchange's free text, scrubbed in one pass: [request id, session, error], and the
@@ -141,7 +146,7 @@ class Tracing:
         kinds = list(by_kind)[:MAX_EVENTS]
         texts = [ex.request_id or "", ex.session or "", (ex.error or {}).get("message") or "",
                  *("\x00".join(n["message"] for n in by_kind[k][:MAX_MESSAGES]) for k in kinds)]
-        clean = self._clean("\x01".join(texts)).split("\x01")
+        clean = self._clean("\x01".join(texts), ex.secrets).split("\x01")
         events = [(f"gtp.{kind}", {"gtp.count": len(by_kind[kind]), "gtp.messages": text.split("\x00")})
                   for kind, text in zip(kinds, clean[3:], strict=False)]
         return clean[:3], events
@@ -160,12 +165,13 @@ class Tracing:
             return int((ex.time + (perf - ex.start)) * 1e9)
 
         parent = self.propagator.extract({"traceparent": ex.traceparent}) if ex.traceparent else None
-        client_model = summary.get("client_model") or summary.get("gemini_model") or ""
+        client_model = self._model(summary.get("client_model") or summary.get("gemini_model"), ex)
+        gemini_model = summary.get("gemini_model")
+        response_model = self._model(summary.get("model_version") or gemini_model, ex)
         attrs = {
             "gen_ai.system": SYSTEM, "gen_ai.provider.name": PROVIDER, "gen_ai.operation.name": OPERATION,
-            "gen_ai.request.model": client_model, "gen_ai.response.model": summary.get("model_version")
-            or summary.get("gemini_model") or "",
-            "http.request.method": ex.method, "url.path": ex.path.split("?", 1)[0],
+            "gen_ai.request.model": client_model, "gen_ai.response.model": response_model,
+            "http.request.method": ex.method, "url.path": self._clean(ex.path.split("?", 1)[0], ex.secrets),
             "http.response.status_code": ex.status, "gtp.protocol": ex.protocol, "gtp.exchange.id": ex.name,
             "gtp.kind": ex.kind,
         }
@@ -183,11 +189,12 @@ class Tracing:
         from opentelemetry import trace
         ctx = trace.set_span_in_context(span)
         for call in ex.upstreams:
+            model = self._model(call.model, ex)
             attempts = call.attempts or [{"start": call.start, "end": call.last_byte or call.start,
                                           "status": None, "key": None}]
             for i, attempt in enumerate(attempts):
                 a_attrs = {"gen_ai.system": SYSTEM, "gen_ai.provider.name": PROVIDER,
-                           "gen_ai.operation.name": OPERATION, "gen_ai.request.model": call.model,
+                           "gen_ai.operation.name": OPERATION, "gen_ai.request.model": model,
                            "gtp.attempt": i + 1}
                 if attempt.get("status") is not None:
                     a_attrs["http.response.status_code"] = attempt["status"]
@@ -195,16 +202,17 @@ class Tracing:
                     a_attrs["gtp.upstream.key"] = attempt["key"]
                 last = i == len(attempts) - 1
                 a_end = (call.last_byte or attempt.get("end") or call.start) if last else attempt.get("end")
-                child = self.tracer.start_span(f"{OPERATION} {call.model}", context=ctx, kind=SpanKind.CLIENT,
+                child = self.tracer.start_span(f"{OPERATION} {model}".strip(), context=ctx, kind=SpanKind.CLIENT,
                                                attributes=a_attrs, start_time=ns(attempt.get("start") or call.start))
                 if attempt.get("error"):
-                    child.set_status(Status(StatusCode.ERROR, self._clean(str(attempt["error"]))[:500]))
-                elif last and summary.get("gemini_model") == call.model:
-                    child.set_attribute("gen_ai.response.model", summary.get("model_version") or call.model)
+                    child.set_status(Status(StatusCode.ERROR, self._clean(str(attempt["error"]), ex.secrets)[:500]))
+                elif last and gemini_model == call.model:
+                    child.set_attribute("gen_ai.response.model", response_model)
                 child.end(end_time=ns(a_end or call.start))
         for c in (summary.get("calls") or [])[:MAX_EVENTS]:
-            span.add_event("gen_ai.tool.call", {"gen_ai.tool.name": c.get("name") or "",
-                                                "gen_ai.tool.call.id": c.get("id") or ""}, timestamp=end)
+            span.add_event("gen_ai.tool.call", {"gen_ai.tool.name": self._clean(c.get("name") or "", ex.secrets),
+                                                "gen_ai.tool.call.id": self._clean(c.get("id") or "", ex.secrets)},
+                           timestamp=end)
         for name, attributes in events:
             span.add_event(name, attributes, timestamp=end)
         if ex.status >= 500 or ex.error:

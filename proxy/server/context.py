@@ -23,7 +23,7 @@ from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
 from proxy.upstream.gemini import GeminiUpstream
-from proxy.wire.model_name import check_model_name
+from proxy.wire.model_name import check_model_name, credential_like, credential_refusal
 from proxy.wire.responses import (
     CustomToolCallItem,
     FunctionCallItem,
@@ -36,6 +36,8 @@ from proxy.wire.shared_tools import SharedTools
 SESSION_HEADER = "x-gtp-session"
 DEFAULT_SESSION = "default"
 DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview")
+# Names refused as credentials one request's record holds (a WebSocket's many messages share one).
+MAX_REQUEST_SECRETS = 8
 # Input items that refer to an earlier call (their records are looked up before translating).
 _REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem)
 
@@ -60,6 +62,10 @@ class Context:
     recorder: Recorder | None = None  # the journal and traces (journal/recorder.py); None: nothing recorded
     # Gemini collections an operator lets client keys reach unscoped (--passthrough-collection).
     passthrough_collections: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        # The models this front-end serves by name are the metrics' model labels from the start.
+        metrics.MODELS.declare([*self.models, *self.aliases.values()])
 
     async def keep_calls(self, session: str, calls: list[CallRecord], route: str,
                          hosted: list[CallRecord] | None = None, model: str | None = None) -> None:
@@ -94,8 +100,17 @@ class Context:
 
     def gemini_model(self, name: str) -> str:
         """The Gemini model a client's model name stands for, checked against Gemini's grammar
-        (it becomes part of the upstream URL)."""
+        (it becomes part of the upstream URL). A name that looks like a credential is refused before
+        anything records it, and is a secret of the request: scrubbed wherever its journal, its span
+        and its log lines would show it (the body it came in, the path)."""
         record = metrics.CURRENT.get()
+        if credential_like(name):
+            ex = exchange.CURRENT.get()
+            if ex is not None:
+                ex.secrets = (*ex.secrets, name)
+            if record is not None and name not in record.secrets and len(record.secrets) < MAX_REQUEST_SECRETS:
+                record.secrets = (*record.secrets, name)  # (a socket's record: bounded, its path has none)
+            raise credential_refusal()
         if record is not None and not record.client_model:
             record.client_model = name[:200]
         return check_model_name(self.aliases.get(name, name))

@@ -38,6 +38,7 @@ class KeyPool:
         self.clock = clock
         self._next = 0
         metrics.SCRAPE_HOOKS.add(self)
+        metrics.KEYS.declare(k.label for k in self.keys)  # the operator's keys: labels of their own
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -1,6 +1,7 @@
 """Wraps the front-end's upstream to record, per request, the model asked for, the time spent
 waiting on the upstream (metrics.py keeps it apart from the proxy's own time) and the tokens
-Gemini reported, by upstream key and model."""
+Gemini reported, by upstream key and model. A model (and a client's own key) that got a whole
+answer becomes a known label value (metrics.KnownLabels); other names count as `other`."""
 
 import time
 from collections.abc import AsyncIterator
@@ -14,11 +15,20 @@ USAGE_KINDS = (("promptTokenCount", "input"), ("candidatesTokenCount", "output")
                ("cachedContentTokenCount", "cached"))
 
 
+def _answered(model: str) -> None:
+    """The upstream answered `model` whole: its name, and the key's label, are label values now."""
+    metrics.MODELS.learn(model)
+    record = metrics.CURRENT.get()
+    if record is not None:
+        metrics.KEYS.learn(record.key)
+
+
 def _count_usage(model: str, usage: Any) -> None:
     if not isinstance(usage, dict):
         return
     record = metrics.CURRENT.get()
-    key = record.key if record else "none"
+    key = metrics.KEYS(record.key if record else "")
+    model = metrics.MODELS(model)
     if record is not None:
         record.input_tokens = usage.get("promptTokenCount", record.input_tokens)
         record.output_tokens = usage.get("candidatesTokenCount", record.output_tokens)
@@ -58,6 +68,7 @@ class ObservedUpstream:
                 call.answer = answer  # an upstream that recorded no bytes of its own (gemini.py does)
             if answer is not call.parsed:  # not the answer kept as bytes (text calls parsed from it): learnt now
                 call.learn(answer)
+        _answered(model)
         _count_usage(model, answer.get("usageMetadata"))
         return answer
 
@@ -95,6 +106,7 @@ async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = 
             try:
                 chunk = await anext(chunks)
             except StopAsyncIteration:
+                _answered(model)
                 break
             finally:
                 metrics.add_upstream_time(time.perf_counter() - start)
