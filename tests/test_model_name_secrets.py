@@ -176,6 +176,7 @@ def _refusals(url: str, canary: str) -> list[tuple[str, int, bytes]]:
         genai_errors.ClientError)
     sdk("gemini countTokens", lambda: genai.models.count_tokens(model=canary, contents="hi"), genai_errors.ClientError)
     sdk("gemini get model", lambda: genai.models.get(model=canary), genai_errors.ClientError)
+    sdk("gemini get tuned model", lambda: genai.models.get(model=f"tunedModels/{canary}"), genai_errors.ClientError)
     sdk("interactions", lambda: genai.interactions.create(model=canary, input="hi"), Exception)
     status, body = _post(url, "/v1/gemini", {"model": canary, "input": "hi"})
     out.append(("/v1/gemini", status, body))

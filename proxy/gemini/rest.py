@@ -20,7 +20,7 @@ from proxy.server.context import CONTEXT, Context, api_key_of
 from proxy.server.errors import read_json
 from proxy.server.object_owners import owned_name
 from proxy.upstream.gemini import Forwarded, GeminiUpstream
-from proxy.wire.model_name import model_resource
+from proxy.wire.model_name import credential_like, model_resource
 
 MODEL_METHODS = ("countTokens", "embedContent", "batchEmbedContents")
 
@@ -146,6 +146,8 @@ async def _owned(request: web.Request, segments: list[str], body: bytes, prefix:
     """Forward, keeping each client to its own objects: one it names (in the path or the body) must be
     its own; what a create answers with becomes its own; a list shows only its own."""
     collection = collection_of(segments)
+    if collection in ("models", "tunedModels") and len(segments) > 1 and credential_like(segments[1].split(":")[0]):
+        request.app[CONTEXT].gemini_model(segments[1].split(":")[0])  # refused, and a secret of the request
     if request.get(SCOPE) is None:
         return _answer(await _forward(request, segments, body, prefix))
     check_allowed(collection, request.app[CONTEXT].passthrough_collections)
