@@ -39,3 +39,12 @@ def test_gemini_models_keep_id_less_calls() -> None:
     contents = repair_history(_history(), "gemini-2.5-flash")
     assert "id" not in contents[1]["parts"][0]["functionCall"]
     assert contents[1] == copy.deepcopy(_history()[1])
+
+
+def test_a_ref_holding_a_list_in_a_result_is_escaped_not_a_crash() -> None:
+    """Found by the endpoint fuzzer: a `$ref` whose value is a list made the repair raise TypeError
+    (unhashable), a 500 for the client; it is a result like any other with a `$ref` key."""
+    contents = [{"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"$ref": [1, 2]}}}]}]
+    out = repair_history(contents, "gemini-3-flash-preview")
+    assert out[1]["parts"][0]["functionResponse"]["response"] == {"output": '{"$ref": [1, 2]}'}

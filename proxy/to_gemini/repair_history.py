@@ -146,7 +146,7 @@ def _has_ref_key(value: Any, labels: frozenset[str] = frozenset()) -> bool:
     while stack:  # iterative: results can be deep, and this runs on every request
         node = stack.pop()
         if isinstance(node, dict):
-            if "$ref" in node and not (len(node) == 1 and node["$ref"] in labels):
+            if "$ref" in node and not (len(node) == 1 and isinstance(node["$ref"], str) and node["$ref"] in labels):
                 return True
             stack.extend(node.values())
         elif isinstance(node, list):
