@@ -27,7 +27,7 @@ from proxy.from_gemini.merge_hops import continuation_of, continued_body, hop_re
 from proxy.journal import exchange
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
-from proxy.upstream.http_session import HttpSession, checked_base_url
+from proxy.upstream.http_session import HttpSession, Trickled, checked_base_url, read_whole
 from proxy.upstream.key_pool import KeyPool, keys_from_env
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.gemini import error_of
@@ -130,7 +130,9 @@ class GeminiUpstream(HttpSession):
                                            "message": f"The proxy's deadline passed: Gemini {what}."})
 
     def _cut_answer(self, e: TimeoutError) -> UpstreamError:
-        """A whole answer whose reading stalled (the socket's read timeout) or ran past the deadline."""
+        """A whole answer whose reading stalled or trickled (read_whole) or ran past the deadline."""
+        if isinstance(e, Trickled):
+            return self._timed_out(e.what())
         return self._timed_out(f"sent nothing more of its answer for {self.read_timeout:g}s"
                                if isinstance(e, aiohttp.ServerTimeoutError) else
                                f"did not finish its answer within the total deadline of {self.total_timeout:g}s")
@@ -311,17 +313,21 @@ class GeminiUpstream(HttpSession):
             call.raw = True
             tried = {"start": time.perf_counter(), "key": key.label if key else None, "method": method}
             call.attempts.append(tried)
+        deadline = self._deadline()
         try:
-            async with asyncio.timeout(self.total_timeout):
+            async with asyncio.timeout_at(deadline):
                 async with self._http().request(method, url(key) if callable(url) else url, data=body or None,
                                                 headers=sent, timeout=self._idle_limit(self.read_timeout)) as resp:
-                    data = await resp.read()
+                    data = await read_whole(resp, self.read_timeout, deadline)
                     kept = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
                     if call is not None:
                         tried["status"] = resp.status
                         call.answer, call.first_byte = data, tried["start"]
                         call.last_byte = tried["end"] = time.perf_counter()
                     return Forwarded(resp.status, kept, data)
+        except Trickled as e:
+            tried["error"] = "timed out"
+            raise self._timed_out(e.what()) from e
         except TimeoutError as e:
             tried["error"] = "timed out"
             idle = isinstance(e, aiohttp.ServerTimeoutError)
@@ -382,9 +388,8 @@ class GeminiUpstream(HttpSession):
         """One whole answer (kept as read by the journal's `call`)."""
         resp = await self._post(model, body, api_key, False, deadline, call)
         try:
-            async with asyncio.timeout_at(deadline):
-                raw = await resp.read()
-                answer = fast_json.loads(raw)
+            raw = await read_whole(resp, self.read_timeout, deadline)
+            answer = fast_json.loads(raw)
             if call is not None:
                 # As read (an object of its own size), with the object parsed from it: learnt from
                 # when someone reads the exchange, unless a wrapper changes the answer (observed.py).

@@ -28,7 +28,7 @@ from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
 from proxy.openai_upstream.request import chat_request
 from proxy.pattern_rules import matches, rule_for
 from proxy.upstream.gemini import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, PROXY_TOKEN
-from proxy.upstream.http_session import HttpSession, checked_base_url
+from proxy.upstream.http_session import HttpSession, Trickled, checked_base_url, read_whole
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy
 from proxy.wire.sse import SSEDecoder
 
@@ -143,12 +143,14 @@ class OpenAIUpstream(HttpSession):
     async def _whole(self, req: dict[str, Any], deadline: float, journal: UpstreamCall | None) -> dict[str, Any]:
         resp = await self._post(req, deadline, journal)
         try:
-            async with asyncio.timeout_at(deadline):
-                raw = await resp.read()
-                if journal is not None:
-                    journal.answer, journal.first_byte = raw, journal.first_byte or time.perf_counter()
-                    journal.last_byte = time.perf_counter()
-                answer = json.loads(raw)
+            raw = await read_whole(resp, self.read_timeout, deadline)
+            if journal is not None:
+                journal.answer, journal.first_byte = raw, journal.first_byte or time.perf_counter()
+                journal.last_byte = time.perf_counter()
+            answer = json.loads(raw)
+        except Trickled as e:
+            resp.close()
+            raise UpstreamError(f"The OpenAI-compatible upstream {e.what()}.", status=504, type="server_error") from e
         except (TimeoutError, ValueError, aiohttp.ClientError) as e:
             resp.close()
             raise UpstreamError(f"The OpenAI-compatible upstream sent an unreadable answer: {e}", status=502,
