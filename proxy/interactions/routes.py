@@ -186,7 +186,11 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
         try:
             await turn.run_whole(key)
         except asyncio.CancelledError:
-            await _settle(turn, "cancelled", None)
+            if background.shut_down():  # not a client's cancel: the process stops
+                background.failed(background.shutdown_error())
+                await _settle(turn, "failed", background.SHUT_DOWN)
+            else:
+                await _settle(turn, "cancelled", None)
             raise
         except ProxyError as e:
             background.failed(e)
@@ -332,9 +336,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get(f"/{version}/interactions/{{interaction_id}}", get_interaction)
     app.router.add_delete(f"/{version}/interactions/{{interaction_id}}", delete_interaction)
     app.router.add_post(f"/{version}/interactions/{{interaction_id}}/cancel", cancel_interaction)
-
-    async def stop_tasks(_: web.Application) -> None:
-        for task in list(app[TASKS].values()):
-            task.cancel()
-
-    app.on_shutdown.append(stop_tasks)
+    # (background runs end with the requests: app.py's end_requests)

@@ -64,7 +64,12 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
                                              status=500))
                 await settle(answer)
         except asyncio.CancelledError:
-            await settle(_ended(turn.response, "cancelled", None))
+            if background.shut_down():  # not a client's cancel: the process stops
+                error = background.shutdown_error()
+                background.failed(error)
+                await settle(_ended(turn.response, "failed", error))
+            else:
+                await settle(_ended(turn.response, "cancelled", None))
             raise
         except ProxyError as e:
             background.failed(e)
@@ -219,10 +224,4 @@ def add_routes(app: web.Application) -> None:
         app.router.add_delete(f"{base}/responses/{{response_id}}", delete_response)
         app.router.add_post(f"{base}/responses/{{response_id}}/cancel", cancel_response)
         app.router.add_get(f"{base}/responses/{{response_id}}/input_items", input_items)
-    websocket.add_shutdown(app)
-
-    async def stop_tasks(_: web.Application) -> None:
-        for task in list(app[TASKS].values()):
-            task.cancel()
-
-    app.on_shutdown.append(stop_tasks)
+    websocket.add_shutdown(app)  # (background runs end with the requests: app.py's end_requests)

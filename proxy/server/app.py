@@ -1,5 +1,6 @@
 """Build the front-end application; the CLI and the mitmproxy addon run it."""
 
+import asyncio
 import re
 from typing import Any
 
@@ -20,7 +21,7 @@ from proxy.journal.recorder import UNRECORDED, Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
-from proxy.server import object_owners, recording
+from proxy.server import background, object_owners, recording
 from proxy.server.auth import ClientKeys, admit, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
@@ -167,9 +168,12 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
             recorder.close()
 
     async def end_requests(_: web.Application) -> None:
-        """Requests get the shutdown time but its final phase to finish, then end in their protocol."""
+        """Requests and background runs get the shutdown time but its final phase to finish, then
+        end in their protocol (a run: stored failed, background.stop_runs)."""
         ctx = app[CONTEXT]
-        await ctx.in_flight.stop(grace=max(0.0, ctx.limits.shutdown_timeout - FINAL_PHASE))
+        grace = max(0.0, ctx.limits.shutdown_timeout - FINAL_PHASE)
+        runs = [*app[responses_routes.TASKS].values(), *app[interactions_routes.TASKS].values()]
+        await asyncio.gather(ctx.in_flight.stop(grace=grace), background.stop_runs(runs, grace, FINAL_PHASE))
 
     async def start_recorder(_: web.Application) -> None:
         if recorder is not None:
