@@ -177,9 +177,14 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
     turn.t.interaction["status"] = "in_progress"
     placeholder = {"interaction": dict(turn.t.interaction), "input": turn.steps}
     lease = turn.ctx.limits.background_lease
-    await background.claim(turn.ctx.store, turn.session, iid, lease)
-    await turn.ctx.store.put_response(turn.session, StoredResponse(id=iid, response=placeholder, contents=[],
-                                                                   parent=turn.req.previous_interaction_id))
+    release = background.reserve(request)  # over the client's cap: a 429, nothing stored
+    try:
+        await background.claim(turn.ctx.store, turn.session, iid, lease)
+        await turn.ctx.store.put_response(turn.session, StoredResponse(id=iid, response=placeholder, contents=[],
+                                                                       parent=turn.req.previous_interaction_id))
+    except BaseException:
+        release()
+        raise
     tasks = request.app[TASKS]
 
     async def run() -> None:
@@ -204,7 +209,8 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
         finally:
             tasks.pop(iid, None)
 
-    tasks[iid] = background.launch(request, turn.ctx.store, turn.session, iid, run(), lease, turn.ctx.recorder)
+    tasks[iid] = background.launch(request, turn.ctx.store, turn.session, iid, run(), lease, turn.ctx.recorder,
+                                   release=release)
     return turn.t.interaction
 
 

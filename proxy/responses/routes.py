@@ -48,8 +48,13 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
     ctx, rid = turn.ctx, turn.response["id"]
     turn.response["status"] = "queued"
     lease = ctx.limits.background_lease
-    await background.claim(ctx.store, turn.session, rid, lease)
-    await ctx.store.put_response(turn.session, _settled(turn, dict(turn.response)))
+    release = background.reserve(request)  # over the client's cap: a 429, nothing stored
+    try:
+        await background.claim(ctx.store, turn.session, rid, lease)
+        await ctx.store.put_response(turn.session, _settled(turn, dict(turn.response)))
+    except BaseException:
+        release()
+        raise
     tasks = request.app[TASKS]
 
     async def settle(response: dict[str, Any]) -> None:
@@ -83,7 +88,7 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
         finally:
             tasks.pop(rid, None)
 
-    tasks[rid] = background.launch(request, ctx.store, turn.session, rid, run(), lease, ctx.recorder)
+    tasks[rid] = background.launch(request, ctx.store, turn.session, rid, run(), lease, ctx.recorder, release=release)
     return turn.response
 
 

@@ -25,6 +25,7 @@ from proxy.server import background, object_owners, recording
 from proxy.server.auth import ClientKeys, admit, authenticate, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
+from proxy.server.fair_share import FAIR, FairShare, fair_share_middleware
 from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
@@ -121,15 +122,26 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Readiness for a load balancer: 200 while the session store answers, 503 while it does not (the
-    process keeps serving what needs no store, and /healthz stays 200)."""
-    check = getattr(request.app[CONTEXT].store, "check", None)
+    """Readiness for a load balancer: 200 while the session store answers and a Gemini connection is
+    to be had; 503 while the store does not answer, or while every pooled upstream connection is in use
+    or requests wait for one (saturated: send new clients elsewhere). The process keeps serving what
+    it can, and /healthz stays 200."""
+    ctx = request.app[CONTEXT]
+    check = getattr(ctx.store, "check", None)
     try:
         if check is not None:
             await check()
     except (ProxyError, ValueError) as e:
         return web.json_response({"status": "unavailable", "store": getattr(e, "message", str(e))}, status=503,
                                  headers={"Retry-After": "1"})
+    if ctx.rest is not None:
+        in_use, size, waiting = ctx.rest.pool_state()
+        pool = {"in_use": in_use, "size": size, "waiting": waiting}
+        if waiting or (size and in_use >= size):
+            reason = (f"{in_use} of {size} upstream connections in use, {waiting} request(s) waiting for one")
+            return web.json_response({"status": "saturated", "store": "ok", "upstream_connections": pool,
+                                      "reason": reason}, status=503, headers={"Retry-After": "1"})
+        return web.json_response({"status": "ready", "store": "ok", "upstream_connections": pool})
     return web.json_response({"status": "ready", "store": "ok"})
 
 
@@ -140,7 +152,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              limits: ServerLimits | None = None, rules: ModelRules | None = None,
              recorder: Recorder | None = None) -> web.Application:
     app = web.Application(middlewares=[observe_middleware, error_middleware, auth_middleware,
-                                       identity_middleware], client_max_size=max_body)
+                                       fair_share_middleware, identity_middleware], client_max_size=max_body)
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
@@ -149,6 +161,8 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
                            limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder)
+    ctx_limits = app[CONTEXT].limits
+    app[FAIR] = FairShare(ctx_limits.max_in_flight_per_key, ctx_limits.max_background_per_key)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)

@@ -36,6 +36,7 @@ from proxy.journal import access_log, exchange
 from proxy.journal.recorder import Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.server import recording
+from proxy.server.fair_share import FAIR, client_of
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,15 @@ def failed(error: ProxyError) -> None:
         record.status = error.status or 500
 
 
+def reserve(request: web.Request) -> Callable[[], None]:
+    """A place for one more background run of this client (fair_share.py; a 429 over its cap), before
+    anything is stored; launch() gives it back when the run ends (call the result if it never starts)."""
+    return request.app[FAIR].run(client_of(request))
+
+
 def launch(request: web.Request, store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any, None],
-           lease: float, recorder: Recorder | None = None) -> asyncio.Task[None]:
+           lease: float, recorder: Recorder | None = None, release: Callable[[], None] | None = None
+           ) -> asyncio.Task[None]:
     """Run `work` (it stores the interaction's end itself, cancelled included) while renewing the
     lease and watching for a stop request. With a `recorder`, the run is recorded as an exchange of
     its own (recording.begin_run), finished when the run ends; `work` notes its failures on it and
@@ -115,6 +123,8 @@ def launch(request: web.Request, store: SessionStore, session: str, iid: str, wo
                 access_log.write(access_log.access_fields(method, path, 499 if cancelled else record.status, record,
                                                           REQUEST_ID.get(), SESSION_ID.get()), iid)
             beat.cancel()
+            if release is not None:
+                release()
             await asyncio.gather(beat, return_exceptions=True)
             # A delete may have landed while the end was being stored: the end must not bring it back.
             try:

@@ -27,7 +27,14 @@ from proxy.from_gemini.merge_hops import continuation_of, continued_body, hop_re
 from proxy.journal import exchange
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
-from proxy.upstream.http_session import HttpSession, Trickled, checked_base_url, read_whole
+from proxy.upstream.http_session import (
+    DEFAULT_POOL_TIMEOUT,
+    HttpSession,
+    PoolWait,
+    Trickled,
+    checked_base_url,
+    read_whole,
+)
 from proxy.upstream.key_pool import KeyPool, keys_from_env
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.gemini import error_of
@@ -90,7 +97,8 @@ class GeminiUpstream(HttpSession):
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
                  total_timeout: float = DEFAULT_TOTAL_TIMEOUT, retry: RetryPolicy | None = None,
-                 keys: list[str] | None = None) -> None:
+                 keys: list[str] | None = None, pool_size: int = 0, pool_timeout: float = DEFAULT_POOL_TIMEOUT
+                 ) -> None:
         base = checked_base_url(base_url, "the Gemini base URL")
         self.base_url = str(base)
         # The server's own keys, used in turn when the client brings none (key_pool.py).
@@ -101,7 +109,7 @@ class GeminiUpstream(HttpSession):
         self.retry = retry or RetryPolicy()
         # By (model, stream, base URL): built once (yarl's joins cost about 1 % of a small request).
         self._urls: dict[tuple[str, bool, str], URL] = {}
-        super().__init__(connect_timeout)
+        super().__init__(connect_timeout, pool_size, pool_timeout)
 
     def _url(self, model: str, stream: bool) -> Target:
         """Built from validated parts only: the model is checked against Gemini's grammar (a 400
@@ -123,6 +131,16 @@ class GeminiUpstream(HttpSession):
         if key is not None:
             headers.update(await key.headers())
         return headers
+
+    def _pool_full(self) -> UpstreamError:
+        """No upstream connection came free within --pool-timeout: a 503 the client may retry."""
+        message = (f"The proxy's {self.pool_size} connections to Gemini are all in use and none came free within "
+                   f"{self.pool_timeout:g}s; retry shortly.")
+        error = UpstreamError(message, status=503, type="server_error", code="upstream_connections_busy",
+                              gemini_error={"code": 503, "status": "UNAVAILABLE", "message": message})
+        error.retry_after = 1.0
+        error.headers = {"Retry-After": "1"}
+        return error
 
     def _timed_out(self, what: str) -> UpstreamError:
         return UpstreamError(f"Gemini {what} ({self.base_url}).", status=504, type="server_error",
@@ -167,8 +185,10 @@ class GeminiUpstream(HttpSession):
             # A stream's headers come at once: its first byte is timed here. A whole answer's read
             # timeout (first byte and between bytes) is the socket's (_idle_limit).
             limit = min(loop.time() + self.read_timeout, deadline) if stream else deadline
+            wait = None
             try:
-                async with asyncio.timeout_at(limit):
+                async with asyncio.timeout_at(limit) as scope:
+                    wait = PoolWait(scope, self.pool_timeout)
                     try:
                         headers = await self._headers(key)
                     except CredentialError:
@@ -188,7 +208,7 @@ class GeminiUpstream(HttpSession):
                             tried["wire"] = self.WIRE
                         journal.attempts.append(tried)
                     resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers,
-                                                   **read_limit)
+                                                   trace_request_ctx=wait, **read_limit)
                     if tried is not None:
                         tried["status"], tried["end"] = resp.status, time.perf_counter()
                     if resp.status == 200:
@@ -216,6 +236,9 @@ class GeminiUpstream(HttpSession):
                 if resp.status not in RETRYABLE_STATUS:
                     raise error
             except TimeoutError as e:
+                if wait is not None and wait.queued:  # no pooled connection came free in time
+                    metrics.UPSTREAM_ERRORS.labels("pool", "server_error").inc()
+                    raise self._pool_full() from e
                 idle = isinstance(e, aiohttp.ServerTimeoutError) or (stream and limit < deadline)
                 raise self._timed_out(f"did not answer within {self.read_timeout:g}s" if idle
                                       else f"did not answer within the total deadline of {self.total_timeout:g}s"

@@ -59,10 +59,60 @@ def checked_base_url(base_url: str, what: str) -> URL:
     return base
 
 
+DEFAULT_POOL_TIMEOUT = 5.0  # seconds a request waits for a free upstream connection, then a 503
+
+
+class PoolWait:
+    """One request's wait for a pooled connection (aiohttp's connection-queued trace): while it is
+    queued, its timeout (`scope`, the request's asyncio.timeout) is brought forward to the pool's bound,
+    and put back once it has a connection; `queued` says which of the two ended it."""
+
+    def __init__(self, scope: asyncio.Timeout, bound: float) -> None:
+        self.scope, self.bound = scope, bound
+        self.queued = False
+        self.saved: float | None = None
+
+
 class HttpSession:
-    def __init__(self, connect_timeout: float) -> None:
+    """`pool_size`: connections open at once to this upstream (aiohttp's default, 100, made every
+    client wait behind 100 slow streams); a request waits at most `pool_timeout` for one (PoolWait),
+    then is refused with a 503 (the subclass says how: `_pool_full`)."""
+
+    def __init__(self, connect_timeout: float, pool_size: int = 0, pool_timeout: float = DEFAULT_POOL_TIMEOUT
+                 ) -> None:
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
+        self.pool_size, self.pool_timeout = pool_size, pool_timeout
+        self.waiting = 0  # requests queued for a connection now
+
+    def pool_state(self) -> tuple[int, int, int]:
+        """(connections in use, the pool's size, requests waiting for one); size 0: no limit."""
+        connector = self._session.connector if self._session is not None and not self._session.closed else None
+        in_use = len(getattr(connector, "_acquired", ())) if connector is not None else 0  # (aiohttp's own count)
+        return in_use, self.pool_size, self.waiting
+
+    def _trace(self) -> aiohttp.TraceConfig:
+        trace = aiohttp.TraceConfig()
+
+        async def queued(_: aiohttp.ClientSession, ctx: object, __: object) -> None:
+            self.waiting += 1
+            wait = getattr(ctx, "trace_request_ctx", None)
+            if isinstance(wait, PoolWait):
+                loop = asyncio.get_running_loop()
+                wait.queued, wait.saved = True, wait.scope.when()
+                bound = loop.time() + wait.bound
+                wait.scope.reschedule(bound if wait.saved is None else min(bound, wait.saved))
+
+        async def dequeued(_: aiohttp.ClientSession, ctx: object, __: object) -> None:
+            self.waiting -= 1
+            wait = getattr(ctx, "trace_request_ctx", None)
+            if isinstance(wait, PoolWait) and wait.queued:
+                wait.queued = False
+                wait.scope.reschedule(wait.saved)
+
+        trace.on_connection_queued_start.append(queued)
+        trace.on_connection_queued_end.append(dequeued)
+        return trace
 
     def _idle_limit(self, read_timeout: float) -> aiohttp.ClientTimeout:
         """For a request answered whole (not a stream): nothing read from the socket for `read_timeout`
@@ -72,7 +122,9 @@ class HttpSession:
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
+            connector = aiohttp.TCPConnector(limit=self.pool_size, limit_per_host=0)
+            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True, connector=connector,
+                                                  trace_configs=[self._trace()])
         return self._session
 
     async def close(self) -> None:
