@@ -62,7 +62,8 @@ def frame(text: str, opcode: int = 0x1) -> bytes:
     data, mask = text.encode(), os.urandom(4)
     size = len(data)
     head = bytes([0x80 | opcode]) + (bytes([0x80 | size]) if size < 126 else
-                                     bytes([0x80 | 126]) + struct.pack("!H", size))
+                                     bytes([0x80 | 126]) + struct.pack("!H", size) if size < 65536 else
+                                     bytes([0x80 | 127]) + struct.pack("!Q", size))
     return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
 
 

@@ -34,6 +34,7 @@ from proxy.server.context import CONTEXT
 from proxy.server.errors import parse_body
 from proxy.server.stream import INTERNAL, relay
 from proxy.server.write_deadline import WriteDeadline
+from proxy.server.ws_masking import masked_only
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
     ctx = request.app[CONTEXT]
     ws = web.WebSocketResponse(heartbeat=ctx.limits.client_timeout, max_msg_size=ctx.max_body, autoping=True)
     await ws.prepare(request)
+    masked_only(request, ws)  # an unmasked client frame closes the socket with 1002 (RFC 6455 5.1)
     sock = _Socket(ws, WriteDeadline(request.transport, ctx.limits.client_timeout, "WS /v1/responses"))
     request.app[SOCKETS].add(sock)
     recent = Recent()
