@@ -22,7 +22,9 @@ def stack():
 
 def _unmasked(text: str) -> bytes:
     data = text.encode()
-    return bytes([0x81, len(data)]) + data if len(data) < 126 else bytes([0x81, 126]) + struct.pack("!H", len(data)) + data
+    if len(data) < 126:
+        return bytes([0x81, len(data)]) + data
+    return bytes([0x81, 126]) + struct.pack("!H", len(data)) + data
 
 
 def _read_all(s: socket.socket) -> bytes:

@@ -83,19 +83,20 @@ class HttpSession:
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
         self.pool_size, self.pool_timeout = pool_size, pool_timeout
-        self.waiting = 0  # requests queued for a connection now
 
     def pool_state(self) -> tuple[int, int, int]:
-        """(connections in use, the pool's size, requests waiting for one); size 0: no limit."""
+        """(connections in use, the pool's size, requests waiting for one); size 0: no limit. aiohttp's
+        own counts (private attributes: its queued-end trace is not sent for a wait cut short)."""
         connector = self._session.connector if self._session is not None and not self._session.closed else None
-        in_use = len(getattr(connector, "_acquired", ())) if connector is not None else 0  # (aiohttp's own count)
-        return in_use, self.pool_size, self.waiting
+        if connector is None:
+            return 0, self.pool_size, 0
+        waiters = getattr(connector, "_waiters", {})
+        return len(getattr(connector, "_acquired", ())), self.pool_size, sum(len(w) for w in waiters.values())
 
     def _trace(self) -> aiohttp.TraceConfig:
         trace = aiohttp.TraceConfig()
 
         async def queued(_: aiohttp.ClientSession, ctx: object, __: object) -> None:
-            self.waiting += 1
             wait = getattr(ctx, "trace_request_ctx", None)
             if isinstance(wait, PoolWait):
                 loop = asyncio.get_running_loop()
@@ -104,7 +105,6 @@ class HttpSession:
                 wait.scope.reschedule(bound if wait.saved is None else min(bound, wait.saved))
 
         async def dequeued(_: aiohttp.ClientSession, ctx: object, __: object) -> None:
-            self.waiting -= 1
             wait = getattr(ctx, "trace_request_ctx", None)
             if isinstance(wait, PoolWait) and wait.queued:
                 wait.queued = False
