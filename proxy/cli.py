@@ -232,7 +232,8 @@ async def _serve(args: argparse.Namespace) -> None:
         _fail(f"carrier keys: {e}")
     raise_fd_limit()
     limits = ServerLimits.configured(args.client_timeout, args.shutdown_timeout, args.max_connections,
-                                     args.background_lease)
+                                     args.background_lease, args.upstream_connections, args.max_in_flight_per_key,
+                                     args.max_background_per_key)
     runners = []
     base = args.upstream
     if base == "mock":
@@ -250,7 +251,7 @@ async def _serve(args: argparse.Namespace) -> None:
     except ValueError as e:
         _fail(str(e))
     try:
-        upstream = _upstream(args, base)
+        upstream = _upstream(args, base, limits.pool_size(args.upstream_connections))
     except ValueError as e:
         _fail(str(e))
     try:
@@ -312,10 +313,12 @@ async def _check_store(store: EntryStore, url: str, keyed: bool) -> None:
         log.warning("the store is not reachable yet (%s); requests answer 503 until it is", e.message)
 
 
-def _upstream(args: argparse.Namespace, base: str) -> Upstream:
-    """Gemini at `base`, with the models --openai-upstream names routed to their servers."""
+def _upstream(args: argparse.Namespace, base: str, pool_size: int = 0) -> Upstream:
+    """Gemini at `base`, with the models --openai-upstream names routed to their servers; each upstream
+    with a pool of `pool_size` connections (0: no limit)."""
     timeouts = {"connect_timeout": args.connect_timeout, "read_timeout": args.read_timeout,
-                "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries)}
+                "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries), "pool_size": pool_size,
+                "pool_timeout": args.pool_timeout}
     gemini_keys = {"keys": args.gemini_key} if args.gemini_key else {}
     routes, budgets = parse_routes(args.openai_upstream), parse_budgets(args.two_pass)
     apis = parse_upstream_api(args.upstream_api)

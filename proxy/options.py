@@ -18,13 +18,19 @@ from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
 from proxy.intercept.relay import DEFAULT_TIMEOUT as DEFAULT_RELAY_TIMEOUT
 from proxy.journal.ring import DEFAULT_MAX_BYTES as JOURNAL_MAX_BYTES
 from proxy.server.auth import KEYS_ENV
-from proxy.server.site import DEFAULT_BACKGROUND_LEASE, DEFAULT_CLIENT_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT
+from proxy.server.site import (
+    DEFAULT_BACKGROUND_LEASE,
+    DEFAULT_BACKGROUND_PER_KEY,
+    DEFAULT_CLIENT_TIMEOUT,
+    DEFAULT_SHUTDOWN_TIMEOUT,
+)
 from proxy.session.placeholders import DEFAULT_PLACEHOLDER
 from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES, DEFAULT_TTL_SECONDS
 from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
+from proxy.upstream.http_session import DEFAULT_POOL_TIMEOUT
 from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 
 DEFAULT_PORT = 8741
@@ -223,6 +229,18 @@ OPTIONS: tuple[Option, ...] = (
            f"{DEFAULT_BACKGROUND_LEASE:g})", mitm=True),
     Option("max-connections", "count", None, "client connections served at once; more get a 503 (default, or 0: "
            "half the fd limit)", addon_default=0, mitm=True),
+    Option("upstream-connections", "count", None, "connections open at once to each upstream (Gemini, an "
+           "OpenAI-compatible server); more requests wait for one, up to pool-timeout (default: max-connections, "
+           "so that every client connection can have its own)", addon=None),
+    Option("pool-timeout", "seconds", DEFAULT_POOL_TIMEOUT, f"seconds a request waits for a free upstream "
+           f"connection before it is refused with a 503 and Retry-After, in its protocol (default "
+           f"{DEFAULT_POOL_TIMEOUT:g})", addon=None),
+    Option("max-in-flight-per-key", "count", None, "requests one client key may have running at once (a stream "
+           "until its end); more get a 429 with Retry-After (default: half of upstream-connections; 0: no cap)",
+           addon=None),
+    Option("max-background-per-key", "count", DEFAULT_BACKGROUND_PER_KEY, f"background responses and interactions "
+           f"one client key may have running at once; more get a 429 (default {DEFAULT_BACKGROUND_PER_KEY}; 0: no "
+           f"cap)", addon=None),
     # -- state -----------------------------------------------------------------------------------------
     Option("store", "text", "memory", "where sessions live: this process's memory (default) or a Redis shared by "
            "several instances, redis://HOST:PORT/DB (rediss:// for TLS, unix://)",

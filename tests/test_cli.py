@@ -272,7 +272,9 @@ def test_readyz_is_ready_with_a_memory_store_and_needs_no_key() -> None:
     try:
         assert "ready on" in proc.stdout.readline()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz") as r:
-            assert json.load(r) == {"status": "ready", "store": "ok"}
+            body = json.load(r)
+        assert body["status"] == "ready" and body["store"] == "ok", body
+        assert body["upstream_connections"]["waiting"] == 0 and body["upstream_connections"]["size"] > 0
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)

@@ -2,13 +2,11 @@
 model list in Anthropic's shape: the Anthropic Messages API over Gemini. `anthropic-version` and
 `anthropic-beta` are accepted whatever they say; an unknown beta is never an error."""
 
-from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 from aiohttp import web
 
-from proxy.anthropic import stream_writer
-from proxy.anthropic.stream_writer import AnthropicWriter, with_pings
+from proxy.anthropic.stream_writer import AnthropicWriter, keep_alive
 from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
 from proxy.anthropic.translator import AnthropicTranslator
 from proxy.errors import PairingError, ProxyError
@@ -89,8 +87,8 @@ async def create_message(request: web.Request) -> web.StreamResponse:
     if req.stream:
         if ctx.rules.streams_arguments(model):
             stream_arguments(body)
-        return await run_stream(request, _pinged(ctx.upstream.stream(model, body, key)), AnthropicWriter(translator),
-                                headers=headers, on_end=remember)
+        return await run_stream(request, ctx.upstream.stream(model, body, key), AnthropicWriter(translator),
+                                headers=headers, on_end=remember, keep_alive=keep_alive())
     translator.start()
     translator.feed(checked(await ctx.upstream.generate(model, body, key)))
     failure = translator.finish()
@@ -98,10 +96,6 @@ async def create_message(request: web.Request) -> web.StreamResponse:
         raise ProxyError(failure[-1]["error"]["message"], status=502, type="server_error")
     await remember(True)
     return json_answer(translator.message(), headers=headers)
-
-
-async def _pinged(opening: Awaitable[AsyncIterator[dict[str, Any]]]) -> AsyncIterator[dict[str, Any]]:
-    return with_pings(await opening, stream_writer.PING_SECONDS)
 
 
 async def count_tokens(request: web.Request) -> web.Response:

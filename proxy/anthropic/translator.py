@@ -80,8 +80,6 @@ class AnthropicTranslator:
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         if self.done:
             return []
-        if chunk.get("gtpPing"):  # stream_writer.with_pings: Gemini has been quiet for a while
-            return [{"type": "ping"}]
         self.check.feed(chunk)
         out: list[Event] = []
         for raw in first_candidate_parts(chunk):

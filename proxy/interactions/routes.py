@@ -177,16 +177,25 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
     turn.t.interaction["status"] = "in_progress"
     placeholder = {"interaction": dict(turn.t.interaction), "input": turn.steps}
     lease = turn.ctx.limits.background_lease
-    await background.claim(turn.ctx.store, turn.session, iid, lease)
-    await turn.ctx.store.put_response(turn.session, StoredResponse(id=iid, response=placeholder, contents=[],
-                                                                   parent=turn.req.previous_interaction_id))
+    release = background.reserve(request)  # over the client's cap: a 429, nothing stored
+    try:
+        await background.claim(turn.ctx.store, turn.session, iid, lease)
+        await turn.ctx.store.put_response(turn.session, StoredResponse(id=iid, response=placeholder, contents=[],
+                                                                       parent=turn.req.previous_interaction_id))
+    except BaseException:
+        release()
+        raise
     tasks = request.app[TASKS]
 
     async def run() -> None:
         try:
             await turn.run_whole(key)
         except asyncio.CancelledError:
-            await _settle(turn, "cancelled", None)
+            if background.shut_down():  # not a client's cancel: the process stops
+                background.failed(background.shutdown_error())
+                await _settle(turn, "failed", background.SHUT_DOWN)
+            else:
+                await _settle(turn, "cancelled", None)
             raise
         except ProxyError as e:
             background.failed(e)
@@ -200,7 +209,8 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
         finally:
             tasks.pop(iid, None)
 
-    tasks[iid] = background.launch(request, turn.ctx.store, turn.session, iid, run(), lease, turn.ctx.recorder)
+    tasks[iid] = background.launch(request, turn.ctx.store, turn.session, iid, run(), lease, turn.ctx.recorder,
+                                   release=release)
     return turn.t.interaction
 
 
@@ -329,9 +339,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get(f"/{version}/interactions/{{interaction_id}}", get_interaction)
     app.router.add_delete(f"/{version}/interactions/{{interaction_id}}", delete_interaction)
     app.router.add_post(f"/{version}/interactions/{{interaction_id}}/cancel", cancel_interaction)
-
-    async def stop_tasks(_: web.Application) -> None:
-        for task in list(app[TASKS].values()):
-            task.cancel()
-
-    app.on_shutdown.append(stop_tasks)
+    # (background runs end with the requests: app.py's end_requests)

@@ -48,8 +48,13 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
     ctx, rid = turn.ctx, turn.response["id"]
     turn.response["status"] = "queued"
     lease = ctx.limits.background_lease
-    await background.claim(ctx.store, turn.session, rid, lease)
-    await ctx.store.put_response(turn.session, _settled(turn, dict(turn.response)))
+    release = background.reserve(request)  # over the client's cap: a 429, nothing stored
+    try:
+        await background.claim(ctx.store, turn.session, rid, lease)
+        await ctx.store.put_response(turn.session, _settled(turn, dict(turn.response)))
+    except BaseException:
+        release()
+        raise
     tasks = request.app[TASKS]
 
     async def settle(response: dict[str, Any]) -> None:
@@ -64,7 +69,12 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
                                              status=500))
                 await settle(answer)
         except asyncio.CancelledError:
-            await settle(_ended(turn.response, "cancelled", None))
+            if background.shut_down():  # not a client's cancel: the process stops
+                error = background.shutdown_error()
+                background.failed(error)
+                await settle(_ended(turn.response, "failed", error))
+            else:
+                await settle(_ended(turn.response, "cancelled", None))
             raise
         except ProxyError as e:
             background.failed(e)
@@ -78,7 +88,7 @@ async def _start_background(request: web.Request, turn: Turn) -> dict[str, Any]:
         finally:
             tasks.pop(rid, None)
 
-    tasks[rid] = background.launch(request, ctx.store, turn.session, rid, run(), lease, ctx.recorder)
+    tasks[rid] = background.launch(request, ctx.store, turn.session, rid, run(), lease, ctx.recorder, release=release)
     return turn.response
 
 
@@ -219,10 +229,4 @@ def add_routes(app: web.Application) -> None:
         app.router.add_delete(f"{base}/responses/{{response_id}}", delete_response)
         app.router.add_post(f"{base}/responses/{{response_id}}/cancel", cancel_response)
         app.router.add_get(f"{base}/responses/{{response_id}}/input_items", input_items)
-    websocket.add_shutdown(app)
-
-    async def stop_tasks(_: web.Application) -> None:
-        for task in list(app[TASKS].values()):
-            task.cancel()
-
-    app.on_shutdown.append(stop_tasks)
+    websocket.add_shutdown(app)  # (background runs end with the requests: app.py's end_requests)

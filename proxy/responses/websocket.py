@@ -12,8 +12,10 @@ usable; a stream that fails after it started ends with `response.failed`, never 
 Keys are checked on the upgrade request (the auth middleware), so a refused client never gets a
 socket. Limits, the front-end's own: a frame is at most its body limit (larger closes the socket
 with 1009, "message too big"); a ping every `--client-timeout` seconds, and a peer that sends no
-pong within half of that is dropped, as an HTTP client that stops reading is; a connection with no
-request for IDLE_SECONDS is closed (1000, "idle").
+pong within half of that is dropped, and so is a peer that reads nothing for that long while an event
+waits to be sent (server/write_deadline.py: the socket is aborted and its Gemini stream closed), as an
+HTTP client that stops reading is; a connection with no request for IDLE_SECONDS is closed (1000,
+"idle").
 """
 
 import asyncio
@@ -31,6 +33,8 @@ from proxy.server import recording
 from proxy.server.context import CONTEXT
 from proxy.server.errors import parse_body
 from proxy.server.stream import INTERNAL, relay
+from proxy.server.write_deadline import WriteDeadline
+from proxy.server.ws_masking import masked_only
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +52,20 @@ def error_event(e: ProxyError, stream_id: Any = None) -> dict[str, Any]:
 
 
 class _Socket:
-    """A socket's state for a shutdown: busy while a response runs, told to close after it."""
+    """A socket's state for a shutdown (busy while a response runs, told to close after it) and the
+    deadline of its writes."""
 
-    def __init__(self, ws: web.WebSocketResponse) -> None:
+    def __init__(self, ws: web.WebSocketResponse, deadline: WriteDeadline) -> None:
         self.ws, self.busy, self.closing = ws, False, False
+        self.deadline = deadline
 
 
 async def serve(request: web.Request) -> web.WebSocketResponse:
     ctx = request.app[CONTEXT]
     ws = web.WebSocketResponse(heartbeat=ctx.limits.client_timeout, max_msg_size=ctx.max_body, autoping=True)
     await ws.prepare(request)
-    sock = _Socket(ws)
+    masked_only(request, ws)  # an unmasked client frame closes the socket with 1002 (RFC 6455 5.1)
+    sock = _Socket(ws, WriteDeadline(request.transport, ctx.limits.client_timeout, "WS /v1/responses"))
     request.app[SOCKETS].add(sock)
     recent = Recent()
     try:
@@ -74,14 +81,14 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
                 token = exchange.CURRENT.set(ex)
                 answered: tuple[int, bool] | None = (499, False)  # (status, failed): the client went away
                 try:
-                    answered = await _message(request, ws, msg.data, recent)
+                    answered = await _message(request, sock, msg.data, recent)
                 except ConnectionError:
                     raise
                 except Exception as e:  # a bug: said on the socket in its protocol, which keeps serving
                     log.exception("responses websocket: a message failed")
                     exchange.failed(e)
                     answered = (500, False)
-                    await _send(ws, [error_event(ProxyError(INTERNAL, status=500, type="server_error",
+                    await _send(sock, [error_event(ProxyError(INTERNAL, status=500, type="server_error",
                                                             code="server_error"))])
                 finally:
                     exchange.CURRENT.reset(token)
@@ -89,7 +96,7 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
                         recording.end_message(ctx.recorder, ex, *answered)
                     sock.busy = False
             elif msg.type == WSMsgType.BINARY:
-                await _send(ws, [error_event(ProxyError("Send response.create as a JSON text frame, not binary.",
+                await _send(sock, [error_event(ProxyError("Send response.create as a JSON text frame, not binary.",
                                                         code="invalid_frame"))])
             elif msg.type == WSMsgType.ERROR:
                 log.info("responses websocket: %s", ws.exception())
@@ -105,20 +112,22 @@ async def serve(request: web.Request) -> web.WebSocketResponse:
         log.info("responses websocket: the client went away (%s)", type(e).__name__)
         e.__traceback__ = e.__context__ = e.__cause__ = None
     finally:
+        sock.deadline.close()
         request.app[SOCKETS].discard(sock)
     return ws
 
 
-async def _send(ws: web.WebSocketResponse, events: list[dict[str, Any]]) -> None:
+async def _send(sock: _Socket, events: list[dict[str, Any]]) -> None:
     ex = exchange.CURRENT.get()
     for event in events:
         data = fast_json.dumps(event)
         if ex is not None:
             ex.streamed(data + b"\n")
-        await ws.send_str(data.decode())
+        with sock.deadline.writing():
+            await sock.ws.send_str(data.decode())
 
 
-async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, recent: Recent
+async def _message(request: web.Request, sock: _Socket, text: str, recent: Recent
                    ) -> tuple[int, bool] | None:
     """Answer one message: (the status of its error event, or 200; whether its answer ended with
     response.failed), or None for an acknowledgement (nothing to record)."""
@@ -152,14 +161,14 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
         metrics.child(metrics.WEBSOCKET_MESSAGES, "invalid").inc()
         recent.evict(previous if isinstance(previous, str) else None)
         exchange.failed(e)
-        await _send(ws, [error_event(e, stream_id)])
+        await _send(sock, [error_event(e, stream_id)])
         return e.status, False
 
     async def send(events: list[dict[str, Any]]) -> None:
         if stream_id is not None:
             for event in events:
                 event["stream_id"] = stream_id
-        await _send(ws, events)
+        await _send(sock, events)
 
     try:
         if generate is False:
@@ -171,7 +180,7 @@ async def _message(request: web.Request, ws: web.WebSocketResponse, text: str, r
     except ProxyError as e:  # refused before anything started (Gemini, the store): the error, as over HTTP
         await turn.remember(False)
         exchange.failed(e)
-        await _send(ws, [error_event(e, stream_id)])
+        await _send(sock, [error_event(e, stream_id)])
         return e.status, False
     ctx = request.app[CONTEXT]
     writer = ResponsesWriter(turn.translator, frame=list)

@@ -1,5 +1,6 @@
 """Build the front-end application; the CLI and the mitmproxy addon run it."""
 
+import asyncio
 import re
 from typing import Any
 
@@ -21,10 +22,11 @@ from proxy.journal.recorder import UNRECORDED, Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
-from proxy.server import object_owners, recording
+from proxy.server import background, object_owners, recording
 from proxy.server.auth import COOKIE_SECRET, ClientKeys, admit, authenticate, cookie_secret, presented_key
 from proxy.server.context import CONTEXT, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
+from proxy.server.fair_share import FAIR, FairShare, fair_share_middleware
 from proxy.server.guard import RequestGuard
 from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
@@ -135,15 +137,26 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Readiness for a load balancer: 200 while the session store answers, 503 while it does not (the
-    process keeps serving what needs no store, and /healthz stays 200)."""
-    check = getattr(request.app[CONTEXT].store, "check", None)
+    """Readiness for a load balancer: 200 while the session store answers and a Gemini connection is
+    to be had; 503 while the store does not answer, or while every pooled upstream connection is in use
+    or requests wait for one (saturated: send new clients elsewhere). The process keeps serving what
+    it can, and /healthz stays 200."""
+    ctx = request.app[CONTEXT]
+    check = getattr(ctx.store, "check", None)
     try:
         if check is not None:
             await check()
     except (ProxyError, ValueError) as e:
         return web.json_response({"status": "unavailable", "store": getattr(e, "message", str(e))}, status=503,
                                  headers={"Retry-After": "1"})
+    if ctx.rest is not None:
+        in_use, size, waiting = ctx.rest.pool_state()
+        pool = {"in_use": in_use, "size": size, "waiting": waiting}
+        if waiting or (size and in_use >= size):
+            reason = (f"{in_use} of {size} upstream connections in use, {waiting} request(s) waiting for one")
+            return web.json_response({"status": "saturated", "store": "ok", "upstream_connections": pool,
+                                      "reason": reason}, status=503, headers={"Retry-After": "1"})
+        return web.json_response({"status": "ready", "store": "ok", "upstream_connections": pool})
     return web.json_response({"status": "ready", "store": "ok"})
 
 
@@ -156,7 +169,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              passthrough_collections: frozenset[str] = frozenset()) -> web.Application:
     """`guard`: who may reach it from a browser (guard.py); by default what a loopback bind allows."""
     app = web.Application(middlewares=[observe_middleware, error_middleware, guard_middleware, auth_middleware,
-                                       identity_middleware], client_max_size=max_body)
+                                       fair_share_middleware, identity_middleware], client_max_size=max_body)
     app[GUARD] = guard or RequestGuard()
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
@@ -168,6 +181,8 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
                            limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder,
                            passthrough_collections=passthrough_collections)
     app[COOKIE_SECRET] = cookie_secret(app[CONTEXT].carrier)
+    ctx_limits = app[CONTEXT].limits
+    app[FAIR] = FairShare(ctx_limits.max_in_flight_per_key, ctx_limits.max_background_per_key)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_route)
@@ -188,9 +203,12 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
             recorder.close()
 
     async def end_requests(_: web.Application) -> None:
-        """Requests get the shutdown time but its final phase to finish, then end in their protocol."""
+        """Requests and background runs get the shutdown time but its final phase to finish, then
+        end in their protocol (a run: stored failed, background.stop_runs)."""
         ctx = app[CONTEXT]
-        await ctx.in_flight.stop(grace=max(0.0, ctx.limits.shutdown_timeout - FINAL_PHASE))
+        grace = max(0.0, ctx.limits.shutdown_timeout - FINAL_PHASE)
+        runs = [*app[responses_routes.TASKS].values(), *app[interactions_routes.TASKS].values()]
+        await asyncio.gather(ctx.in_flight.stop(grace=grace), background.stop_runs(runs, grace, FINAL_PHASE))
 
     async def start_recorder(_: web.Application) -> None:
         if recorder is not None:

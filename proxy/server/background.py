@@ -12,13 +12,19 @@ wrongly, the runner keeps two facts in the store (`put_mark`):
   stops and removes what it stored, so a deleted interaction never comes back).
 
 Times are wall-clock seconds (`time.time()`), the one clock instances on different hosts share.
+
+When the process stops (SIGTERM), a run gets the shutdown's grace period to finish (`stop_runs`); one
+still running then is stopped and stored `failed` with SHUT_DOWN (`shut_down()` tells its handler
+the cancellation was the shutdown's, not a client's), before the store closes: every instance reads
+the same end at once, never `cancelled` nor `queued` until the lease runs out.
 """
 
 import asyncio
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,6 +36,7 @@ from proxy.journal import access_log, exchange
 from proxy.journal.recorder import Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.server import recording
+from proxy.server.fair_share import FAIR, client_of
 from proxy.store.base import SessionStore
 
 log = logging.getLogger(__name__)
@@ -38,6 +45,8 @@ LEASE_BEATS = 6  # renewals per lease: a few missed writes (a Redis blip) do not
 STOP_POLL_SECONDS = 0.1  # how often a cancelling instance looks whether the runner has stopped
 LEASE, STOP = "lease", "stop"
 Stop = Literal["cancel", "delete"]
+SHUT_DOWN = "The proxy shut down before this background run finished; create it again."
+_STOPPED: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()  # runs the shutdown cancelled
 
 
 def beat_seconds(lease: float) -> float:
@@ -79,8 +88,15 @@ def failed(error: ProxyError) -> None:
         record.status = error.status or 500
 
 
+def reserve(request: web.Request) -> Callable[[], None]:
+    """A place for one more background run of this client (fair_share.py; a 429 over its cap), before
+    anything is stored; launch() gives it back when the run ends (call the result if it never starts)."""
+    return request.app[FAIR].run(client_of(request))
+
+
 def launch(request: web.Request, store: SessionStore, session: str, iid: str, work: Coroutine[Any, Any, None],
-           lease: float, recorder: Recorder | None = None) -> asyncio.Task[None]:
+           lease: float, recorder: Recorder | None = None, release: Callable[[], None] | None = None
+           ) -> asyncio.Task[None]:
     """Run `work` (it stores the interaction's end itself, cancelled included) while renewing the
     lease and watching for a stop request. With a `recorder`, the run is recorded as an exchange of
     its own (recording.begin_run), finished when the run ends; `work` notes its failures on it and
@@ -107,6 +123,8 @@ def launch(request: web.Request, store: SessionStore, session: str, iid: str, wo
                 access_log.write(access_log.access_fields(method, path, 499 if cancelled else record.status, record,
                                                           REQUEST_ID.get(), SESSION_ID.get()), iid)
             beat.cancel()
+            if release is not None:
+                release()
             await asyncio.gather(beat, return_exceptions=True)
             # A delete may have landed while the end was being stored: the end must not bring it back.
             try:
@@ -119,6 +137,34 @@ def launch(request: web.Request, store: SessionStore, session: str, iid: str, wo
     context.run(exchange.CURRENT.set, run)
     context.run(metrics.CURRENT.set, record)
     return asyncio.get_running_loop().create_task(supervised(), context=context)
+
+
+def shut_down() -> bool:
+    """The current run's cancellation is the shutdown's (stop_runs): it ends `failed`, not `cancelled`."""
+    task = asyncio.current_task()
+    return task is not None and task in _STOPPED
+
+
+def shutdown_error() -> ProxyError:
+    return ProxyError(SHUT_DOWN, status=503, type="server_error", code="server_shutting_down")
+
+
+async def stop_runs(runs: Iterable[asyncio.Task[None]], grace: float, final: float) -> None:
+    """The shutdown: runs get `grace` seconds to finish; those still running are cancelled as the
+    shutdown's (their handlers store them failed) and get `final` seconds to store that end."""
+    running = [t for t in runs if not t.done()]
+    if not running:
+        return
+    _, pending = await asyncio.wait(running, timeout=grace)
+    if not pending:
+        return
+    log.info("shutdown: %d background run(s) still running are ended as failed", len(pending))
+    for task in pending:
+        _STOPPED.add(task)
+        task.cancel(SHUT_DOWN)
+    _, left = await asyncio.wait(pending, timeout=final)
+    if left:
+        log.warning("shutdown: %d background run(s) could not store their end in time", len(left))
 
 
 async def _renew(store: SessionStore, session: str, iid: str, lease: float, job: asyncio.Task[None]) -> None:

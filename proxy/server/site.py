@@ -11,6 +11,7 @@ protocol errors (an 8,190-byte header) come as text/plain. Here:
 """
 
 import asyncio
+import dataclasses
 import json
 import logging
 import resource
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 DEFAULT_CLIENT_TIMEOUT = 60.0   # headers, then body, each; and the longest a stream may wait on a reader
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # SIGTERM to exit, every open stream ended with its failure event
 DEFAULT_BACKGROUND_LEASE = 30.0  # a background interaction's runner silent this long is gone (background.py)
+DEFAULT_BACKGROUND_PER_KEY = 100  # background runs one client key may have in flight (fair_share.py)
 
 
 def default_max_connections() -> int:
@@ -48,14 +50,26 @@ class ServerLimits:
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     max_connections: int = field(default_factory=default_max_connections)
     background_lease: float = DEFAULT_BACKGROUND_LEASE
+    max_in_flight_per_key: int = 0  # requests one client key may have running at once (0: no cap)
+    max_background_per_key: int = 0  # background runs one client key may have running at once (0: no cap)
 
     @classmethod
     def configured(cls, client_timeout: float, shutdown_timeout: float, max_connections: int | None,
-                   background_lease: float) -> "ServerLimits":
-        """From the options (`serve`'s or the addon's): no cap given (None or 0) is the default cap."""
+                   background_lease: float, upstream_connections: int | None = None,
+                   max_in_flight_per_key: int | None = None,
+                   max_background_per_key: int = DEFAULT_BACKGROUND_PER_KEY) -> "ServerLimits":
+        """From the options (`serve`'s or the addon's): no cap given (None or 0) is the default cap; a
+        client key's share of requests in flight is by default half the upstream connections."""
         cap = {"max_connections": max_connections} if max_connections else {}
-        return cls(client_timeout=client_timeout, shutdown_timeout=shutdown_timeout,
-                   background_lease=background_lease, **cap)
+        limits = cls(client_timeout=client_timeout, shutdown_timeout=shutdown_timeout,
+                     background_lease=background_lease, max_background_per_key=max_background_per_key, **cap)
+        share = (max(1, limits.pool_size(upstream_connections) // 2) if max_in_flight_per_key is None
+                 else max_in_flight_per_key)
+        return dataclasses.replace(limits, max_in_flight_per_key=share)
+
+    def pool_size(self, upstream_connections: int | None) -> int:
+        """Connections to an upstream at once: as many as client connections, unless told."""
+        return upstream_connections or self.max_connections
 
 
 def neutral_error(status: int, message: str) -> dict[str, Any]:

@@ -34,7 +34,14 @@ from proxy.from_gemini.merge_hops import (
 from proxy.journal import exchange
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
-from proxy.upstream.http_session import HttpSession, checked_base_url
+from proxy.upstream.http_session import (
+    DEFAULT_POOL_TIMEOUT,
+    HttpSession,
+    PoolWait,
+    Trickled,
+    checked_base_url,
+    read_whole,
+)
 from proxy.upstream.key_pool import KeyPool, keys_from_env
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.gemini import error_of
@@ -97,7 +104,8 @@ class GeminiUpstream(HttpSession):
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, api_version: str = "v1beta",
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
                  total_timeout: float = DEFAULT_TOTAL_TIMEOUT, retry: RetryPolicy | None = None,
-                 keys: list[str] | None = None) -> None:
+                 keys: list[str] | None = None, pool_size: int = 0, pool_timeout: float = DEFAULT_POOL_TIMEOUT
+                 ) -> None:
         base = checked_base_url(base_url, "the Gemini base URL")
         self.base_url = str(base)
         # The server's own keys, used in turn when the client brings none (key_pool.py).
@@ -108,7 +116,7 @@ class GeminiUpstream(HttpSession):
         self.retry = retry or RetryPolicy()
         # By (model, stream, base URL): built once (yarl's joins cost about 1 % of a small request).
         self._urls: dict[tuple[str, bool, str], URL] = {}
-        super().__init__(connect_timeout)
+        super().__init__(connect_timeout, pool_size, pool_timeout)
 
     def _url(self, model: str, stream: bool) -> Target:
         """Built from validated parts only: the model is checked against Gemini's grammar (a 400
@@ -131,13 +139,25 @@ class GeminiUpstream(HttpSession):
             headers.update(await key.headers())
         return headers
 
+    def _pool_full(self) -> UpstreamError:
+        """No upstream connection came free within --pool-timeout: a 503 the client may retry."""
+        message = (f"The proxy's {self.pool_size} connections to Gemini are all in use and none came free within "
+                   f"{self.pool_timeout:g}s; retry shortly.")
+        error = UpstreamError(message, status=503, type="server_error", code="upstream_connections_busy",
+                              gemini_error={"code": 503, "status": "UNAVAILABLE", "message": message})
+        error.retry_after = 1.0
+        error.headers = {"Retry-After": "1"}
+        return error
+
     def _timed_out(self, what: str) -> UpstreamError:
         return UpstreamError(f"Gemini {what} ({self.base_url}).", status=504, type="server_error",
                              gemini_error={"code": 504, "status": "DEADLINE_EXCEEDED",
                                            "message": f"The proxy's deadline passed: Gemini {what}."})
 
     def _cut_answer(self, e: TimeoutError) -> UpstreamError:
-        """A whole answer whose reading stalled (the socket's read timeout) or ran past the deadline."""
+        """A whole answer whose reading stalled or trickled (read_whole) or ran past the deadline."""
+        if isinstance(e, Trickled):
+            return self._timed_out(e.what())
         return self._timed_out(f"sent nothing more of its answer for {self.read_timeout:g}s"
                                if isinstance(e, aiohttp.ServerTimeoutError) else
                                f"did not finish its answer within the total deadline of {self.total_timeout:g}s")
@@ -172,8 +192,10 @@ class GeminiUpstream(HttpSession):
             # A stream's headers come at once: its first byte is timed here. A whole answer's read
             # timeout (first byte and between bytes) is the socket's (_idle_limit).
             limit = min(loop.time() + self.read_timeout, deadline) if stream else deadline
+            wait = None
             try:
-                async with asyncio.timeout_at(limit):
+                async with asyncio.timeout_at(limit) as scope:
+                    wait = PoolWait(scope, self.pool_timeout)
                     try:
                         headers = await self._headers(key)
                     except CredentialError:
@@ -193,7 +215,7 @@ class GeminiUpstream(HttpSession):
                             tried["wire"] = self.WIRE
                         journal.attempts.append(tried)
                     resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers,
-                                                   **read_limit)
+                                                   trace_request_ctx=wait, **read_limit)
                     if tried is not None:
                         tried["status"], tried["end"] = resp.status, time.perf_counter()
                     if resp.status == 200:
@@ -221,6 +243,9 @@ class GeminiUpstream(HttpSession):
                 if resp.status not in RETRYABLE_STATUS:
                     raise error
             except TimeoutError as e:
+                if wait is not None and wait.queued:  # no pooled connection came free in time
+                    metrics.UPSTREAM_ERRORS.labels("pool", "server_error").inc()
+                    raise self._pool_full() from e
                 idle = isinstance(e, aiohttp.ServerTimeoutError) or (stream and limit < deadline)
                 raise self._timed_out(f"did not answer within {self.read_timeout:g}s" if idle
                                       else f"did not answer within the total deadline of {self.total_timeout:g}s"
@@ -318,17 +343,21 @@ class GeminiUpstream(HttpSession):
             call.raw = True
             tried = {"start": time.perf_counter(), "key": key.label if key else None, "method": method}
             call.attempts.append(tried)
+        deadline = self._deadline()
         try:
-            async with asyncio.timeout(self.total_timeout):
+            async with asyncio.timeout_at(deadline):
                 async with self._http().request(method, url(key) if callable(url) else url, data=body or None,
                                                 headers=sent, timeout=self._idle_limit(self.read_timeout)) as resp:
-                    data = await resp.read()
+                    data = await read_whole(resp, self.read_timeout, deadline)
                     kept = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
                     if call is not None:
                         tried["status"] = resp.status
                         call.answer, call.first_byte = data, tried["start"]
                         call.last_byte = tried["end"] = time.perf_counter()
                     return Forwarded(resp.status, kept, data)
+        except Trickled as e:
+            tried["error"] = "timed out"
+            raise self._timed_out(e.what()) from e
         except TimeoutError as e:
             tried["error"] = "timed out"
             idle = isinstance(e, aiohttp.ServerTimeoutError)
@@ -390,9 +419,8 @@ class GeminiUpstream(HttpSession):
         """One whole answer (kept as read by the journal's `call`)."""
         resp = await self._post(model, body, api_key, False, deadline, call)
         try:
-            async with asyncio.timeout_at(deadline):
-                raw = await resp.read()
-                answer = fast_json.loads(raw)
+            raw = await read_whole(resp, self.read_timeout, deadline)
+            answer = fast_json.loads(raw)
             if call is not None:
                 # As read (an object of its own size), with the object parsed from it: learnt from
                 # when someone reads the exchange, unless a wrapper changes the answer (observed.py).

@@ -10,7 +10,6 @@ client's full resend, costs Google only the new turn. When Google no longer has 
 Google stops at its decode limit is continued hop by hop and passed on whole (continuation.py).
 """
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -28,6 +27,7 @@ from proxy.interactions_upstream.request import interactions_request, turn_keys
 from proxy.journal import exchange
 from proxy.journal.exchange import upstream_call
 from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.http_session import read_whole
 
 log = logging.getLogger(__name__)
 # Remembered history ends (one key -> one interaction id, ~150 bytes each): plenty for a day of agents.
@@ -113,11 +113,10 @@ class InteractionsUpstream(GeminiUpstream):
         """A whole answer's interaction, kept as read by the journal's current call."""
         call = upstream_call()
         try:
-            async with asyncio.timeout_at(deadline):
-                raw = await resp.read()
-                if call is not None:
-                    call.answer, call.last_byte = raw, time.perf_counter()  # as read: the interaction
-                interaction = json.loads(raw)
+            raw = await read_whole(resp, self.read_timeout, deadline)
+            if call is not None:
+                call.answer, call.last_byte = raw, time.perf_counter()  # as read: the interaction
+            interaction = json.loads(raw)
         except TimeoutError as e:
             raise self._cut_answer(e) from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:

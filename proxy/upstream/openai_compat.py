@@ -28,7 +28,14 @@ from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
 from proxy.openai_upstream.request import chat_request
 from proxy.pattern_rules import matches, rule_for
 from proxy.upstream.gemini import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, PROXY_TOKEN
-from proxy.upstream.http_session import HttpSession, checked_base_url
+from proxy.upstream.http_session import (
+    DEFAULT_POOL_TIMEOUT,
+    HttpSession,
+    PoolWait,
+    Trickled,
+    checked_base_url,
+    read_whole,
+)
 from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy
 from proxy.wire.sse import SSEDecoder
 
@@ -70,7 +77,8 @@ class OpenAIUpstream(HttpSession):
     def __init__(self, base_url: str, api_key: str | None = None, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
                  read_timeout: float = DEFAULT_READ_TIMEOUT, total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
                  retry: RetryPolicy | None = None, two_pass: list[tuple[str, int]] | None = None,
-                 think_open: tuple[str, ...] = ()) -> None:
+                 think_open: tuple[str, ...] = (), pool_size: int = 0, pool_timeout: float = DEFAULT_POOL_TIMEOUT
+                 ) -> None:
         base = checked_base_url(base_url, "an OpenAI-compatible base URL")
         self.base_url = str(base)
         self.url = base.joinpath("chat", "completions")
@@ -78,7 +86,7 @@ class OpenAIUpstream(HttpSession):
         self.read_timeout, self.total_timeout = read_timeout, total_timeout
         self.retry = retry or RetryPolicy()
         self.two_pass, self.think_open = list(two_pass or []), tuple(think_open)
-        super().__init__(connect_timeout)
+        super().__init__(connect_timeout, pool_size, pool_timeout)
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "user-agent": PROXY_TOKEN}
@@ -111,10 +119,13 @@ class OpenAIUpstream(HttpSession):
             if journal is not None:
                 tried = {"start": time.perf_counter(), "key": None, "wire": WIRE}
                 journal.attempts.append(tried)
+            wait = None
             try:
-                async with asyncio.timeout_at(limit):
-                    resp = await self._http().post(self.url, data=data, headers=self._headers(), **(
-                        {} if req.get("stream") else {"timeout": self._idle_limit(self.read_timeout)}))
+                async with asyncio.timeout_at(limit) as scope:
+                    wait = PoolWait(scope, self.pool_timeout)
+                    resp = await self._http().post(self.url, data=data, headers=self._headers(), trace_request_ctx=wait,
+                                                   **({} if req.get("stream") else
+                                                      {"timeout": self._idle_limit(self.read_timeout)}))
                     if tried is not None:
                         tried["status"], tried["end"] = resp.status, time.perf_counter()
                     if resp.status == 200:
@@ -127,6 +138,11 @@ class OpenAIUpstream(HttpSession):
                 if resp.status not in RETRYABLE_STATUS:
                     raise error
             except TimeoutError as e:
+                if wait is not None and wait.queued:  # no pooled connection came free in time
+                    raise UpstreamError(f"The proxy's {self.pool_size} connections to {self.base_url} are all in use "
+                                        f"and none came free within {self.pool_timeout:g}s; retry shortly.",
+                                        status=503, type="server_error", code="upstream_connections_busy",
+                                        headers={"Retry-After": "1"}) from e
                 raise UpstreamError(f"The OpenAI-compatible upstream at {self.base_url} did not answer in time.",
                                     status=504, type="server_error") from e
             except aiohttp.ClientError as e:
@@ -143,12 +159,14 @@ class OpenAIUpstream(HttpSession):
     async def _whole(self, req: dict[str, Any], deadline: float, journal: UpstreamCall | None) -> dict[str, Any]:
         resp = await self._post(req, deadline, journal)
         try:
-            async with asyncio.timeout_at(deadline):
-                raw = await resp.read()
-                if journal is not None:
-                    journal.answer, journal.first_byte = raw, journal.first_byte or time.perf_counter()
-                    journal.last_byte = time.perf_counter()
-                answer = json.loads(raw)
+            raw = await read_whole(resp, self.read_timeout, deadline)
+            if journal is not None:
+                journal.answer, journal.first_byte = raw, journal.first_byte or time.perf_counter()
+                journal.last_byte = time.perf_counter()
+            answer = json.loads(raw)
+        except Trickled as e:
+            resp.close()
+            raise UpstreamError(f"The OpenAI-compatible upstream {e.what()}.", status=504, type="server_error") from e
         except (TimeoutError, ValueError, aiohttp.ClientError) as e:
             resp.close()
             raise UpstreamError(f"The OpenAI-compatible upstream sent an unreadable answer: {e}", status=502,
