@@ -25,7 +25,8 @@ from tests.harness import LoopThread
 ROOT = Path(__file__).resolve().parents[1]
 MITMDUMP = Path(sys.executable).with_name("mitmdump")
 GOOGLE_HOSTS = ["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com",
-                "us-central1-aiplatform.googleapis.com", "aiplatform.googleapis.com", "www.googleapis.com"]
+                "us-central1-aiplatform.googleapis.com", "aiplatform.googleapis.com", "www.googleapis.com",
+                "daily-cloudcode-pa.googleapis.com"]
 FOREIGN_HOST = "not-google.example"  # also served by the mock's certificate: a destination the addon must leave alone
 
 

@@ -1,0 +1,273 @@
+"""Capture modes beyond the HTTP proxy (issue 58): `gemini-tool-proxy mitm --mode transparent` in a network
+namespace the test makes, where an app that knows nothing of proxies dials an IP address and the nat table
+redirects it; and, in the regular mode, the TLS server name (not the CONNECT host) deciding what is ours.
+
+The namespace holds everything of the transparent test: the mock posing as Google (its listening socket is
+made while this thread is inside), `python -m proxy mitm --mode transparent` (started from inside, so it is
+there too), the iptables rule, and the clients. Nothing leaves it: 10.253.0.1 is an address on its loopback."""
+
+import contextlib
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from proxy.ca import generate_ca
+from proxy.mock.server import RECEIVED, start_mock
+from tests.harness import LoopThread
+from tests.mitm_harness import FOREIGN_HOST, ROOT, MitmStack, free_port, stop, upstream_tls
+from tests.test_mitm_e2e import CLOCK, WEATHER, run, session_state, set_tools, sse_chunks, user
+
+GL = "generativelanguage.googleapis.com"
+DAILY_CC = "daily-cloudcode-pa.googleapis.com"  # Antigravity's Code Assist host
+APP_IP = "10.253.0.1"  # what the app dials: an address on the namespace's loopback, redirected to the proxy
+GENERATE = "/v1beta/models/gemini-2.5-flash:generateContent"
+
+pytestmark = pytest.mark.slow
+
+
+# -- the network namespace ---------------------------------------------------------------------------
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+
+
+@contextlib.contextmanager
+def network_namespace() -> Iterator[str]:
+    """A fresh namespace with loopback up and APP_IP on it; deleted afterwards, even on failure."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and iproute2's `ip`")
+    name = f"gtp-modes-{uuid.uuid4().hex[:8]}"
+    made = _ip("netns", "add", name)
+    if made.returncode != 0:
+        pytest.skip(f"`ip netns add` is not possible here: {made.stderr.strip()}")
+    try:
+        for step in (["link", "set", "lo", "up"], ["addr", "add", f"{APP_IP}/32", "dev", "lo"]):
+            done = _ip("-n", name, *step)
+            assert done.returncode == 0, done.stderr
+        yield name
+    finally:
+        _ip("netns", "del", name)
+
+
+@contextlib.contextmanager
+def inside(name: str) -> Iterator[None]:
+    """This thread in the namespace: sockets it makes, threads and processes it starts are in there."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        os.setns(target, os.CLONE_NEWNET)
+        try:
+            yield
+        finally:
+            os.setns(home, os.CLONE_NEWNET)
+    finally:
+        os.close(target)
+        os.close(home)
+
+
+def _nat(name: str, *rule: str) -> None:
+    if shutil.which("iptables") is None:
+        pytest.fail("iptables is missing: scripts/system_deps.sh installs it (Debian's iptables)")
+    done = subprocess.run(["ip", "netns", "exec", name, "iptables", "-t", "nat", *rule],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+# -- the proxy in transparent mode ----------------------------------------------------------------
+
+class TransparentStack:
+    """Inside the namespace: the TLS mock as Google, `python -m proxy mitm --mode transparent` routed to it,
+    and the nat rule sending the app's connections to APP_IP:443 to the proxy."""
+
+    def __init__(self, tmp: Path, ns: str) -> None:
+        self.tmp, self.ns = tmp, ns
+        self.lt = LoopThread()  # started inside: its loop's sockets are the namespace's
+        server_ctx, upstream_ca = upstream_tls(tmp)
+        self.mock_runner, mock_url, self.mock_app = self.lt.run(start_mock(ssl_context=server_ctx))
+        self.confdir = tmp / "proxy-ca"
+        generate_ca(self.confdir)
+        self.ca_cert = self.confdir / "mitmproxy-ca-cert.pem"
+        self.proxy_port, self.frontend_port = free_port(), free_port()
+        self.frontend_url = f"http://127.0.0.1:{self.frontend_port}"
+        self.log = open(tmp / "mitm.log", "w+")  # noqa: SIM115 - closed in close()
+        # The proxy's own upstream connections go to the mock on 127.0.0.1: the rule below never matches them.
+        # connection_strategy=lazy: gtp_route (testing only) reroutes a connection made for a request.
+        cmd = [sys.executable, "-m", "proxy", "mitm", "--mode", "transparent", "--listen-port", str(self.proxy_port),
+               "--port", str(self.frontend_port), "--upstream", "mock", "--confdir", str(self.confdir),
+               "--", "--set", f"gtp_route=127.0.0.1:{mock_url.rsplit(':', 1)[1]}", "--set", "connection_strategy=lazy",
+               "--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}"]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.listening = self._wait_for(r"Transparent Proxy listening at \S+")
+        self._wait_for(r"front-end listening at")
+        _nat(ns, "-A", "OUTPUT", "-p", "tcp", "-d", APP_IP, "--dport", "443", "-j", "REDIRECT",
+             "--to-ports", str(self.proxy_port))
+
+    def _wait_for(self, pattern: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if m := re.search(pattern, self.logs()):
+                return m.group(0)
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"the proxy did not log {pattern!r}:\n{self.logs()}")
+
+    def logs(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    @property
+    def received(self) -> list[dict]:
+        return list(self.mock_app[RECEIVED])
+
+    def close(self) -> None:
+        stop(self.proc)
+        self.lt.run(self.mock_runner.cleanup())
+        self.lt.stop()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def transparent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TransparentStack]:
+    with network_namespace() as ns:
+        with inside(ns):
+            stack = TransparentStack(tmp_path_factory.mktemp("transparent"), ns)
+        try:
+            yield stack
+        finally:
+            stack.close()
+
+
+def dial(ip: str, server_name: str, path: str, body: dict, ca: Path) -> tuple[int, bytes]:
+    """An app that knows no proxy: TCP to `ip`:443, TLS naming `server_name` (python's http.client reads no
+    proxy variables; the connection is made here, so not even its host is resolved)."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    tls = ctx.wrap_socket(socket.create_connection((ip, 443), timeout=30), server_hostname=server_name)
+    conn = http.client.HTTPConnection(server_name, timeout=30)  # its Host header: the server name
+    conn.sock = tls
+    try:
+        conn.request("POST", path, body=json.dumps(body),
+                     headers={"x-goog-api-key": "k", "content-type": "application/json"})
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def test_transparent_mode_intercepts_an_app_that_dials_an_ip(transparent: TransparentStack) -> None:
+    """The app ignores proxy variables and dials 10.253.0.1:443; iptables redirects it; the proxy reads the
+    real host from the TLS server name, injects the session's tools, and the answer's call is captured."""
+    assert f"127.0.0.1:{transparent.proxy_port}" in transparent.listening
+    with inside(transparent.ns):
+        run(set_tools(transparent, "tp", [WEATHER]))
+        status, data = dial(APP_IP, GL, GENERATE, {"contents": [user("<session:tp> call get_weather city=Paris")]},
+                            transparent.ca_cert)
+        assert status == 200, data
+        sent = transparent.received[-1]
+        assert sent["path"] == GENERATE
+        assert [d["name"] for d in sent["body"]["tools"][0]["functionDeclarations"]] == ["get_weather"]
+        assert sent["body"]["contents"] == [user("call get_weather city=Paris")], "the marker never leaves the proxy"
+        assert json.loads(data)["candidates"][0]["content"]["parts"][0]["functionCall"] == {
+            "name": "get_weather", "args": {"city": "Paris"}}
+        assert run(session_state(transparent, "tp"))["rounds"][-1]["calls"][0]["name"] == "get_weather"
+
+
+def test_transparent_mode_intercepts_code_assist_on_its_daily_host(transparent: TransparentStack) -> None:
+    """Antigravity's host, daily-cloudcode-pa, with Cloud Code's envelope, streamed; the client is curl told
+    to use no proxy (a proxy variable set to a dead port proves it), resolving the host to the IP."""
+    body = {"model": "gemini-2.5-pro", "project": "p-1", "user_prompt_id": "u1",
+            "request": {"contents": [user("<session:tcc> call get_clock zone=UTC")], "session_id": "s-1"}}
+    with inside(transparent.ns):
+        run(set_tools(transparent, "tcc", [CLOCK]))
+        done = subprocess.run(
+            ["curl", "-sS", "--fail-with-body", "--noproxy", "*", "--max-time", "30",
+             "--resolve", f"{DAILY_CC}:443:{APP_IP}", "--cacert", str(transparent.ca_cert),
+             "-H", "content-type: application/json", "-H", "x-goog-api-key: k",
+             "--data-binary", json.dumps(body), f"https://{DAILY_CC}/v1internal:streamGenerateContent?alt=sse"],
+            capture_output=True, timeout=60, env={**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9"})
+        assert done.returncode == 0, done.stderr
+        [chunk] = sse_chunks(done.stdout)
+        assert chunk["response"]["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "get_clock"
+        sent = transparent.received[-1]
+        assert sent["path"] == "/v1internal:streamGenerateContent?alt=sse" and sent["model"] == "gemini-2.5-pro"
+        assert [d["name"] for d in sent["body"]["tools"][0]["functionDeclarations"]] == ["get_clock"]
+        assert run(session_state(transparent, "tcc"))["rounds"][-1]["calls"][0]["name"] == "get_clock"
+
+
+def test_transparent_mode_leaves_another_server_name_alone(transparent: TransparentStack) -> None:
+    """The same IP, TLS naming a host that is not Gemini's: the request passes as the app wrote it."""
+    raw = {"contents": [user("<session:tp> call get_weather city=Paris")]}
+    with inside(transparent.ns):
+        run(set_tools(transparent, "tp", [WEATHER]))
+        status, _ = dial(APP_IP, FOREIGN_HOST, GENERATE, raw, transparent.ca_cert)
+    assert status == 200
+    sent = transparent.received[-1]
+    assert sent["headers"]["Host"] == FOREIGN_HOST
+    assert sent["body"] == raw, "no tools injected, the marker left in: untouched"
+
+
+# -- regular mode: the TLS server name decides, not the CONNECT host ------------------------------
+
+@pytest.fixture(scope="module")
+def regular(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MitmStack]:
+    stack = MitmStack(tmp_path_factory.mktemp("regular"))
+    yield stack
+    stack.close()
+
+
+def tunnel(m: MitmStack, connect_host: str, server_name: str, host_header: str, body: dict) -> tuple[int, bytes]:
+    """CONNECT to one host, TLS naming another: mitmproxy dials the first and sends and verifies the second
+    upstream (seen with a real mitmdump, both connection strategies)."""
+    host, port = m.proxy_url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock.sendall(f"CONNECT {connect_host}:443 HTTP/1.1\r\nHost: {connect_host}:443\r\n\r\n".encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(4096) or b"!eof\r\n\r\n"
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    conn = http.client.HTTPConnection(host_header, timeout=30)  # its Host header
+    conn.sock = m.client_ssl().wrap_socket(sock, server_hostname=server_name)
+    try:
+        conn.request("POST", GENERATE, body=json.dumps(body),
+                     headers={"x-goog-api-key": "k", "content-type": "application/json"})
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def test_regular_mode_judges_by_the_tls_server_name(regular: MitmStack) -> None:
+    """CONNECT to another name, TLS naming Gemini's host: Gemini's certificate answers, so it is ours."""
+    run(set_tools(regular, "sni", [WEATHER]))
+    body = {"contents": [user("<session:sni> call get_weather city=Oslo")]}
+    status, data = tunnel(regular, FOREIGN_HOST, GL, GL, body)
+    assert status == 200, data
+    sent = regular.received[-1]
+    assert [d["name"] for d in sent["body"]["tools"][0]["functionDeclarations"]] == ["get_weather"]
+    assert sent["body"]["contents"] == [user("call get_weather city=Oslo")]
+    assert json.loads(data)["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "get_weather"
+
+
+def test_regular_mode_leaves_a_tunnel_to_gemini_naming_another_server_alone(regular: MitmStack) -> None:
+    """CONNECT to Gemini's host, TLS naming another server: that server's certificate answers, not Gemini's,
+    whatever the Host header says."""
+    run(set_tools(regular, "sni", [WEATHER]))
+    raw = {"contents": [user("<session:sni> call get_weather city=Oslo")]}
+    for host_header in (GL, FOREIGN_HOST):
+        status, _ = tunnel(regular, GL, FOREIGN_HOST, host_header, raw)
+        assert status == 200
+        sent = regular.received[-1]
+        assert sent["headers"]["Host"] == host_header and sent["body"] == raw, "untouched"
