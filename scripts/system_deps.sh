@@ -1,7 +1,8 @@
 # Sourced by test.sh and bench.sh: the system servers the tests and benchmarks run for real
 # (redis-server for the shared store, haproxy as the load balancer, Chromium and its driver for the
-# /inspect page), iproute2 and iptables for the transparent mode's test (a network namespace and its
-# nat rule; curl is its proxy-unaware client), from Debian's packages.
+# /inspect page), iproute2, iptables, wireguard-go and wireguard-tools for the capture modes' tests
+# (network namespaces, a nat rule, a userspace WireGuard device; curl is their proxy-unaware client),
+# from Debian's packages.
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
@@ -11,6 +12,8 @@ if [ "$(id -u)" = 0 ]; then  # the namespace test runs as root only (it skips ot
     command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need+=(iptables)
     command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
     command -v curl >/dev/null 2>&1 || need+=(curl)
+    command -v wireguard-go >/dev/null 2>&1 || need+=(wireguard-go)  # userspace: no kernel module needed
+    command -v wg >/dev/null 2>&1 || need+=(wireguard-tools)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

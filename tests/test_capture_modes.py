@@ -1,10 +1,12 @@
 """Capture modes beyond the HTTP proxy (issue 58): `gemini-tool-proxy mitm --mode transparent` in a network
 namespace the test makes, where an app that knows nothing of proxies dials an IP address and the nat table
-redirects it; and, in the regular mode, the TLS server name (not the CONNECT host) deciding what is ours.
+redirects it; `--mode wireguard` with a second namespace as the device, its traffic carried by a userspace
+WireGuard (wireguard-go: this kernel has no wireguard module); and, in the regular mode, the TLS server name
+(not the CONNECT host) deciding what is ours.
 
-The namespace holds everything of the transparent test: the mock posing as Google (its listening socket is
-made while this thread is inside), `python -m proxy mitm --mode transparent` (started from inside, so it is
-there too), the iptables rule, and the clients. Nothing leaves it: 10.253.0.1 is an address on its loopback."""
+A namespace holds everything of its test: the mock posing as Google (its listening socket is made while
+this thread is inside), `python -m proxy mitm --mode ...` (started from inside, so it is there too), the
+iptables rule, and the clients. Nothing leaves them: 10.253.x addresses exist only inside."""
 
 import contextlib
 import http.client
@@ -19,6 +21,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,9 +46,15 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
 
 
+def _in(name: str, *args: str) -> None:
+    """`ip -n NAME ARGS...`, which must succeed."""
+    done = _ip("-n", name, *args)
+    assert done.returncode == 0, f"ip -n {name} {' '.join(args)}: {done.stderr}"
+
+
 @contextlib.contextmanager
-def network_namespace() -> Iterator[str]:
-    """A fresh namespace with loopback up and APP_IP on it; deleted afterwards, even on failure."""
+def network_namespace(address: str | None = APP_IP) -> Iterator[str]:
+    """A fresh namespace with loopback up and `address` on it; deleted afterwards, even on failure."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("network namespaces need root and iproute2's `ip`")
     name = f"gtp-modes-{uuid.uuid4().hex[:8]}"
@@ -53,9 +62,9 @@ def network_namespace() -> Iterator[str]:
     if made.returncode != 0:
         pytest.skip(f"`ip netns add` is not possible here: {made.stderr.strip()}")
     try:
-        for step in (["link", "set", "lo", "up"], ["addr", "add", f"{APP_IP}/32", "dev", "lo"]):
-            done = _ip("-n", name, *step)
-            assert done.returncode == 0, done.stderr
+        _in(name, "link", "set", "lo", "up")
+        if address:
+            _in(name, "addr", "add", f"{address}/32", "dev", "lo")
         yield name
     finally:
         _ip("netns", "del", name)
@@ -89,9 +98,10 @@ def _nat(name: str, *rule: str) -> None:
 
 class TransparentStack:
     """Inside the namespace: the TLS mock as Google, `python -m proxy mitm --mode transparent` routed to it,
-    and the nat rule sending the app's connections to APP_IP:443 to the proxy."""
+    and the nat rule sending the app's connections to APP_IP:443 to the proxy (or, with `mode` given, the
+    proxy in that mode, `args` added, and no rule)."""
 
-    def __init__(self, tmp: Path, ns: str) -> None:
+    def __init__(self, tmp: Path, ns: str, mode: str = "transparent", *args: str) -> None:
         self.tmp, self.ns = tmp, ns
         self.lt = LoopThread()  # started inside: its loop's sockets are the namespace's
         server_ctx, upstream_ca = upstream_tls(tmp)
@@ -104,14 +114,16 @@ class TransparentStack:
         self.log = open(tmp / "mitm.log", "w+")  # noqa: SIM115 - closed in close()
         # The proxy's own upstream connections go to the mock on 127.0.0.1: the rule below never matches them.
         # connection_strategy=lazy: gtp_route (testing only) reroutes a connection made for a request.
-        cmd = [sys.executable, "-m", "proxy", "mitm", "--mode", "transparent", "--listen-port", str(self.proxy_port),
+        cmd = [sys.executable, "-m", "proxy", "mitm", "--mode", mode, "--listen-port", str(self.proxy_port), *args,
                "--port", str(self.frontend_port), "--upstream", "mock", "--confdir", str(self.confdir),
                "--", "--set", f"gtp_route=127.0.0.1:{mock_url.rsplit(':', 1)[1]}", "--set", "connection_strategy=lazy",
                "--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}"]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self.listening = self._wait_for(r"Transparent Proxy listening at \S+")
+        self.listening = self._wait_for(r"(Transparent Proxy|WireGuard server) listening at \S+")
         self._wait_for(r"front-end listening at")
+        if mode != "transparent":
+            return
         _nat(ns, "-A", "OUTPUT", "-p", "tcp", "-d", APP_IP, "--dport", "443", "-j", "REDIRECT",
              "--to-ports", str(self.proxy_port))
 
@@ -186,20 +198,14 @@ def test_transparent_mode_intercepts_an_app_that_dials_an_ip(transparent: Transp
 
 
 def test_transparent_mode_intercepts_code_assist_on_its_daily_host(transparent: TransparentStack) -> None:
-    """Antigravity's host, daily-cloudcode-pa, with Cloud Code's envelope, streamed; the client is curl told
-    to use no proxy (a proxy variable set to a dead port proves it), resolving the host to the IP."""
+    """Antigravity's host, daily-cloudcode-pa, with Cloud Code's envelope, streamed; the client is curl (told to
+    use no proxy), resolving the host to the IP."""
     body = {"model": "gemini-2.5-pro", "project": "p-1", "user_prompt_id": "u1",
             "request": {"contents": [user("<session:tcc> call get_clock zone=UTC")], "session_id": "s-1"}}
     with inside(transparent.ns):
         run(set_tools(transparent, "tcc", [CLOCK]))
-        done = subprocess.run(
-            ["curl", "-sS", "--fail-with-body", "--noproxy", "*", "--max-time", "30",
-             "--resolve", f"{DAILY_CC}:443:{APP_IP}", "--cacert", str(transparent.ca_cert),
-             "-H", "content-type: application/json", "-H", "x-goog-api-key: k",
-             "--data-binary", json.dumps(body), f"https://{DAILY_CC}/v1internal:streamGenerateContent?alt=sse"],
-            capture_output=True, timeout=60, env={**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9"})
-        assert done.returncode == 0, done.stderr
-        [chunk] = sse_chunks(done.stdout)
+        data = curl(transparent.ns, DAILY_CC, "/v1internal:streamGenerateContent?alt=sse", body, transparent.ca_cert)
+        [chunk] = sse_chunks(data)
         assert chunk["response"]["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "get_clock"
         sent = transparent.received[-1]
         assert sent["path"] == "/v1internal:streamGenerateContent?alt=sse" and sent["model"] == "gemini-2.5-pro"
@@ -217,6 +223,105 @@ def test_transparent_mode_leaves_another_server_name_alone(transparent: Transpar
     sent = transparent.received[-1]
     assert sent["headers"]["Host"] == FOREIGN_HOST
     assert sent["body"] == raw, "no tools injected, the marker left in: untouched"
+
+
+# -- WireGuard mode: another device (here a second namespace) sends its traffic through a tunnel ---------
+
+PROXY_SIDE, DEVICE_SIDE = "10.253.2.1", "10.253.2.2"  # the two ends of a veth link between the namespaces
+TUNNELED = "10.253.0.0/24"  # what the device routes into the tunnel (a real one: AllowedIPs = 0.0.0.0/0)
+
+
+def client_config(log: str) -> dict[str, str]:
+    """The WireGuard client configuration mitmproxy prints at start (what a user types into the device)."""
+    block = log[log.index("[Interface]"):]
+    found: dict[str, str] = {}
+    for key, value in re.findall(r"^(PrivateKey|Address|PublicKey|Endpoint) = (\S+)$", block, re.M):
+        found.setdefault(key, value)
+    return found
+
+
+@dataclass
+class Tunnel:
+    stack: TransparentStack
+    device: str  # the device's namespace
+    config: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def wireguard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tunnel]:
+    """`python -m proxy mitm --mode wireguard` in one namespace; in another, the device: wireguard-go (the
+    userspace WireGuard: this kernel has no wireguard module) configured with `wg` from what mitmproxy printed."""
+    if not os.path.exists("/dev/net/tun"):
+        pytest.skip("userspace WireGuard (wireguard-go) needs /dev/net/tun, which this machine lacks")
+    for tool in ("wireguard-go", "wg"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing: scripts/system_deps.sh installs it (Debian: wireguard-go, -tools)")
+    tmp = tmp_path_factory.mktemp("wireguard")
+    with network_namespace() as proxy_ns, network_namespace(None) as device:
+        _in(proxy_ns, "link", "add", "gtp0", "type", "veth", "peer", "name", "gtp1", "netns", device)
+        _in(proxy_ns, "addr", "add", f"{PROXY_SIDE}/30", "dev", "gtp0")
+        _in(proxy_ns, "link", "set", "gtp0", "up")
+        _in(device, "addr", "add", f"{DEVICE_SIDE}/30", "dev", "gtp1")
+        _in(device, "link", "set", "gtp1", "up")
+        with inside(proxy_ns):
+            # WireGuard authenticates the device by its key; the proxy's open-bind refusal knows only proxyauth.
+            stack = TransparentStack(tmp, proxy_ns, "wireguard", "--listen-host", PROXY_SIDE, "--allow-unauthenticated")
+        wg_go = None
+        try:
+            config = client_config(stack.logs())
+            key = tmp / "device.key"
+            key.touch(0o600)
+            key.write_text(config["PrivateKey"] + "\n")
+            wg_go = subprocess.Popen(["ip", "netns", "exec", device, "wireguard-go", "-f", "wg0"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 15
+            while _ip("-n", device, "link", "show", "wg0").returncode != 0:
+                assert time.monotonic() < deadline and wg_go.poll() is None, "wireguard-go made no wg0"
+                time.sleep(0.05)
+            done = subprocess.run(["ip", "netns", "exec", device, "wg", "set", "wg0", "private-key", str(key), "peer",
+                                   config["PublicKey"], "allowed-ips", TUNNELED, "endpoint", config["Endpoint"]],
+                                  capture_output=True, text=True, timeout=30)
+            assert done.returncode == 0, done.stderr
+            _in(device, "addr", "add", config["Address"], "dev", "wg0")
+            _in(device, "link", "set", "wg0", "up")
+            _in(device, "route", "add", TUNNELED, "dev", "wg0")
+            yield Tunnel(stack, device, config)
+        finally:
+            if wg_go is not None:
+                stop(wg_go)
+            stack.close()
+
+
+def curl(ns: str, host: str, path: str, body: dict, ca: Path) -> bytes:
+    """curl in namespace `ns`, told to use no proxy (a proxy variable naming a dead port proves it listens),
+    `host` resolved to APP_IP."""
+    done = subprocess.run(
+        ["ip", "netns", "exec", ns, "curl", "-sS", "--fail-with-body", "--noproxy", "*", "--max-time", "30",
+         "--resolve", f"{host}:443:{APP_IP}", "--cacert", str(ca), "-H", "content-type: application/json",
+         "-H", "x-goog-api-key: k", "--data-binary", json.dumps(body), f"https://{host}{path}"],
+        capture_output=True, timeout=60, env={**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9"})
+    assert done.returncode == 0, (done.stderr, done.stdout)
+    return done.stdout
+
+
+def test_wireguard_mode_intercepts_a_device_through_its_tunnel(wireguard: Tunnel) -> None:
+    """The device dials 10.253.0.1:443 (which exists nowhere: only the tunnel carries it), TLS naming Gemini's
+    host; the proxy on the tunnel's other end injects the session's tools and captures the call."""
+    assert wireguard.config["Endpoint"] == f"{PROXY_SIDE}:{wireguard.stack.proxy_port}", wireguard.config
+    with inside(wireguard.stack.ns):
+        run(set_tools(wireguard.stack, "wg", [WEATHER]))
+        data = curl(wireguard.device, GL, GENERATE, {"contents": [user("<session:wg> call get_weather city=Lima")]},
+                    wireguard.stack.ca_cert)
+        sent = wireguard.stack.received[-1]
+        assert [d["name"] for d in sent["body"]["tools"][0]["functionDeclarations"]] == ["get_weather"]
+        assert sent["body"]["contents"] == [user("call get_weather city=Lima")]
+        assert json.loads(data)["candidates"][0]["content"]["parts"][0]["functionCall"] == {
+            "name": "get_weather", "args": {"city": "Lima"}}
+        assert run(session_state(wireguard.stack, "wg"))["rounds"][-1]["calls"][0]["name"] == "get_weather"
+        # Another server name through the same tunnel passes as the device wrote it.
+        raw = {"contents": [user("<session:wg> call get_weather city=Lima")]}
+        curl(wireguard.device, FOREIGN_HOST, GENERATE, raw, wireguard.stack.ca_cert)
+        assert wireguard.stack.received[-1]["body"] == raw
 
 
 # -- regular mode: the TLS server name decides, not the CONNECT host ------------------------------
