@@ -13,7 +13,9 @@ import http.client
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -101,7 +103,8 @@ class TransparentStack:
     and the nat rule sending the app's connections to APP_IP:443 to the proxy (or, with `mode` given, the
     proxy in that mode, `args` added, and no rule)."""
 
-    def __init__(self, tmp: Path, ns: str, mode: str = "transparent", *args: str) -> None:
+    def __init__(self, tmp: Path, ns: str, mode: str = "transparent", *args: str, wrap: tuple[str, ...] = ()) -> None:
+        """`wrap`: a command line the proxy's runs under (its last argument, a shell's, gets the proxy's)."""
         self.tmp, self.ns = tmp, ns
         self.lt = LoopThread()  # started inside: its loop's sockets are the namespace's
         server_ctx, upstream_ca = upstream_tls(tmp)
@@ -118,14 +121,21 @@ class TransparentStack:
                "--port", str(self.frontend_port), "--upstream", "mock", "--confdir", str(self.confdir),
                "--", "--set", f"gtp_route=127.0.0.1:{mock_url.rsplit(':', 1)[1]}", "--set", "connection_strategy=lazy",
                "--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}"]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
+        if wrap:
+            cmd = [*wrap[:-1], f"{wrap[-1]} {shlex.join(cmd)}"]
+        # A session of its own: close() ends its whole process group (local mode's redirector runs under sudo).
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self.listening = self._wait_for(r"(Transparent Proxy|WireGuard server) listening at \S+")
-        self._wait_for(r"front-end listening at")
-        if mode != "transparent":
-            return
-        _nat(ns, "-A", "OUTPUT", "-p", "tcp", "-d", APP_IP, "--dport", "443", "-j", "REDIRECT",
-             "--to-ports", str(self.proxy_port))
+        try:
+            self.listening = self._wait_for(r"(Transparent Proxy|WireGuard server) listening at \S+|"
+                                            r"Local redirector started")
+            self._wait_for(r"front-end listening at")
+            if mode == "transparent":
+                _nat(ns, "-A", "OUTPUT", "-p", "tcp", "-d", APP_IP, "--dport", "443", "-j", "REDIRECT",
+                     "--to-ports", str(self.proxy_port))
+        except BaseException:
+            self.close()
+            raise
 
     def _wait_for(self, pattern: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
@@ -147,6 +157,8 @@ class TransparentStack:
 
     def close(self) -> None:
         stop(self.proc)
+        with contextlib.suppress(ProcessLookupError):  # what it started and left (its group: its own pid)
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.lt.run(self.mock_runner.cleanup())
         self.lt.stop()
         self.log.close()
@@ -251,13 +263,13 @@ class Tunnel:
 def wireguard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tunnel]:
     """`python -m proxy mitm --mode wireguard` in one namespace; in another, the device: wireguard-go (the
     userspace WireGuard: this kernel has no wireguard module) configured with `wg` from what mitmproxy printed."""
-    if not os.path.exists("/dev/net/tun"):
-        pytest.skip("userspace WireGuard (wireguard-go) needs /dev/net/tun, which this machine lacks")
-    for tool in ("wireguard-go", "wg"):
-        if shutil.which(tool) is None:
-            pytest.fail(f"{tool} is missing: scripts/system_deps.sh installs it (Debian: wireguard-go, -tools)")
     tmp = tmp_path_factory.mktemp("wireguard")
     with network_namespace() as proxy_ns, network_namespace(None) as device:
+        if not os.path.exists("/dev/net/tun"):
+            pytest.skip("userspace WireGuard (wireguard-go) needs /dev/net/tun, which this machine lacks")
+        for tool in ("wireguard-go", "wg"):
+            if shutil.which(tool) is None:
+                pytest.fail(f"{tool} is missing: scripts/system_deps.sh installs it (Debian: wireguard-go, -tools)")
         _in(proxy_ns, "link", "add", "gtp0", "type", "veth", "peer", "name", "gtp1", "netns", device)
         _in(proxy_ns, "addr", "add", f"{PROXY_SIDE}/30", "dev", "gtp0")
         _in(proxy_ns, "link", "set", "gtp0", "up")
@@ -292,11 +304,11 @@ def wireguard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tunnel]:
             stack.close()
 
 
-def curl(ns: str, host: str, path: str, body: dict, ca: Path) -> bytes:
+def curl(ns: str, host: str, path: str, body: dict, ca: Path, program: str = "curl") -> bytes:
     """curl in namespace `ns`, told to use no proxy (a proxy variable naming a dead port proves it listens),
     `host` resolved to APP_IP."""
     done = subprocess.run(
-        ["ip", "netns", "exec", ns, "curl", "-sS", "--fail-with-body", "--noproxy", "*", "--max-time", "30",
+        ["ip", "netns", "exec", ns, program, "-sS", "--fail-with-body", "--noproxy", "*", "--max-time", "30",
          "--resolve", f"{host}:443:{APP_IP}", "--cacert", str(ca), "-H", "content-type: application/json",
          "-H", "x-goog-api-key: k", "--data-binary", json.dumps(body), f"https://{host}{path}"],
         capture_output=True, timeout=60, env={**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9"})
@@ -322,6 +334,43 @@ def test_wireguard_mode_intercepts_a_device_through_its_tunnel(wireguard: Tunnel
         raw = {"contents": [user("<session:wg> call get_weather city=Lima")]}
         curl(wireguard.device, FOREIGN_HOST, GENERATE, raw, wireguard.stack.ca_cert)
         assert wireguard.stack.received[-1]["body"] == raw
+
+
+# -- local mode: one program's connections, caught by mitmproxy's eBPF redirector ---------------------------
+
+def test_local_mode_intercepts_one_program_by_its_name(tmp_path: Path) -> None:
+    """`--mode local:NAME` on Linux: mitmproxy's redirector (run through sudo, as root too) attaches an eBPF
+    program to the cgroup2 root that sends the sockets of processes named NAME into its TUN device. This
+    machine mounts cgroup v1 at /sys/fs/cgroup (cgroup2 under .../unified), where attaching fails ("failed to
+    attach cgroup_sock_create program: bpf_link_create failed: Bad file descriptor"): the proxy runs in a
+    mount namespace of its own with cgroup2 at /sys/fs/cgroup. The program is curl under a name of its own:
+    nothing else on the machine matches."""
+    name = f"gtp{uuid.uuid4().hex[:8]}"  # a process name (comm) of at most 15 characters
+    program = tmp_path / name
+    with network_namespace() as ns:
+        if shutil.which("sudo") is None or shutil.which("unshare") is None:
+            pytest.fail("local mode needs sudo and unshare: scripts/system_deps.sh installs them (Debian: sudo)")
+        shutil.copy(shutil.which("curl") or "curl", program)
+        with inside(ns):
+            stack = TransparentStack(tmp_path, ns, f"local:{name}",
+                                     wrap=("unshare", "-m", "sh", "-c", "mount -t cgroup2 none /sys/fs/cgroup && exec"))
+        try:
+            if "eBPF initialization failed" in stack.logs() or stack.proc.poll() is not None:
+                pytest.fail(f"the local redirector did not start:\n{stack.logs()}")
+            with inside(ns):
+                run(set_tools(stack, "local", [WEATHER]))
+                try:  # the redirector logs an eBPF failure after it "started"
+                    data = curl(ns, GL, GENERATE, {"contents": [user("<session:local> call get_weather city=Quito")]},
+                                stack.ca_cert, program=str(program))
+                except AssertionError as e:
+                    pytest.fail(f"{e}\n{stack.logs()}")
+                sent = stack.received[-1]
+                assert [d["name"] for d in sent["body"]["tools"][0]["functionDeclarations"]] == ["get_weather"]
+                assert json.loads(data)["candidates"][0]["content"]["parts"][0]["functionCall"] == {
+                    "name": "get_weather", "args": {"city": "Quito"}}
+                assert run(session_state(stack, "local"))["rounds"][-1]["calls"][0]["name"] == "get_weather"
+        finally:
+            stack.close()
 
 
 # -- regular mode: the TLS server name decides, not the CONNECT host ------------------------------
