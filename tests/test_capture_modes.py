@@ -425,3 +425,17 @@ def test_regular_mode_leaves_a_tunnel_to_gemini_naming_another_server_alone(regu
         assert status == 200
         sent = regular.received[-1]
         assert sent["headers"]["Host"] == host_header and sent["body"] == raw, "untouched"
+
+
+# -- a mode naming its own address is held to the same refusal ---------------------------------------
+
+@pytest.mark.parametrize("mode", ["regular@0.0.0.0:0", "transparent@0.0.0.0:0", "wireguard@0.0.0.0:0",
+                                  "socks5@0.0.0.0:0"])
+def test_a_mode_listening_on_every_interface_is_refused_without_authentication(tmp_path: Path, mode: str) -> None:
+    """`--mode regular@0.0.0.0:8080` listens where --listen-host does not say: it used to start an
+    unauthenticated proxy on every interface, past the refusal that --listen-host 0.0.0.0 meets."""
+    proc = subprocess.run([sys.executable, "-m", "proxy", "mitm", "--mode", mode, "--port", "0",
+                           "--confdir", str(tmp_path / "ca")], cwd=ROOT, capture_output=True, text=True, timeout=90,
+                          env={**os.environ, "GTP_API_KEYS": ""})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"refusing to intercept on 0.0.0.0 (mode {mode})" in out, out
