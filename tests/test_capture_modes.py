@@ -96,12 +96,11 @@ def _nat(name: str, *rule: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-# -- the proxy in transparent mode ----------------------------------------------------------------
+# -- the proxy in a namespace, transparent mode ----------------------------------------------------------------
 
-class TransparentStack:
-    """Inside the namespace: the TLS mock as Google, `python -m proxy mitm --mode transparent` routed to it,
-    and the nat rule sending the app's connections to APP_IP:443 to the proxy (or, with `mode` given, the
-    proxy in that mode, `args` added, and no rule)."""
+class NamespaceStack:
+    """Inside a namespace: the TLS mock as Google, `python -m proxy mitm --mode MODE` routed to it and, for
+    transparent mode, the nat rule sending the app's connections to APP_IP:443 to the proxy."""
 
     def __init__(self, tmp: Path, ns: str, mode: str = "transparent", *args: str, wrap: tuple[str, ...] = ()) -> None:
         """`wrap`: a command line the proxy's runs under (its last argument, a shell's, gets the proxy's)."""
@@ -165,10 +164,10 @@ class TransparentStack:
 
 
 @pytest.fixture(scope="module")
-def transparent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TransparentStack]:
+def transparent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NamespaceStack]:
     with network_namespace() as ns:
         with inside(ns):
-            stack = TransparentStack(tmp_path_factory.mktemp("transparent"), ns)
+            stack = NamespaceStack(tmp_path_factory.mktemp("transparent"), ns)
         try:
             yield stack
         finally:
@@ -191,7 +190,7 @@ def dial(ip: str, server_name: str, path: str, body: dict, ca: Path) -> tuple[in
         conn.close()
 
 
-def test_transparent_mode_intercepts_an_app_that_dials_an_ip(transparent: TransparentStack) -> None:
+def test_transparent_mode_intercepts_an_app_that_dials_an_ip(transparent: NamespaceStack) -> None:
     """The app ignores proxy variables and dials 10.253.0.1:443; iptables redirects it; the proxy reads the
     real host from the TLS server name, injects the session's tools, and the answer's call is captured."""
     assert f"127.0.0.1:{transparent.proxy_port}" in transparent.listening
@@ -209,7 +208,7 @@ def test_transparent_mode_intercepts_an_app_that_dials_an_ip(transparent: Transp
         assert run(session_state(transparent, "tp"))["rounds"][-1]["calls"][0]["name"] == "get_weather"
 
 
-def test_transparent_mode_intercepts_code_assist_on_its_daily_host(transparent: TransparentStack) -> None:
+def test_transparent_mode_intercepts_code_assist_on_its_daily_host(transparent: NamespaceStack) -> None:
     """Antigravity's host, daily-cloudcode-pa, with Cloud Code's envelope, streamed; the client is curl (told to
     use no proxy), resolving the host to the IP."""
     body = {"model": "gemini-2.5-pro", "project": "p-1", "user_prompt_id": "u1",
@@ -225,7 +224,7 @@ def test_transparent_mode_intercepts_code_assist_on_its_daily_host(transparent: 
         assert run(session_state(transparent, "tcc"))["rounds"][-1]["calls"][0]["name"] == "get_clock"
 
 
-def test_transparent_mode_leaves_another_server_name_alone(transparent: TransparentStack) -> None:
+def test_transparent_mode_leaves_another_server_name_alone(transparent: NamespaceStack) -> None:
     """The same IP, TLS naming a host that is not Gemini's: the request passes as the app wrote it."""
     raw = {"contents": [user("<session:tp> call get_weather city=Paris")]}
     with inside(transparent.ns):
@@ -254,7 +253,7 @@ def client_config(log: str) -> dict[str, str]:
 
 @dataclass
 class Tunnel:
-    stack: TransparentStack
+    stack: NamespaceStack
     device: str  # the device's namespace
     config: dict[str, str]
 
@@ -277,7 +276,7 @@ def wireguard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tunnel]:
         _in(device, "link", "set", "gtp1", "up")
         with inside(proxy_ns):
             # WireGuard authenticates the device by its key; the proxy's open-bind refusal knows only proxyauth.
-            stack = TransparentStack(tmp, proxy_ns, "wireguard", "--listen-host", PROXY_SIDE, "--allow-unauthenticated")
+            stack = NamespaceStack(tmp, proxy_ns, "wireguard", "--listen-host", PROXY_SIDE, "--allow-unauthenticated")
         wg_go = None
         try:
             config = client_config(stack.logs())
@@ -352,7 +351,7 @@ def test_local_mode_intercepts_one_program_by_its_name(tmp_path: Path) -> None:
             pytest.fail("local mode needs sudo and unshare: scripts/system_deps.sh installs them (Debian: sudo)")
         shutil.copy(shutil.which("curl") or "curl", program)
         with inside(ns):
-            stack = TransparentStack(tmp_path, ns, f"local:{name}",
+            stack = NamespaceStack(tmp_path, ns, f"local:{name}",
                                      wrap=("unshare", "-m", "sh", "-c", "mount -t cgroup2 none /sys/fs/cgroup && exec"))
         try:
             if "eBPF initialization failed" in stack.logs() or stack.proc.poll() is not None:
