@@ -21,7 +21,13 @@ def gemini_flow(path: str, body: dict, host: str = "generativelanguage.googleapi
     req = tutils.treq(host=host, port=443, scheme=b"https", method=b"POST", path=path.encode(),
                       headers=http.Headers(content_type="application/json", **headers),
                       content=json.dumps(body).encode())
-    return tflow.tflow(req=req)
+    return _named(tflow.tflow(req=req), host)
+
+
+def _named(flow: http.HTTPFlow, host: str) -> http.HTTPFlow:
+    """The app's TLS names the host, as a real flow's does (tflow's connections name "address")."""
+    flow.client_conn.sni, flow.server_conn.sni = host, None
+    return flow
 
 
 def user(text: str) -> dict:

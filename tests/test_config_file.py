@@ -165,7 +165,8 @@ async def test_the_command_line_beats_the_file_even_at_the_default(tmp_path: Pat
 
 def test_every_option_is_declared_once() -> None:
     """serve's command line, mitm's and the addon's options all come from proxy/options.py's table: the
-    same names, kinds and help on every side, and no option is declared anywhere else."""
+    same names, kinds and help on every side, and no option is declared anywhere else (mitm's own four,
+    listen-host, listen-port, confdir and mode, are mitmproxy's, passed to it)."""
     from pathlib import Path
 
     from mitmproxy.options import Options as MitmOptions
@@ -180,7 +181,8 @@ def test_every_option_is_declared_once() -> None:
         return {s[2:] for a in commands[command]._actions for s in a.option_strings if s.startswith("--")} - own
 
     assert flags("serve") == {o.name for o in options.OPTIONS if o.serve}
-    assert flags("mitm") - {"listen-host", "listen-port", "confdir"} == {o.name for o in options.OPTIONS if o.mitm}
+    mitmproxy_own = {"listen-host", "listen-port", "confdir", "mode"}
+    assert flags("mitm") - mitmproxy_own == {o.name for o in options.OPTIONS if o.mitm}
     loader = _Collect(MitmOptions())
     for addon in GeminiTools().parts:
         if hasattr(addon, "load"):

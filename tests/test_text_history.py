@@ -133,6 +133,7 @@ async def _sent(raw: bytes, model: str, session: bool, merge: bool, cloudcode: b
     req = tutils.treq(host=host, port=443, scheme=b"https", method=b"POST", path=path.encode(),
                       headers=http.Headers(content_type="application/json", **headers), content=raw)
     flow = tflow.tflow(req=req)
+    flow.client_conn.sni, flow.server_conn.sni = host, None  # the app's TLS names the host (tflow's: "address")
     with taddons.context(addon) as tctx:
         tctx.configure(addon, gtp_tools="merge" if merge else "replace")
         members = text_history.members
@@ -189,7 +190,9 @@ def _flow(raw: bytes, model: str = FLASH) -> http.HTTPFlow:
     req = tutils.treq(host="generativelanguage.googleapis.com", port=443, scheme=b"https", method=b"POST",
                       path=f"/v1beta/models/{model}:generateContent".encode(),
                       headers=http.Headers(content_type="application/json"), content=raw)
-    return tflow.tflow(req=req)
+    flow = tflow.tflow(req=req)
+    flow.client_conn.sni, flow.server_conn.sni = "generativelanguage.googleapis.com", None  # as a real app's TLS
+    return flow
 
 
 def test_the_members_around_the_contents_are_parsed_once_per_text() -> None:

@@ -1,15 +1,15 @@
 """Where the addon decides to touch a flow: a POST to a Gemini generate path on an intercepted
 host, with a JSON body that passes the Gemini wire model. Everything else passes through untouched.
 
-The host is the connection's real destination (the CONNECT target, an absolute-form URL's host, or
-in transparent mode the TLS server name, which mitmproxy verifies upstream), never a Host header
-the client wrote: a request whose Host header names another host than where it goes is not ours.
+The host is the connection's real destination: the server name mitmproxy verifies upstream (the
+client's TLS server name, whatever the CONNECT target or the address the app dialled; else the
+request's host), never a Host header the client wrote: a request whose Host header names another
+host than where it goes is not ours.
 
 The decision is made once per flow (the first addon to ask); the result rides in flow.metadata.
 """
 
 import contextlib
-import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,14 +73,15 @@ def select(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], session_head
 
 
 def destination(flow: http.HTTPFlow) -> str | None:
-    """The host name the request really goes to, or None when its Host header names another."""
-    host = flow.request.host.lower().rstrip(".")
-    if host[-1:].isdigit() or ":" in host:  # possibly an address (a name ends in a letter, IPv6 has colons)
-        try:
-            ipaddress.ip_address(host.strip("[]"))
-            host = (flow.client_conn.sni or host).lower().rstrip(".")  # transparent mode: the verified server name
-        except ValueError:
-            pass
+    """The server name the request really goes to, or None when its Host header names another.
+
+    That is the name mitmproxy verifies upstream: the one a mode set (reverse:https://NAME), else the
+    client's TLS server name, else the request's host. Inside a CONNECT tunnel, in transparent,
+    WireGuard and local mode alike, mitmproxy dials the tunnel's address (or the IP the app dialled)
+    but sends and verifies the client's SNI: a CONNECT to host A whose TLS names B reaches B's
+    certificate holder, so it is B that decides."""
+    name = flow.server_conn.sni or flow.client_conn.sni or flow.request.host
+    host = name.lower().rstrip(".")
     header = flow.request.host_header
     if header and header.lower().rstrip(".") != host:  # the same name as written: nothing to parse
         try:

@@ -110,11 +110,11 @@ class Options:
         opts = ctx.options
         allow = opts.gtp_allow_unauthenticated
         # mitmproxy's listen_host "" means every interface; the proxy authenticates only with proxyauth.
-        proxy_host = getattr(opts, "listen_host", "127.0.0.1") or "0.0.0.0"
-        if not (getattr(opts, "proxyauth", None) or allow or is_loopback(proxy_host)):
-            raise exceptions.OptionsError(
-                f"refusing to intercept on {proxy_host}: the proxy has no client authentication. Pass "
-                "--listen-host 127.0.0.1, set proxyauth, or set gtp_allow_unauthenticated=true.")
+        for proxy_host, spec in _listen_hosts(getattr(opts, "mode", None), getattr(opts, "listen_host", "127.0.0.1")):
+            if not (getattr(opts, "proxyauth", None) or allow or is_loopback(proxy_host)):
+                raise exceptions.OptionsError(
+                    f"refusing to intercept on {proxy_host}{spec}: the proxy has no client authentication. Pass "
+                    "--listen-host 127.0.0.1, set proxyauth, or set gtp_allow_unauthenticated=true.")
         if opts.gtp_frontend_port >= 0:
             refusal = refuse_open_bind(opts.gtp_frontend_host, self.keys, allow, "gtp_allow_unauthenticated=true")
             if refusal:
@@ -200,8 +200,8 @@ class Options:
                 self.keys = load_keys(opts.gtp_api_key, opts.gtp_api_keys_file)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
-        if updated & {"listen_host", "proxyauth", "gtp_allow_unauthenticated", "gtp_frontend_host", "gtp_api_key",
-                      "gtp_api_keys_file", "gtp_frontend_port"}:
+        if updated & {"listen_host", "mode", "proxyauth", "gtp_allow_unauthenticated", "gtp_frontend_host",
+                      "gtp_api_key", "gtp_api_keys_file", "gtp_frontend_port"}:
             self._refuse_open_binds()
         if updated & {"gtp_frontend_host", "gtp_allowed_hosts", "gtp_allowed_origins"}:
             try:
@@ -226,3 +226,21 @@ class Options:
                 secrets=[*opts.gtp_api_key, *opts.gtp_gemini_key, *opts.gtp_carrier_key], store=self.store)
         if opts.gtp_upstream == "relay" and not opts.gtp_relay:
             raise exceptions.OptionsError("gtp_upstream=relay needs gtp_relay (a URL or a command line)")
+
+
+def _listen_hosts(modes: Sequence[str] | None, listen_host: str | None) -> list[tuple[str, str]]:
+    """Each address mitmproxy's modes listen on (every interface as 0.0.0.0), with " (mode SPEC)" when the
+    spec names its own (`regular@0.0.0.0:8080` ignores listen_host); local mode listens nowhere. A spec
+    mitmproxy cannot parse is left to mitmproxy, which refuses it."""
+    from mitmproxy.proxy.mode_specs import LocalMode, ProxyMode
+
+    found = []
+    for spec in modes or ("regular",):
+        try:
+            mode = ProxyMode.parse(spec)
+        except ValueError:
+            continue
+        if not isinstance(mode, LocalMode):
+            own = mode.custom_listen_host is not None
+            found.append((mode.listen_host(listen_host) or "0.0.0.0", f" (mode {spec})" if own else ""))
+    return found
