@@ -7,10 +7,18 @@ reads it back with the standard library and every digit survives. Text from else
 answers: its numbers are protobuf doubles anyway) is read by orjson.
 """
 
+import asyncio
 import json
 from typing import Any
 
+import ijson
 import orjson
+
+# An answer at least this large is parsed a slice at a time, the event loop serving other requests
+# between slices (orjson, like every JSON parser, holds the GIL for a whole parse: a 100 MB answer
+# stopped everything for over a second, in a thread as on the loop).
+LARGE = 8 << 20
+SLICE = 256 << 10
 
 
 def dumps(value: Any) -> bytes:
@@ -28,6 +36,33 @@ def loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)  # raises the standard library's error when it is really not JSON
+
+
+async def loads_cooperatively(data: bytes) -> Any:
+    """`loads` for an answer read whole; a large one is parsed by ijson's C backend a slice at a time,
+    yielding to the loop after each (several times slower than orjson, but no request waits on it)."""
+    if len(data) < LARGE or data[:1] == b" ":
+        return loads(data)
+    values: list[Any] = []
+
+    def sink() -> Any:
+        while True:
+            values.append((yield))
+
+    target = sink()
+    next(target)
+    parser = ijson.items_coro(target, "", use_float=True)
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), SLICE):
+            parser.send(bytes(view[start:start + SLICE]))
+            await asyncio.sleep(0)
+        parser.close()
+    except ijson.JSONError:
+        return loads(data)  # what ijson cannot read (an integer past 64 bits): parsed whole, or the error
+    if len(values) != 1:
+        return loads(data)  # not one JSON value: the standard error
+    return values[0]
 
 
 def concat_arrays(a: bytes, b: bytes) -> bytes:

@@ -6,6 +6,7 @@ the shape with the Gemini wire model, and apply the same repairs every intercept
 (schemas sanitized, signatures, function-response order, prefill, `$ref` in results).
 """
 
+import asyncio
 import re
 from typing import Any
 
@@ -125,6 +126,7 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
     key = api_key_of(request)
     if method == "generateContent":
         data = checked(await ctx.upstream.generate(model, body, key))
+        await asyncio.sleep(0)  # a large answer's check and its writing: two stretches, the loop served between
         answer_problem(data)
         return json_answer(data)
     writer = GeminiWriter(sse=request.query.get("alt") == "sse")

@@ -420,7 +420,7 @@ class GeminiUpstream(HttpSession):
         resp = await self._post(model, body, api_key, False, deadline, call)
         try:
             raw = await read_whole(resp, self.read_timeout, deadline)
-            answer = fast_json.loads(raw)
+            answer = await fast_json.loads_cooperatively(raw)
             if call is not None:
                 # As read (an object of its own size), with the object parsed from it: learnt from
                 # when someone reads the exchange, unless a wrapper changes the answer (observed.py).

@@ -20,6 +20,7 @@ from typing import Any
 from cachetools import LRUCache
 from yarl import URL
 
+from proxy import fast_json
 from proxy.errors import UpstreamError
 from proxy.interactions_upstream import continuation
 from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
@@ -116,7 +117,7 @@ class InteractionsUpstream(GeminiUpstream):
             raw = await read_whole(resp, self.read_timeout, deadline)
             if call is not None:
                 call.answer, call.last_byte = raw, time.perf_counter()  # as read: the interaction
-            interaction = json.loads(raw)
+            interaction = await fast_json.loads_cooperatively(raw)
         except TimeoutError as e:
             raise self._cut_answer(e) from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -22,6 +22,7 @@ from typing import Any
 
 import aiohttp
 
+from proxy import fast_json
 from proxy.errors import UpstreamError
 from proxy.journal.exchange import CURRENT, UpstreamCall, upstream_call
 from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
@@ -163,7 +164,7 @@ class OpenAIUpstream(HttpSession):
             if journal is not None:
                 journal.answer, journal.first_byte = raw, journal.first_byte or time.perf_counter()
                 journal.last_byte = time.perf_counter()
-            answer = json.loads(raw)
+            answer = await fast_json.loads_cooperatively(raw)
         except Trickled as e:
             resp.close()
             raise UpstreamError(f"The OpenAI-compatible upstream {e.what()}.", status=504, type="server_error") from e
