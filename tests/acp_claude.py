@@ -8,11 +8,17 @@ HOME, HTTPS_PROXY and NODE_EXTRA_CA_CERTS come from the environment.
 """
 
 import argparse
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: never outlive this wrapper
 
 
 def main() -> int:
@@ -26,7 +32,7 @@ def main() -> int:
     log = open(args.log, "a") if args.log else subprocess.DEVNULL  # noqa: SIM115 - the process's lifetime
     acp = subprocess.Popen([args.acp, "start"], env={**base, "PORT": str(args.port), "NO_PROXY": "",
                                                      "NODE_OPTIONS": f"--import={args.shim}"},
-                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -43,7 +49,8 @@ def main() -> int:
                "ANTHROPIC_SMALL_FAST_MODEL": args.model, "ANTHROPIC_DEFAULT_HAIKU_MODEL": args.model,
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1"}
         return subprocess.run([args.claude, "-p", args.prompt, "--permission-mode", "bypassPermissions"], env=env,
-                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, timeout=120).returncode
+                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, timeout=120,
+                              preexec_fn=_die_with_parent).returncode
     finally:
         acp.terminate()
         try:

@@ -13,8 +13,10 @@ namespaces; exits 97 when neither is there.
 
 import argparse
 import contextlib
+import ctypes
 import fcntl
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -23,7 +25,13 @@ import tempfile
 import threading
 
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+PR_SET_PDEATHSIG = 1
 NO_NAMESPACE = 97
+
+
+def _die_with_parent() -> None:
+    """Killed with the process that started us (the relay kills only the command it started)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _pipe(a: socket.socket, b: socket.socket) -> None:
@@ -97,6 +105,7 @@ def main() -> int:
     outside.listen(64)
     child = os.fork()
     if child == 0:
+        _die_with_parent()
         outside.close()
         if not _unshare():
             print("loopback_only: cannot make a network namespace (needs root or user namespaces)", file=sys.stderr)
@@ -110,7 +119,7 @@ def main() -> int:
             return s
 
         threading.Thread(target=_serve, args=(inside, to_bridge, args.log), daemon=True).start()
-        os._exit(subprocess.run(command).returncode)
+        os._exit(subprocess.run(command, preexec_fn=_die_with_parent).returncode)
     threading.Thread(target=_serve, args=(outside, lambda: socket.create_connection(("127.0.0.1", args.port)), None),
                      daemon=True).start()
     _, status = os.waitpid(child, 0)

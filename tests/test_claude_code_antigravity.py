@@ -33,7 +33,10 @@ UNDICI_VERSION = "7.30.2"  # the newest undici for Node 20 (8.x needs Node >= 22
 
 @pytest.fixture(scope="module")
 def programs() -> tuple[Path, Path, Path]:
-    acp = npm_binary("antigravity-claude-proxy", ACP_VERSION, "antigravity-claude-proxy")
+    # Without its install scripts: better-sqlite3 (read only for the Antigravity app's own token
+    # database, never with an accounts.json) would otherwise be compiled when its prebuilt binary
+    # cannot be fetched from GitHub, for minutes.
+    acp = npm_binary("antigravity-claude-proxy", ACP_VERSION, "antigravity-claude-proxy", ignore_scripts=True)
     claude = npm_binary("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, "claude")
     prefix = npm_packages(f"undici-{UNDICI_VERSION}", f"undici@{UNDICI_VERSION}")
     shim = prefix / "env_proxy.mjs"  # next to its node_modules, so that `import 'undici'` resolves
