@@ -14,6 +14,7 @@ programs run in a network namespace with only its loopback and a bridge to the M
 """
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -59,7 +60,7 @@ def test_claude_code_through_antigravity_claude_proxy_carries_a_tool_loop(progra
     work.mkdir()
     model = "claude-sonnet-4-6"
     m, hosts = relay_stack(tmp_path, [
-        "env", "-i", "-C", str(work), "PATH=/usr/bin:/bin", f"HOME={home}", "HTTPS_PROXY={proxy}",
+        "env", "-i", "-C", str(work), f"PATH={os.environ['PATH']}", f"HOME={home}", "HTTPS_PROXY={proxy}",
         "NODE_EXTRA_CA_CERTS={ca}", sys.executable, str(ROOT / "tests" / "acp_claude.py"), "--acp", str(acp),
         "--claude", str(claude), "--shim", str(shim), "--port", "8080", "--model", model,
         "--log", str(tmp_path / "acp.log"), "{prompt}"])

@@ -15,6 +15,7 @@ dist/src/plugin/auth.js, project.js, config/schema.js; research/antigravity-fact
 """
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_opencode_carries_a_tool_loop_on_antigravity_s_wire(opencode, tmp_path: 
     seed_home(home, plugin)
     work.mkdir()
     env = [f"HOME={home}", f"XDG_CONFIG_HOME={home}/.config", f"XDG_DATA_HOME={home}/.local/share",
-           f"XDG_CACHE_HOME={home}/.cache", f"XDG_STATE_HOME={home}/.local/state", "PATH=/usr/bin:/bin",
+           f"XDG_CACHE_HOME={home}/.cache", f"XDG_STATE_HOME={home}/.local/state", f"PATH={os.environ['PATH']}",
            "HTTPS_PROXY={proxy}", "HTTP_PROXY={proxy}", "NO_PROXY=", "NODE_EXTRA_CA_CERTS={ca}",
            "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"]
     m, hosts = relay_stack(tmp_path, ["env", "-i", "-C", str(work), *env, str(binary), "run", "{prompt}",
