@@ -4,6 +4,7 @@ every host but Google's Gemini and Cloud Code hosts with a 403 of its own (mitmp
 before any upstream connection: connection_strategy=lazy), and an SDK client driving the tool loop."""
 
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -39,6 +40,11 @@ def contacted(hosts: Path) -> set[str]:
     lines = [line for line in hosts.read_text().splitlines() if line] if hosts.exists() else []
     assert all(line.startswith("CONNECT ") for line in lines), lines
     return {line.split()[1].rsplit(":", 1)[0] for line in lines}
+
+
+def mitm_dialed(m: MitmStack) -> set[str]:
+    """Every address the MITM itself connected to (mitmproxy logs each `server connect`)."""
+    return set(re.findall(r"server connect (\S+)", m.logs()))
 
 
 def tool_loop(m: MitmStack, model: str, marker: str) -> tuple[str, list[dict]]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.antigravity_clients import ROUTED, contacted, relay_stack, tool_loop
+from tests.antigravity_clients import ROUTED, contacted, mitm_dialed, relay_stack, tool_loop
 from tests.mitm_harness import ROOT
 from tests.npm_tools import npm_binary, npm_packages
 
@@ -80,6 +80,8 @@ def test_claude_code_through_antigravity_claude_proxy_carries_a_tool_loop(progra
         [result] = [p["functionResponse"] for c in history for p in c["parts"] if "functionResponse" in p]
         assert marker in json.dumps(result["response"])
         assert call["id"] and result["id"] == call["id"], history
+        mock = m.mock_url.removeprefix("https://")
+        assert mitm_dialed(m) == {mock}, "the MITM itself connected to the mock only"
         seen = contacted(hosts)
         assert "daily-cloudcode-pa.googleapis.com" in seen and seen <= set(ROUTED), seen
     finally:

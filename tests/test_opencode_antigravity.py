@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.antigravity_clients import ROUTED, contacted, relay_stack, tool_loop
+from tests.antigravity_clients import ROUTED, contacted, mitm_dialed, relay_stack, tool_loop
 from tests.npm_tools import npm_binary, npm_packages
 
 pytestmark = pytest.mark.slow
@@ -89,6 +89,8 @@ def test_opencode_carries_a_tool_loop_on_antigravity_s_wire(opencode, tmp_path: 
         assert marker in json.dumps(result["response"])
         if model.startswith("claude"):
             assert call["id"] and result["id"] == call["id"], history
+        mock = m.mock_url.removeprefix("https://")
+        assert mitm_dialed(m) == {mock}, "the MITM itself connected to the mock only"
         seen = contacted(hosts)
         assert seen & set(ROUTED), seen
         assert seen <= set(ROUTED) | EXPECTED_ELSEWHERE, seen
