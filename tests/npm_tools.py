@@ -10,8 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def npm_binary(package: str, version: str, binary: str) -> Path:
-    """Path to `binary` from `package@version`, installing it into .cache/ the first time."""
+def npm_binary(package: str, version: str, binary: str, ignore_scripts: bool = False) -> Path:
+    """Path to `binary` from `package@version`, installing it into .cache/ the first time.
+    `ignore_scripts`: skip the packages' install scripts (e.g. a native module built from source
+    when its prebuilt binary cannot be downloaded, which the test does not use)."""
     prefix = ROOT / ".cache" / f"{package.rsplit('/', 1)[-1]}-{version}"
     path = prefix / "node_modules" / ".bin" / binary
     with _installing(prefix):
@@ -20,7 +22,7 @@ def npm_binary(package: str, version: str, binary: str) -> Path:
         npm = shutil.which("npm")
         assert npm and shutil.which("node"), f"Node.js and npm are needed to run {package}"
         subprocess.run([npm, "install", "--prefix", str(prefix), f"{package}@{version}", "--no-audit", "--no-fund",
-                        "--loglevel=error"], check=True, timeout=600)
+                        "--loglevel=error", *(["--ignore-scripts"] if ignore_scripts else [])], check=True, timeout=600)
     return path
 
 
