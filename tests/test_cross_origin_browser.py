@@ -11,15 +11,13 @@ import json
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
-from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.servers import mock_gemini, proxy_instance
-from tests.test_inspect_browser import CHROMIUM, DRIVER, shot
+from tests.test_inspect_browser import chromium, shot
 
 MODEL = "gemini-2.5-flash"
 SECRET = "the operator's secret prompt 5c1d"
@@ -53,17 +51,7 @@ Promise.all(shots).then((r) => { document.body.dataset.results = JSON.stringify(
 @pytest.fixture
 def browser():
     """Chromium as the inspector's test runs it, with one name more: attacker.test is this machine."""
-    if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
-        raise RuntimeError("chromium and chromium-driver are not installed: scripts/test.sh installs them")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1280,800",
-                 "--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
-    driver.set_page_load_timeout(30)
+    driver = chromium("1280,800", "MAP attacker.test 127.0.0.1, ")
     driver.set_script_timeout(30)
     yield driver
     driver.quit()

@@ -24,20 +24,27 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 
 
 
-@pytest.fixture
-def browser():
+def chromium(window: str = "1440,900", resolve: str = "") -> webdriver.Chrome:
+    """Debian's Chromium, headless, every name but loopback unresolvable (`resolve`: rules before that,
+    e.g. "MAP attacker.test 127.0.0.1, ")."""
     if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
         raise RuntimeError("chromium and chromium-driver are not installed: scripts/test.sh installs them")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1440,900",
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
+                 "--disable-dev-shm-usage", f"--window-size={window}",
+                 f"--host-resolver-rules={resolve}MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
     driver.set_page_load_timeout(30)
+    return driver
+
+
+@pytest.fixture
+def browser():
+    driver = chromium()
     yield driver
     driver.quit()
 
