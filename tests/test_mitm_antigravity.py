@@ -291,3 +291,16 @@ def test_claude_gets_tool_schemas_in_the_subset_it_takes(mitm: MitmStack) -> Non
             assert "default" not in props["format"]
         else:
             assert props["pattern"]["minLength"] == 1 and props["pattern"]["pattern"] == "^[^/]"
+
+
+def test_a_whole_answer_on_antigravity_s_wire_is_captured_too(mitm: MitmStack) -> None:
+    """`:generateContent` (whole, `{response, traceId}`), as the emulators send it for a non-streamed turn."""
+    session = "ag-whole"
+    run(set_tools(mitm, session, [WEATHER]))
+    body = envelope("claude-sonnet-4-6", [user(f"<session:{session}> call get_weather city=Nice")])
+    status, data, _ = run(gemini(mitm, HOSTS[0] + "/v1internal:generateContent", body, headers=BEARER))
+    assert status == 200, data
+    answer = json.loads(data)
+    assert answer["traceId"] and answer["response"]["candidates"][0]["content"]["parts"][0]["functionCall"][
+        "name"] == "get_weather"
+    assert run(session_state(mitm, session))["rounds"][-1]["calls"][0]["name"] == "get_weather"
