@@ -7,6 +7,7 @@ A client is its key's scope under --api-key, else the key it presents (each Gemi
 client), else the one anonymous client."""
 
 import contextlib
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -23,7 +24,12 @@ def client_of(request: web.Request) -> str:
     if scope:
         return scope
     key = presented_key(request)
-    return "k-" + hashlib.sha256(key.encode()).hexdigest()[:12] if key else "anonymous"
+    return _key_id(key) if key else "anonymous"
+
+
+@functools.lru_cache(maxsize=1024)  # a client's key is hashed once, not on every request
+def _key_id(key: str) -> str:
+    return "k-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def _refusal(what: str, cap: int, option: str) -> ProxyError:

@@ -19,6 +19,7 @@ checks keep those pages out, before any handler runs (app.guard_middleware):
 """
 
 import fnmatch
+import functools
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ SIGN_IN = "/inspect"  # the inspector's sign-in form posts here (inspect/routes.
 REFUSED_SITES = frozenset({"cross-site", "same-site"})
 
 
+@functools.lru_cache(maxsize=256)
 def split_host(value: str) -> str:
     """The host name of a Host header (or an origin's authority), lower-case, without port or final dot."""
     value = value.strip().lower()
@@ -44,6 +46,7 @@ def split_host(value: str) -> str:
     return value.rstrip(".")
 
 
+@functools.lru_cache(maxsize=256)  # asked on every request, with the few Host values a proxy sees
 def is_loopback_name(host: str) -> bool:
     """A name a browser only ever resolves to this machine: localhost and *.localhost (RFC 6761, as
     Chromium and Firefox do), or a loopback address."""
