@@ -36,6 +36,7 @@ from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.upstream.credentials import ApiKey, Credential, CredentialError
 from proxy.upstream.http_session import (
     DEFAULT_POOL_TIMEOUT,
+    POOL_WAIT,
     HttpSession,
     PoolWait,
     Trickled,
@@ -214,8 +215,12 @@ class GeminiUpstream(HttpSession):
                         if self.WIRE is not None:
                             tried["wire"] = self.WIRE
                         journal.attempts.append(tried)
-                    resp = await self._http().post(url(key) if callable(url) else url, data=data, headers=headers,
-                                                   trace_request_ctx=wait, **read_limit)
+                    token = POOL_WAIT.set(wait)  # read by the connector if the pool is full
+                    try:
+                        resp = await self._http().post(url(key) if callable(url) else url, data=data,
+                                                       headers=headers, **read_limit)
+                    finally:
+                        POOL_WAIT.reset(token)
                     if tried is not None:
                         tried["status"], tried["end"] = resp.status, time.perf_counter()
                     if resp.status == 200:

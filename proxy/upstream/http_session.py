@@ -3,6 +3,8 @@ session with a bounded connect time (the Gemini client, the OpenAI-compatible cl
 reading of a whole answer under the streams' rule of meaningful progress."""
 
 import asyncio
+import contextvars
+from typing import Any
 
 import aiohttp
 from yarl import URL
@@ -63,7 +65,7 @@ DEFAULT_POOL_TIMEOUT = 5.0  # seconds a request waits for a free upstream connec
 
 
 class PoolWait:
-    """One request's wait for a pooled connection (aiohttp's connection-queued trace): while it is
+    """One request's wait for a pooled connection (_BoundedWaitConnector): while it is
     queued, its timeout (`scope`, the request's asyncio.timeout) is brought forward to the pool's bound,
     and put back once it has a connection; `queued` says which of the two ended it."""
 
@@ -71,6 +73,30 @@ class PoolWait:
         self.scope, self.bound = scope, bound
         self.queued = False
         self.saved: float | None = None
+
+
+# The current request's PoolWait, for the connector (set around a POST by the upstream's send).
+POOL_WAIT: contextvars.ContextVar[PoolWait | None] = contextvars.ContextVar("gtp_pool_wait", default=None)
+
+
+class _BoundedWaitConnector(aiohttp.TCPConnector):
+    """aiohttp's connector, whose callers' timeout is brought forward to the pool's bound while the pool
+    is full (PoolWait), and put back once they have a connection. Done here, not with aiohttp's
+    connection-queued traces: a session with any trace config sends every trace signal of every
+    request (about 30,000 instructions a request), where this is one check."""
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        wait = POOL_WAIT.get()
+        if wait is None or not self.limit or len(self._acquired) < self.limit:  # a connection is free
+            return await super().connect(req, traces, timeout)
+        loop = asyncio.get_running_loop()
+        wait.queued, wait.saved = True, wait.scope.when()
+        bound = loop.time() + wait.bound
+        wait.scope.reschedule(bound if wait.saved is None else min(bound, wait.saved))
+        connection = await super().connect(req, traces, timeout)
+        wait.queued = False
+        wait.scope.reschedule(wait.saved)
+        return connection
 
 
 class HttpSession:
@@ -86,33 +112,12 @@ class HttpSession:
 
     def pool_state(self) -> tuple[int, int, int]:
         """(connections in use, the pool's size, requests waiting for one); size 0: no limit. aiohttp's
-        own counts (private attributes: its queued-end trace is not sent for a wait cut short)."""
+        own counts (private attributes)."""
         connector = self._session.connector if self._session is not None and not self._session.closed else None
         if connector is None:
             return 0, self.pool_size, 0
         waiters = getattr(connector, "_waiters", {})
         return len(getattr(connector, "_acquired", ())), self.pool_size, sum(len(w) for w in waiters.values())
-
-    def _trace(self) -> aiohttp.TraceConfig:
-        trace = aiohttp.TraceConfig()
-
-        async def queued(_: aiohttp.ClientSession, ctx: object, __: object) -> None:
-            wait = getattr(ctx, "trace_request_ctx", None)
-            if isinstance(wait, PoolWait):
-                loop = asyncio.get_running_loop()
-                wait.queued, wait.saved = True, wait.scope.when()
-                bound = loop.time() + wait.bound
-                wait.scope.reschedule(bound if wait.saved is None else min(bound, wait.saved))
-
-        async def dequeued(_: aiohttp.ClientSession, ctx: object, __: object) -> None:
-            wait = getattr(ctx, "trace_request_ctx", None)
-            if isinstance(wait, PoolWait) and wait.queued:
-                wait.queued = False
-                wait.scope.reschedule(wait.saved)
-
-        trace.on_connection_queued_start.append(queued)
-        trace.on_connection_queued_end.append(dequeued)
-        return trace
 
     def _idle_limit(self, read_timeout: float) -> aiohttp.ClientTimeout:
         """For a request answered whole (not a stream): nothing read from the socket for `read_timeout`
@@ -122,9 +127,8 @@ class HttpSession:
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.pool_size, limit_per_host=0)
-            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True, connector=connector,
-                                                  trace_configs=[self._trace()])
+            connector = _BoundedWaitConnector(limit=self.pool_size, limit_per_host=0)
+            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True, connector=connector)
         return self._session
 
     async def close(self) -> None:

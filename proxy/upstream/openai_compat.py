@@ -31,6 +31,7 @@ from proxy.pattern_rules import matches, rule_for
 from proxy.upstream.gemini import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, PROXY_TOKEN
 from proxy.upstream.http_session import (
     DEFAULT_POOL_TIMEOUT,
+    POOL_WAIT,
     HttpSession,
     PoolWait,
     Trickled,
@@ -124,9 +125,13 @@ class OpenAIUpstream(HttpSession):
             try:
                 async with asyncio.timeout_at(limit) as scope:
                     wait = PoolWait(scope, self.pool_timeout)
-                    resp = await self._http().post(self.url, data=data, headers=self._headers(), trace_request_ctx=wait,
-                                                   **({} if req.get("stream") else
-                                                      {"timeout": self._idle_limit(self.read_timeout)}))
+                    token = POOL_WAIT.set(wait)  # read by the connector if the pool is full
+                    try:
+                        resp = await self._http().post(self.url, data=data, headers=self._headers(),
+                                                       **({} if req.get("stream") else
+                                                          {"timeout": self._idle_limit(self.read_timeout)}))
+                    finally:
+                        POOL_WAIT.reset(token)
                     if tried is not None:
                         tried["status"], tried["end"] = resp.status, time.perf_counter()
                     if resp.status == 200:
