@@ -230,10 +230,17 @@ def test_the_recorded_quota_buckets_appear_in_metrics_inspect_and_the_journal(mi
 
 
 def test_quota_is_not_shown_to_client_keys(tmp_path: Path) -> None:
+    """Under client keys the intercepted account's quota is no key's: /inspect/api/quota refuses, and
+    /metrics (which every key may read) has none of its buckets."""
     stack = MitmStack(tmp_path, "--set", "gtp_api_key=tenant-key-0123456789abcdef")
     try:
+        status, data, _ = run(gemini(stack, HOSTS[0] + "/v1internal:retrieveUserQuotaSummary", {},
+                                     raw=json.dumps({"project": "keyed-project"}).encode(), headers=BEARER))
+        assert status == 200 and json.loads(data)["groups"], data
         status, text = asyncio.run(_authorized(f"{stack.frontend_url}/inspect/api/quota"))
         assert status == 403 and "quota" in text, text
+        status, metrics = asyncio.run(_authorized(f"{stack.frontend_url}/metrics"))
+        assert status == 200 and "keyed-project" not in metrics, [m for m in metrics.splitlines() if "quota" in m]
     finally:
         stack.close()
 

@@ -1,7 +1,8 @@
 """`QuotaWatch`: the app's quota calls to Cloud Code (Antigravity's `retrieveUserQuotaSummary`,
 `fetchAvailableModels`, Code Assist's `retrieveUserQuota`) pass untouched; their answers are read on
-the way into the quota board (quota_board.py: `/metrics`, `/inspect`), and the flow is an exchange of
-the journal with a `quota` decision naming what was left."""
+the way into the quota board (quota_board.py: `/metrics`, `/inspect`; not under client keys, the
+account being no key's), and the flow is an exchange of the journal with a `quota` decision naming
+what was left."""
 
 import logging
 from typing import TYPE_CHECKING
@@ -58,7 +59,10 @@ class QuotaWatch:
         except orjson.JSONDecodeError:
             log.warning("unreadable %s answer: its quota is not shown", flow.request.path)
             return
-        kept = quota_board.BOARD.update(quota_board.buckets_of(kind, answer, account_of(flow.request.raw_content)))
+        buckets = quota_board.buckets_of(kind, answer, account_of(flow.request.raw_content))
+        # Under client keys the account is no key's: its quota stays out of /metrics (every key's to read)
+        # and /inspect/api/quota; the flow's own journal exchange still says what it reported.
+        kept = buckets if self.options.keys else quota_board.BOARD.update(buckets)
         if kept:
             exchange.note("quota", f"{flow.request.path.removeprefix('/v1internal:')}: {quota_board.describe(kept)}",
                           buckets=[{"bucket": b.bucket, "remaining": b.remaining, "reset": b.reset} for b in kept])
