@@ -59,3 +59,23 @@ def tool_loop(m: MitmStack, model: str, marker: str) -> tuple[str, list[dict]]:
     r2 = client.responses.create(model=model, previous_response_id=r1.id, tools=[WEATHER], input=[
         {"type": "function_call_output", "call_id": call.call_id, "output": marker}])
     return r2.output_text, [r for r in m.received[before:] if r.get("body") is not None]
+
+
+def assert_antigravity_loop(sent: list[dict], model: str, project: str, marker: str) -> list[dict]:
+    """What a real client's two turns must have carried to the mock: Antigravity's envelope on the
+    Cloud Code stream path, only the session's tool, and the tool's output (with the marker) in the
+    second turn's history, paired with its call by id for Claude (which refuses it otherwise). Returns
+    the history."""
+    assert len(sent) == 2, "one Cloud Code request per turn reached Google"
+    for r in sent:
+        assert r["path"] == "/v1internal:streamGenerateContent?alt=sse"
+        assert r["envelope"]["userAgent"] == "antigravity" and r["envelope"]["requestType"] == "agent"
+        assert r["envelope"]["model"] == model and r["envelope"]["project"] == project
+        assert [d["name"] for t in r["body"]["tools"] for d in t["functionDeclarations"]] == ["get_weather"]
+    history = sent[1]["body"]["contents"]
+    [call] = [p["functionCall"] for c in history for p in c["parts"] if "functionCall" in p]
+    [result] = [p["functionResponse"] for c in history for p in c["parts"] if "functionResponse" in p]
+    assert marker in json.dumps(result["response"])
+    if model.startswith("claude"):
+        assert call["id"] and result["id"] == call["id"], history
+    return history

@@ -179,7 +179,12 @@ def dial(ip: str, server_name: str, path: str, body: dict, ca: Path) -> tuple[in
     proxy variables; the connection is made here, so not even its host is resolved)."""
     ctx = ssl.create_default_context(cafile=str(ca))
     tls = ctx.wrap_socket(socket.create_connection((ip, 443), timeout=30), server_hostname=server_name)
-    conn = http.client.HTTPConnection(server_name, timeout=30)  # its Host header: the server name
+    return _post_over(tls, server_name, path, body)  # its Host header: the server name
+
+
+def _post_over(tls: ssl.SSLSocket, host_header: str, path: str, body: dict) -> tuple[int, bytes]:
+    """A Gemini POST over a TLS connection the caller made, as an app's HTTP client sends it."""
+    conn = http.client.HTTPConnection(host_header, timeout=30)
     conn.sock = tls
     try:
         conn.request("POST", path, body=json.dumps(body),
@@ -391,15 +396,7 @@ def tunnel(m: MitmStack, connect_host: str, server_name: str, host_header: str, 
     while b"\r\n\r\n" not in answer:
         answer += sock.recv(4096) or b"!eof\r\n\r\n"
     assert answer.startswith(b"HTTP/1.1 200"), answer
-    conn = http.client.HTTPConnection(host_header, timeout=30)  # its Host header
-    conn.sock = m.client_ssl().wrap_socket(sock, server_hostname=server_name)
-    try:
-        conn.request("POST", GENERATE, body=json.dumps(body),
-                     headers={"x-goog-api-key": "k", "content-type": "application/json"})
-        r = conn.getresponse()
-        return r.status, r.read()
-    finally:
-        conn.close()
+    return _post_over(m.client_ssl().wrap_socket(sock, server_hostname=server_name), host_header, GENERATE, body)
 
 
 def test_regular_mode_judges_by_the_tls_server_name(regular: MitmStack) -> None:

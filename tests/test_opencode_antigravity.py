@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.antigravity_clients import ROUTED, contacted, mitm_dialed, relay_stack, tool_loop
+from tests.antigravity_clients import ROUTED, assert_antigravity_loop, contacted, mitm_dialed, relay_stack, tool_loop
 from tests.npm_tools import npm_binary, npm_packages
 
 pytestmark = pytest.mark.slow
@@ -76,19 +76,8 @@ def test_opencode_carries_a_tool_loop_on_antigravity_s_wire(opencode, tmp_path: 
         marker = f"gtp-marker-{model}-{time.monotonic_ns()}"
         answer, sent = tool_loop(m, model, marker)
         assert answer == f'Tool results: get_weather returned {{"output": "{marker}"}}', (answer, m.logs()[-3000:])
-        assert len(sent) == 2, "one Cloud Code request per turn reached Google"
-        for r in sent:
-            assert r["path"] == "/v1internal:streamGenerateContent?alt=sse"
-            assert r["envelope"]["userAgent"] == "antigravity" and r["envelope"]["requestType"] == "agent"
-            assert r["envelope"]["model"] == model and r["envelope"]["project"] == "dummy-proj"
-            assert r["body"]["sessionId"], "the plugin's session id kept"
-            assert [d["name"] for t in r["body"]["tools"] for d in t["functionDeclarations"]] == ["get_weather"]
-        history = sent[1]["body"]["contents"]
-        [call] = [p["functionCall"] for c in history for p in c["parts"] if "functionCall" in p]
-        [result] = [p["functionResponse"] for c in history for p in c["parts"] if "functionResponse" in p]
-        assert marker in json.dumps(result["response"])
-        if model.startswith("claude"):
-            assert call["id"] and result["id"] == call["id"], history
+        assert_antigravity_loop(sent, model, "dummy-proj", marker)
+        assert all(r["body"]["sessionId"] for r in sent), "the plugin's session id kept"
         mock = m.mock_url.removeprefix("https://")
         assert mitm_dialed(m) == {mock}, "the MITM itself connected to the mock only"
         seen = contacted(hosts)
