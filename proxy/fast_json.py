@@ -11,7 +11,6 @@ import asyncio
 import json
 from typing import Any
 
-import ijson
 import orjson
 
 # An answer at least this large is parsed a slice at a time, the event loop serving other requests
@@ -43,6 +42,8 @@ async def loads_cooperatively(data: bytes) -> Any:
     yielding to the loop after each (several times slower than orjson, but no request waits on it)."""
     if len(data) < LARGE or data[:1] == b" ":
         return loads(data)
+    import ijson  # here, not at start-up (about 30 ms): only answers this large need it
+
     values: list[Any] = []
 
     def sink() -> Any:
