@@ -165,7 +165,7 @@ WARM_TURNS = 64
 def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None:
     """Issue 24 item 10: the budget counts what the process holds. Small turns used to cost 5x their
     JSON (orjson's 8 KiB buffers kept whole, uncounted per-entry objects): with a 2 MiB budget, 3,000
-    turns (the store full three times over) grow RSS by at most 1.3x the budget, plus 1 MiB (before,
+    turns (the store full three times over) grow RSS by at most 1.3x the budget, plus 1.5 MiB (before,
     the same turns grew it by about 10 MiB). The exchange journal (issue 28) keeps 1 MiB more beside
     it, and its bytes count the same way. Measured from after WARM_TURNS turns: what the first requests
     import and build is not what the store holds. Measured from start-up instead, the growth depended
@@ -200,7 +200,10 @@ def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None
             base = rss(serve.pid)
             asyncio.run(turns(WARM_TURNS, 3000))
             grew = rss(serve.pid) - base
-            assert grew <= 1.3 * (budget + journal) + 1 * MB, \
+            # 1.5 MiB over 1.3x the budgets: here 3.8-3.9 MiB grew in four quiet runs (bound 5.4), and once
+            # 5.0 MiB in a fresh-clone CI run (over the 4.9 MiB of a 1 MiB margin): a bound must hold on
+            # a loaded machine too.
+            assert grew <= 1.3 * (budget + journal) + 1.5 * MB, \
                 f"RSS grew {grew / MB:.1f} MiB for a {budget // MB} MiB budget and a {journal // MB} MiB journal"
         finally:
             for p in (serve, mock):
