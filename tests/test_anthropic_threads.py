@@ -31,6 +31,8 @@ from anthropic.types import (
 
 from proxy.anthropic.threads import BETA
 from proxy.mock.validate import SENTINELS
+from proxy.server.context import CONTEXT
+from proxy.store import MemoryStore
 from tests.harness import Stack
 from tests.pypi_tools import pypi_venv
 from tests.servers import RedisServer, mock_gemini, proxy_instance
@@ -250,6 +252,34 @@ def test_a_cut_stream_is_not_held_and_a_running_continue_holds_its_answer(stack:
         assert slow.get_final_message().stop_reason == "end_turn"
     with pytest.raises(ThreadAlreadyContinuedError):
         _create(client, "Meanwhile", _continue(first.id))
+
+
+def test_a_thread_keeps_the_stores_limits_truthfully(stack: Stack) -> None:
+    """The session budget of previous_response_id: a turn too large to hold is a 413 before Gemini is
+    asked; an answer too large to hold ends its stream with an error, never message_stop, is not
+    continuable, and leaves the answer before it free to continue. count_tokens takes no `thread`."""
+    ctx = stack.app[CONTEXT]
+    ctx.store, kept = MemoryStore(max_bytes=60_000, session_bytes=60_000), ctx.store
+    try:
+        client = Recorder().client(stack.url)
+        first = _create(client, "Hello", {"type": "create"})
+        asked = stack.accepted
+        with pytest.raises(anthropic.APIStatusError) as big:
+            _create(client, "x" * 70_000, _continue(first.id))
+        assert big.value.status_code == 413 and "messages" in big.value.message and stack.accepted == asked
+        events = []
+        with pytest.raises(anthropic.APIError, match="too large to keep"):  # noqa: SIM117
+            with client.beta.messages.stream(model="gemini-2.5-flash", max_tokens=200, betas=[BETA],
+                                             thread=_continue(first.id),
+                                             messages=[{"role": "user", "content": "[[mock:bulk 70000]]"}]) as s:
+                events.extend(e.type for e in s)
+        assert "message_stop" not in events and events[0] == "message_start"
+        assert _create(client, "Short", _continue(first.id)).stop_reason == "end_turn"
+        with pytest.raises(anthropic.BadRequestError, match="thread"):
+            client.messages.count_tokens(model="gemini-2.5-flash", extra_body={"thread": _continue(first.id)},
+                                         messages=[{"role": "user", "content": "Hi"}])
+    finally:
+        ctx.store = kept
 
 
 def test_another_keys_answer_looks_unknown() -> None:

@@ -125,6 +125,9 @@ async def count_tokens(request: web.Request) -> web.Response:
     """Gemini's countTokens on the request the proxy would send (history, tools, system)."""
     ctx: Context = request.app[CONTEXT]
     req = validate(CountTokensRequest, await read_json(request))
+    if (req.model_extra or {}).get("thread") is not None:  # it would count only the new turn: never silently
+        raise ProxyError("thread: Extra inputs are not permitted: count_tokens takes no `thread` (the SDK's "
+                         "count_tokens params have none); count the whole conversation.", param="thread")
     model, _, body, _ = await _prepare(request, req)
     return web.json_response({"input_tokens": await ctx.count_tokens(model, body, api_key_of(request))})
 
