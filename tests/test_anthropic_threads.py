@@ -198,6 +198,9 @@ def test_thread_refusals_name_the_field_as_the_api_does(stack: Stack) -> None:
                        ({"type": "continue", "previous_message_id": first.id, "depth": 2}, "thread.depth")):
         with pytest.raises(anthropic.BadRequestError, match=re.escape(field)):
             _create(client, "Hi", bad)
+    with pytest.raises(anthropic.BadRequestError, match="messages"):  # nothing to resume: no pause_turn here
+        client.beta.messages.create(model="gemini-2.5-flash", max_tokens=200, betas=[BETA],
+                                    thread=_continue(first.id), messages=[])
     with pytest.raises(ThreadNotFoundError) as unknown:
         _create(client, "Hi", _continue("msg_0123456789abcdef01234567"))
     assert unknown.value.status_code == 404 and unknown.value.body["error"]["details"] == {

@@ -83,6 +83,9 @@ def _check(request: web.Request, req: MessagesRequest) -> None:
     if thread.type == "continue" and not thread.previous_message_id:
         raise ProxyError("thread.previous_message_id: Field required for a `continue`.",
                          param="thread.previous_message_id")
+    if thread.type == "continue" and not req.messages:  # the SDK's resume of a `pause_turn` answer
+        raise ProxyError("messages: a `continue` with no messages resumes a paused turn, and this proxy never "
+                         "pauses one (no answer has stop_reason `pause_turn`): send the new turn.", param="messages")
     unsupported = [f for f in UNSUPPORTED if (req.model_extra or {}).get(f) is not None]
     if unsupported:
         raise _refuse(f"thread: this proxy cannot hold a thread with {', '.join(unsupported)}: send the full "
@@ -133,8 +136,8 @@ class ThreadTurn:
 
 
 async def begin(request: web.Request, ctx: Context, session: str, req: MessagesRequest) -> ThreadTurn | None:
-    """The request's thread, checked; for a `continue`, the held history and the claim on its
-    previous answer, with `system` and `tools` set to the thread's (the request is then whole)."""
+    """The request's thread, checked; for a `continue`, the held history (with the thread's system)
+    and the claim on its previous answer, and `req.tools` set to the thread's."""
     if req.thread is None:
         return None
     _check(request, req)
