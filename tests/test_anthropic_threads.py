@@ -133,6 +133,31 @@ def test_the_newest_sdks_tool_runner_continues_its_thread(stack: Stack) -> None:
         _held_through_the_thread(r["sent"], r["statuses"])
 
 
+def test_the_sdks_message_thread_holds_a_chat_across_models_and_forks(stack: Stack) -> None:
+    """`client.beta.messages.thread()` (unsupported_request_behavior "error": no silent fallback to
+    replays): turns of a chat send only their own message, a turn may switch the model (the held
+    history is given to it as conversation_at gives any model's), and a fork replays the history as a
+    new thread while the original goes on."""
+    rec = Recorder()
+    chat = rec.client(stack.url).beta.messages.thread(model="gemini-2.5-flash", max_tokens=200, system="Be brief.",
+                                                      tools=[WEATHER])
+    assert chat.send({"role": "user", "content": "First line"}).stop_reason == "end_turn"
+    chat.send({"role": "user", "content": "Second line"}, model="gemini-3-flash-preview")
+    third = chat.send({"role": "user", "content": "Third line"})
+    assert third.stop_reason == "end_turn" and chat.previous_message_id == third.id
+    body = stack.last_body()
+    users = [p["text"] for c in body["contents"] if c["role"] == "user" for p in c["parts"]]
+    assert users == ["First line", "Second line", "Third line"]
+    assert body["systemInstruction"]["parts"] == [{"text": "Be brief."}]
+    assert [s["thread"]["type"] for s in rec.sent] == ["create", "continue", "continue"]
+    assert [s["messages"] for s in rec.sent] == [1, 1, 1]
+    fork = chat.fork()
+    assert fork.send({"role": "user", "content": "Fourth line"}).stop_reason == "end_turn"
+    assert rec.sent[-1]["thread"] == {"type": "create"} and rec.sent[-1]["messages"] == 7
+    assert chat.send({"role": "user", "content": "Back on the first"}).stop_reason == "end_turn"
+    assert rec.statuses == [200] * 5
+
+
 class Alternating(httpx2.HTTPTransport):
     """Each request to the next of `urls` in turn (a load balancer without affinity)."""
 
