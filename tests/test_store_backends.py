@@ -178,6 +178,23 @@ def test_concurrent_appends_lose_nothing(make_store) -> None:
     asyncio.run(go())
 
 
+def test_a_taken_mark_is_won_by_exactly_one_taker(make_store) -> None:
+    """take_mark is a claim (an Anthropic thread's answer is continued once): of many concurrent
+    takers exactly one finds the mark, in one session only, and a mark put back can be won again."""
+    async def go() -> None:
+        store = make_store()
+        await store.put_mark("s", "claim", "m", {})
+        await store.put_mark("other", "claim", "m", {})
+        won = await asyncio.gather(*(store.take_mark("s", "claim", "m") for _ in range(50)))
+        assert won.count(True) == 1 and await store.get_mark("s", "claim", "m") is None
+        assert await store.get_mark("other", "claim", "m") == {}
+        assert not await store.take_mark("s", "claim", "never")
+        await store.put_mark("s", "claim", "m", {})
+        assert await store.take_mark("s", "claim", "m")
+        await store.close()
+    asyncio.run(go())
+
+
 def test_two_clients_of_one_redis_share_everything(redis_server: RedisServer) -> None:
     async def go() -> None:
         a, b = open_store(redis_server.url), open_store(redis_server.url)

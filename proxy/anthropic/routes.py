@@ -1,11 +1,13 @@
 """`POST /v1/messages` (Claude Code appends `?beta=true`), `POST /v1/messages/count_tokens`, and the
 model list in Anthropic's shape: the Anthropic Messages API over Gemini. `anthropic-version` and
-`anthropic-beta` are accepted whatever they say; an unknown beta is never an error."""
+`anthropic-beta` are accepted whatever they say; an unknown beta is never an error, but `thread`
+without its beta is (threads.py holds threads)."""
 
 from typing import Any
 
 from aiohttp import web
 
+from proxy.anthropic import threads
 from proxy.anthropic.stream_writer import AnthropicWriter, keep_alive
 from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
 from proxy.anthropic.translator import AnthropicTranslator
@@ -16,6 +18,7 @@ from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.signatures.sentinel import requires_signatures
+from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import budget_in_range, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
@@ -47,16 +50,16 @@ def _thinking(model: str, req: MessagesRequest) -> dict[str, Any] | None:
     return config
 
 
-async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest
-                   ) -> tuple[str, PreparedTools, dict[str, Any]]:
-    """The Gemini model, the tools and the Gemini body (generation settings only for a message:
-    countTokens takes none)."""
+async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest,
+                   prior: Conversation | None = None) -> tuple[str, PreparedTools, dict[str, Any], Conversation]:
+    """The Gemini model, the tools, the Gemini body (generation settings only for a message:
+    countTokens takes none) and its history; `prior`: a thread's held history the messages follow."""
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
     items = own_items(system_items(req.system) + messages_to_items(req.messages))
     model, tools, calls = await ctx.prepare(request, session, req.model, tools_for_core(req.tools), items)
     try:
-        conv = input_to_contents(items, calls=calls, names=tools.names, model=model,
+        conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model,
                                  result_parts=ctx.rules.result_parts(model))
     except PairingError as e:
         what = (f"a tool_use ({e.call_id}) without a tool_result in the next user turn" if e.missing_output
@@ -67,22 +70,42 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
                   "thinkingConfig": _thinking(model, req)} if isinstance(req, MessagesRequest) else None
     body = assemble_request(conv, tools, tool_choice_for_core(req.tool_choice), generation=generation)
     await object_owners.refuse_foreign(request, body)
-    return model, tools, body
+    return model, tools, body, conv
 
 
 async def create_message(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     req = validate(MessagesRequest, await read_json(request))
     check_ranges(req)
-    model, tools, body = await _prepare(request, req)
-    session, key = session_of(request), api_key_of(request)
+    session = session_of(request)
+    thread = await threads.begin(request, ctx, session, req)
+    if thread is None:
+        return await _answer(request, req, session, None)
+    try:
+        return await _answer(request, req, session, thread)
+    finally:
+        await thread.release()  # (nothing when the answer was held)
+
+
+async def _answer(request: web.Request, req: MessagesRequest, session: str,
+                  thread: threads.ThreadTurn | None) -> web.StreamResponse:
+    ctx: Context = request.app[CONTEXT]
+    prior = thread.prior if thread is not None else None
+    model, tools, body, conv = await _prepare(request, req, prior)
+    if thread is not None:  # before Gemini is asked: a turn too large to hold is not billed and lost
+        ctx.store.refuse_unkeepable(conv.contents[len(prior.contents) if prior else 0:], "This turn", "messages")
+    key = api_key_of(request)
     single = bool(req.tool_choice and req.tool_choice.disable_parallel_tool_use)
-    translator = AnthropicTranslator(req.model, tools, ctx.seal(request, model), keep_first_call_only=single)
+    translator = AnthropicTranslator(req.model, tools, ctx.seal(request, model), keep_first_call_only=single,
+                                     keep_turn=thread is not None)
     headers = warning_headers(tools.warnings)
 
     async def remember(ok: bool) -> None:
         if ok:
             await ctx.keep_calls(session, translator.calls, "anthropic", model=model)
+            if thread is not None:
+                added, system = conv.added_since(prior, translator.model_content())
+                await thread.keep(translator.id, added, system, [c.call_id for c in translator.calls], model)
 
     if req.stream:
         if ctx.rules.streams_arguments(model):
@@ -102,7 +125,10 @@ async def count_tokens(request: web.Request) -> web.Response:
     """Gemini's countTokens on the request the proxy would send (history, tools, system)."""
     ctx: Context = request.app[CONTEXT]
     req = validate(CountTokensRequest, await read_json(request))
-    model, _, body = await _prepare(request, req)
+    if (req.model_extra or {}).get("thread") is not None:  # it would count only the new turn: never silently
+        raise ProxyError("thread: Extra inputs are not permitted: count_tokens takes no `thread` (the SDK's "
+                         "count_tokens params have none); count the whole conversation.", param="thread")
+    model, _, body, _ = await _prepare(request, req)
     return web.json_response({"input_tokens": await ctx.count_tokens(model, body, api_key_of(request))})
 
 

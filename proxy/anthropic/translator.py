@@ -20,6 +20,7 @@ from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
+from proxy.from_gemini.model_turn import ModelTurn
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
 from proxy.from_gemini.server_tools import PartsBeforeCall, hosted_record, search_call
 from proxy.signatures.call_record import CallRecord
@@ -53,7 +54,8 @@ def error_type(status: int) -> str:
 
 
 class AnthropicTranslator:
-    def __init__(self, model: str, tools: PreparedTools, seal: CarrierSeal, keep_first_call_only: bool = False) -> None:
+    def __init__(self, model: str, tools: PreparedTools, seal: CarrierSeal, keep_first_call_only: bool = False,
+                 keep_turn: bool = False) -> None:
         self.id = "msg_" + ids.response_id()[5:29]
         self.model = model  # the client's name for it
         self._tools, self._seal, self._first_only = tools, seal, keep_first_call_only
@@ -69,6 +71,9 @@ class AnthropicTranslator:
         self._searches: dict[Any, tuple[str, list[dict[str, Any]]]] = {}  # toolCall id -> (block id, parts)
         self.stop_reason: str | None = None
         self.done = self.failed = False
+        # The model turn as Gemini sent it (signatures on their parts), for a thread's held history
+        # (threads.py); only kept when asked: a stateless client resends its history itself.
+        self.model_turn = ModelTurn() if keep_turn else None
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -84,6 +89,8 @@ class AnthropicTranslator:
         out: list[Event] = []
         for raw in first_candidate_parts(chunk):
             refuse_unrepresented(raw, "Anthropic Messages")
+            if self.model_turn is not None:
+                self.model_turn.add(raw)
             call_events, part = self._partial.feed(raw)
             out += self._call_events(call_events)
             if part is not None:
@@ -123,6 +130,20 @@ class AnthropicTranslator:
             return []
         self.done = self.failed = True
         return [{"type": "error", "error": {"type": error_type(error.status), "message": error.message}}]
+
+    def model_content(self) -> dict[str, Any] | None:
+        """The model turn for a held history: parts exactly as received; with disable_parallel_tool_use
+        only the first call, the one the client was given."""
+        if not self.model_turn:
+            return None
+        parts, calls = [], 0
+        for part in self.model_turn.parts:
+            if "functionCall" in part:
+                calls += 1
+                if self._first_only and calls > 1:
+                    continue
+            parts.append(part)
+        return {"role": "model", "parts": parts}
 
     def message(self) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,

@@ -114,7 +114,8 @@ async def _stored(request: web.Request) -> tuple[str, StoredResponse]:
     rid = request.match_info["response_id"]
     session = session_of(request)
     stored = await ctx.store.get_response(session, rid)
-    if stored is None or "interaction" in stored.response:  # an interaction's id is not a response's
+    # An interaction's id, or an Anthropic thread's answer (anthropic/threads.py), is not a response's.
+    if stored is None or "interaction" in stored.response or "anthropic_thread" in stored.response:
         raise ProxyError(f"No response found with id '{rid}'.", status=404, param="response_id",
                          type="invalid_request_error", code="not_found")
     if (stored.response.get("status") in RUNNING and rid not in request.app[TASKS]

@@ -163,6 +163,11 @@ class EntryStore:
         found = await self._get((session, kind, key))
         return fast_json.loads(found[0]) if found else None
 
+    async def take_mark(self, session: str, kind: str, key: str) -> bool:
+        """Forget a mark in one atomic step: True for the one caller that found it (a claim that
+        instances sharing the store cannot both win)."""
+        return await self.backend.pop((session, kind, key))
+
     async def put_calls(self, session: str, calls: list[CallRecord]) -> None:
         for c in calls:
             await self._put((session, "call", c.call_id), [fast_json.dumps(c.to_dict())], f"Call '{c.call_id}'")

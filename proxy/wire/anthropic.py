@@ -67,6 +67,18 @@ class Thinking(_Lenient):
     budget_tokens: int | None = None
 
 
+class Thread(BaseModel):
+    """`thread` (beta `message-threads-2026-08-12`): `create` holds the conversation under the answer's
+    `id`; `continue` sends only the new turn after `previous_message_id` (the SDK's
+    BetaThreadCreateParams / BetaThreadContinueParams). Strict and closed: a thread type or field
+    this proxy does not know cannot be honoured, so it is a 400 naming it, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["create", "continue"]
+    previous_message_id: str | None = None
+
+
 class MessagesRequest(_Lenient):
     model: str
     max_tokens: int
@@ -82,6 +94,7 @@ class MessagesRequest(_Lenient):
     thinking: Thinking | None = None
     metadata: dict[str, Any] | None = None
     output_config: dict[str, Any] | None = None
+    thread: Thread | None = None
 
 
 class CountTokensRequest(_Lenient):
