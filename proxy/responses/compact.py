@@ -24,6 +24,7 @@ from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.store.base import SessionStore, stored_chain
+from proxy.to_gemini.agent_message import agent_message_text
 from proxy.to_gemini.input_to_contents import parse_input, unopened_compaction
 from proxy.wire.gemini import checked, first_candidate_parts
 from proxy.wire.responses import CompactionItem, CompactRequest, FunctionCallItem, FunctionCallOutputItem, MessageItem
@@ -77,6 +78,8 @@ def transcript(items: list[Any], summaries: dict[str, str]) -> str:
             lines.append(f"result of call {item.call_id}: {_text(item.output)}")
         elif kind == "web_search_call":
             lines.append(f"assistant searched the web: {(item.action or {}).get('query', '')}")
+        elif kind == "agent_message":
+            lines.append(agent_message_text(item, 0))
         elif kind == "compaction":
             lines.append(f"(summary of what came before) {summaries.get(item.encrypted_content, '')}")
     return "\n".join(line for line in lines if line.strip())

@@ -233,10 +233,7 @@ class ResponsesTranslator:
             events += self._custom_call(call.call_id, ref, call.args)
         else:
             args = json.dumps(call.args, ensure_ascii=False)
-            item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
-                    "call_id": call.call_id, "name": ref.name, "arguments": ""}
-            if ref.namespace:
-                item["namespace"] = ref.namespace
+            item = self._call_item(call.call_id, ref, call.record.gemini_name)
             events += self._add_item(item)
             # Gemini sends a call whole (no argument deltas on the Developer API): one delta carries it.
             events.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
@@ -324,10 +321,7 @@ class ResponsesTranslator:
                     self._streaming = _StreamingItem(ev.call, call_id, None)
                     continue
                 events += self._close_open()
-                item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
-                        "call_id": call_id, "name": ref.name, "arguments": ""}
-                if ref.namespace:
-                    item["namespace"] = ref.namespace
+                item = self._call_item(call_id, ref, declared)
                 events += self._add_item(item)
                 self._streaming = _StreamingItem(ev.call, call_id, item)
                 continue
@@ -355,6 +349,19 @@ class ResponsesTranslator:
         item = streaming.item
         return [self._ev("response.function_call_arguments.done", item_id=item["id"], output_index=self._index,
                          arguments=args)] + self._done_item({**item, "status": "completed", "arguments": args})
+
+    def _call_item(self, call_id: str, ref: ToolRef, gemini_name: str) -> dict[str, Any]:
+        """A function_call item as it opens. A tool whose schema marks parameters `encrypted` (Codex
+        MultiAgentV2's collaboration tools) gets `encrypted_function_args: []`: Gemini wrote its
+        arguments in plain text and nothing in them is ciphertext, which Codex then delivers as
+        plain text (openai/codex PR #35845) instead of as an `encrypted_content` part."""
+        item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
+                "call_id": call_id, "name": ref.name, "arguments": ""}
+        if ref.namespace:
+            item["namespace"] = ref.namespace
+        if gemini_name in self._tools.encrypted_params():
+            item["encrypted_function_args"] = []
+        return item
 
     def _custom_call(self, call_id: str, ref: ToolRef, args: dict[str, Any]) -> list[Event]:
         """A custom tool's call: its free-form input goes back as text, not JSON."""
