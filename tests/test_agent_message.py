@@ -20,8 +20,8 @@ from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 CIPHERTEXT = "gAAAAABo" + "x" * 120  # OpenAI's Fernet-like ciphertext (openai/codex #43893: "gAAAA…")
 SPAWN_PARAMS = {"type": "object", "required": ["task_name", "message"], "additionalProperties": False,
                 "properties": {"task_name": {"type": "string"},
-                               "message": {"type": "string", "description": "Initial plain-text task for the new agent.",
-                                           "encrypted": True}}}
+                               "message": {"type": "string", "encrypted": True,
+                                           "description": "Initial plain-text task for the new agent."}}}
 COLLABORATION = {"type": "namespace", "name": "collaboration", "description": "Agents",
                  "tools": [{"type": "function", "name": "spawn_agent", "description": "Spawn an agent",
                             "parameters": SPAWN_PARAMS, "strict": False}]}

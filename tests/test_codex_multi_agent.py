@@ -31,7 +31,8 @@ def test_codex_spawns_a_sub_agent_through_the_proxy(codex_bin: Path, stack, tmp_
     before = stack.accepted
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(home), "GTP_API_KEY": "codex-key"}
     done = subprocess.run([str(codex_bin), "exec", "--json", "--skip-git-repo-check",
-                           'Call collaboration__spawn_agent task_name=worker message="gtp-child-task" and collaboration__wait_agent'],
+                           'Call collaboration__spawn_agent task_name=worker message="gtp-child-task" '
+                           'and collaboration__wait_agent'],
                           env=env, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     sent = stack.received[before - stack.accepted:]
