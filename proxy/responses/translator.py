@@ -88,12 +88,19 @@ class ResponsesTranslator:
         # sends only `response`; copying echoed tools and output three times cost a large request.
         self._snapshots = snapshots
         self._sources = sources  # include=["web_search_call.action.sources"]
+        # Done items that come before Gemini's: the compaction item of a compaction on create (turn.py).
+        self.preface: list[dict[str, Any]] = []
 
     # -- public API ---------------------------------------------------------------------------
 
     def start(self) -> list[Event]:
         snapshot = self._snapshot()
-        return [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
+        if self.preface:  # (the server's snapshot is the response itself, written after the items join it)
+            snapshot = {**snapshot, "output": []}
+        events = [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
+        for item in self.preface:
+            events += self._add_item(item) + self._done_item(item)
+        return events
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         """One Gemini chunk (checked by wire.gemini.checked; a failure goes to `fail`)."""

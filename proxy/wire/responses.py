@@ -283,6 +283,14 @@ class Reasoning(_Lenient):
     summary: str | None = None
 
 
+class ContextManagement(_Lenient):
+    """One `context_management` entry (openai types/responses/response_create_params.py): only
+    `compaction` exists; `compact_threshold` is the rendered-token count that triggers it."""
+
+    type: str
+    compact_threshold: int | None = None
+
+
 class ResponsesRequest(_Lenient):
     model: str
     # Each item is checked by parse_input, by its kind's shape (a copy of each item here cost 18 us a
@@ -313,6 +321,7 @@ class ResponsesRequest(_Lenient):
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
     truncation: Literal["auto", "disabled"] | None = None
+    context_management: list[ContextManagement] | None = None
 
 
 # `include` values of the Responses API. The proxy fills what it can; the rest name outputs of tools
