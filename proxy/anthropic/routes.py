@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.anthropic.context_edits import apply_edits, check_edits
 from proxy.anthropic.stream_writer import AnthropicWriter, keep_alive
 from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
 from proxy.anthropic.translator import AnthropicTranslator
@@ -48,9 +49,9 @@ def _thinking(model: str, req: MessagesRequest) -> dict[str, Any] | None:
 
 
 async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest
-                   ) -> tuple[str, PreparedTools, dict[str, Any]]:
-    """The Gemini model, the tools and the Gemini body (generation settings only for a message:
-    countTokens takes none)."""
+                   ) -> tuple[str, PreparedTools, dict[str, Any], dict[str, Any] | None]:
+    """The Gemini model, the tools, the Gemini body (generation settings only for a message:
+    countTokens takes none) and the context editing report (None: none was asked for)."""
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
     items = own_items(system_items(req.system) + messages_to_items(req.messages))
@@ -62,22 +63,28 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
         what = (f"a tool_use ({e.call_id}) without a tool_result in the next user turn" if e.missing_output
                 else f"a tool_result for {e.call_id} without the tool_use it answers")
         raise ProxyError(f"messages: {what}.", param="messages") from None
+    report = None
+    if req.context_management is not None:  # applied to what Gemini gets; the client keeps its history
+        edits = check_edits(req.context_management.edits)
+        conv.contents, applied = apply_edits(edits, conv.system, conv.contents, tools.names, model)
+        report = {"applied_edits": applied}
     generation = {"temperature": req.temperature, "topP": req.top_p, "topK": req.top_k,
                   "stopSequences": req.stop_sequences, "maxOutputTokens": req.max_tokens,
                   "thinkingConfig": _thinking(model, req)} if isinstance(req, MessagesRequest) else None
     body = assemble_request(conv, tools, tool_choice_for_core(req.tool_choice), generation=generation)
     await object_owners.refuse_foreign(request, body)
-    return model, tools, body
+    return model, tools, body, report
 
 
 async def create_message(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     req = validate(MessagesRequest, await read_json(request))
     check_ranges(req)
-    model, tools, body = await _prepare(request, req)
+    model, tools, body, report = await _prepare(request, req)
     session, key = session_of(request), api_key_of(request)
     single = bool(req.tool_choice and req.tool_choice.disable_parallel_tool_use)
     translator = AnthropicTranslator(req.model, tools, ctx.seal(request, model), keep_first_call_only=single)
+    translator.context_management = report
     headers = warning_headers(tools.warnings)
 
     async def remember(ok: bool) -> None:
@@ -102,7 +109,9 @@ async def count_tokens(request: web.Request) -> web.Response:
     """Gemini's countTokens on the request the proxy would send (history, tools, system)."""
     ctx: Context = request.app[CONTEXT]
     req = validate(CountTokensRequest, await read_json(request))
-    model, _, body = await _prepare(request, req)
+    # Counted after the context edits, as Anthropic counts (its `original_input_tokens` would take a
+    # second count, so the field is left out).
+    model, _, body, _report = await _prepare(request, req)
     return web.json_response({"input_tokens": await ctx.count_tokens(model, body, api_key_of(request))})
 
 

@@ -32,6 +32,7 @@ from proxy.store.base import SessionStore, stored_chain
 from proxy.to_gemini.agent_message import agent_message_text
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import unopened_compaction
+from proxy.to_gemini.token_estimate import estimate_tokens
 from proxy.wire.gemini import checked, first_candidate_parts
 from proxy.wire.responses import (
     CompactionItem,
@@ -152,7 +153,6 @@ def as_items(items: list[dict[str, Any]], owner: str | None = None) -> list[dict
 # Without compact_threshold: 80 % of the 1,048,576-token input window of Gemini 2.5 and 3 (OpenAI names
 # no default in its types; a threshold past the window would never compact before Gemini refuses).
 DEFAULT_THRESHOLD = 838_860
-IMAGE_TOKENS = 258  # Gemini's count for an image up to 384 px a side (media_resolution docs); a floor
 
 
 def compaction_threshold(req: ResponsesRequest) -> int | None:
@@ -172,19 +172,8 @@ def compaction_threshold(req: ResponsesRequest) -> int | None:
 
 
 def rendered_tokens(conv: Conversation) -> int:
-    """An estimate of the tokens Gemini reads for `conv` (a quarter of the text's bytes, an image at its
-    floor), made locally: asking countTokens would cost every turn a round trip."""
-    size, media = 0, 0
-    for content in [{"parts": conv.system}, *conv.contents]:
-        for part in content.get("parts") or []:
-            if "inlineData" in part or "fileData" in part:
-                media += 1
-            elif isinstance(part.get("text"), str):
-                size += len(part["text"].encode())
-            else:
-                size += len(json.dumps({k: v for k, v in part.items() if k != "thoughtSignature"},
-                                       ensure_ascii=False).encode())
-    return size // 4 + media * IMAGE_TOKENS
+    """The rendered-token count compact_threshold is checked against (token_estimate.py)."""
+    return estimate_tokens(conv.system, conv.contents)
 
 
 def refuse_unopened(items: list[InputItem], summaries: dict[str, str], stored: int, previous: str | None) -> None:
