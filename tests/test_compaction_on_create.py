@@ -67,6 +67,8 @@ def test_a_stateless_loop_compacts_on_create_and_continues(client: openai.OpenAI
     assert "Oslo" not in third.output[0].encrypted_content  # sealed
     call2 = next(o for o in third.output if o.type == "function_call")
     assert third.status == "completed"
+    # The summary was billed too: its tokens are in the usage (the mock counts a quarter of the contents).
+    assert third.usage.input_tokens == sum(max(1, len(json.dumps(r["body"]["contents"])) // 4) for r in sent)
 
     # The next turn: the output appended to the input, as OpenAI's guide says; the items before the
     # compaction item are what it stands for, so they are not sent again.

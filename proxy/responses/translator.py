@@ -58,6 +58,16 @@ class _Search:
     parts: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _added(usage: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two Gemini usageMetadata counted as one (the token counts summed)."""
+    if not more:
+        return usage
+    keys = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount",
+            "cachedContentTokenCount")
+    return {**(usage or {}), **{k: int((usage or {}).get(k) or 0) + int(more.get(k) or 0) for k in keys
+                                if (usage or {}).get(k) or more.get(k)}}
+
+
 class ResponsesTranslator:
     def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
                  keep_first_call_only: bool = False, carrier: CarrierSeal | None = None,
@@ -88,8 +98,10 @@ class ResponsesTranslator:
         # sends only `response`; copying echoed tools and output three times cost a large request.
         self._snapshots = snapshots
         self._sources = sources  # include=["web_search_call.action.sources"]
-        # Done items that come before Gemini's: the compaction item of a compaction on create (turn.py).
+        # Done items that come before Gemini's: the compaction item of a compaction on create (turn.py),
+        # and the usageMetadata of the summary it took (billed too, so counted in the usage).
         self.preface: list[dict[str, Any]] = []
+        self.preface_usage: dict[str, Any] | None = None
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -127,7 +139,7 @@ class ResponsesTranslator:
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
                     "encrypted_content": self._carrier.encode(self.calls + self.hosted)}
             events += self._add_item(item) + self._done_item(item)
-        self.response["usage"] = map_usage(self.check.usage)
+        self.response["usage"] = map_usage(_added(self.check.usage, self.preface_usage))
         problem = self.check.problem()
         if problem:
             return events + self.fail(problem)

@@ -186,7 +186,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
             summaries, compacted = open_compactions(seal, items)
     conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model), summaries=summaries)
-    parent, preface = req.previous_response_id, []
+    parent, preface, summary_usage = req.previous_response_id, [], None
     threshold = compaction_threshold(req)
     if threshold is not None and rendered_tokens(conv) > threshold:
         history = list(sent_input)
@@ -208,6 +208,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
         conv = input_to_contents(items, calls={**compacted, **calls}, names=tools.names, model=model,
                                  result_parts=ctx.rules.result_parts(model), summaries=summaries)
         prior, parent, preface = None, None, [done.compaction]  # a new chain starts here, compacted
+        summary_usage = done.usage
     known = None
     if req.store is not False:  # what storing the turn will keep: its contents and its input items
         known = ctx.store.turn_input(conv.contents[len(prior.contents) if prior else 0:],
@@ -220,6 +221,6 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                      keep_first_call_only=req.parallel_tool_calls is False,
                                      carrier=ctx.seal(request, model) if carry else None, snapshots=False,
                                      sources="web_search_call.action.sources" in (req.include or []))
-    translator.preface = preface
+    translator.preface, translator.preface_usage = preface, summary_usage
     return Turn(ctx, session, req, sent_input, prior, conv, model, tools, body, translator,
                 api_key_of(request), warning_headers(tools.warnings), recent, known, parent=parent)
