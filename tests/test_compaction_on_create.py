@@ -91,6 +91,10 @@ def test_a_stateless_loop_compacts_on_create_and_continues(client: openai.OpenAI
     k = next(i for i, item in enumerate(history) if item.get("type") == "compaction")
     create(history[k:], 10_000)
     assert stack.received[-1]["body"]["contents"] == body["contents"]
+    # /v1/responses/compact reads the item the same way: what it stands for is summarised once.
+    compacted = client.responses.with_raw_response.compact(model=MODEL, input=history).http_response.json()
+    assert compacted["output"][-1]["type"] == "compaction"
+    assert json.dumps(stack.received[-1]["body"]).count("result of call") == 1  # call2's, not the dropped turns'
 
 
 def test_stateful_compaction_starts_a_compacted_chain(client: openai.OpenAI, stack) -> None:

@@ -14,7 +14,7 @@ from aiohttp import web
 from proxy import ids
 from proxy.errors import ProxyError
 from proxy.from_gemini.usage import map_usage
-from proxy.responses.compaction import compact, items_at, open_compactions, refuse_unopened
+from proxy.responses.compaction import compact, expand_compacted, items_at, open_compactions, refuse_unopened
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
@@ -36,8 +36,8 @@ async def compact_route(request: web.Request) -> web.Response:
         history, stored = found, len(found)
     if isinstance(req.input, str):
         history.append({"type": "message", "role": "user", "content": req.input})
-    elif req.input:
-        history.extend(req.input)
+    elif req.input:  # a compaction made on create stands for the input it replaced (compaction.py)
+        history.extend(expand_compacted(ctx.seal(request, ctx.gemini_model(req.model)), req.input))
     if not history:
         raise ProxyError("Nothing to compact: give 'input', 'previous_response_id', or both.", param="input",
                          code="missing_required_parameter")
