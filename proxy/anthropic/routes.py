@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.anthropic import threads
+from proxy.anthropic.context_edits import apply_edits, check_edits
 from proxy.anthropic.stream_writer import AnthropicWriter, keep_alive
 from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
 from proxy.anthropic.translator import AnthropicTranslator
@@ -51,9 +52,11 @@ def _thinking(model: str, req: MessagesRequest) -> dict[str, Any] | None:
 
 
 async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest,
-                   prior: Conversation | None = None) -> tuple[str, PreparedTools, dict[str, Any], Conversation]:
+                   prior: Conversation | None = None
+                   ) -> tuple[str, PreparedTools, dict[str, Any], Conversation, dict[str, Any] | None]:
     """The Gemini model, the tools, the Gemini body (generation settings only for a message:
-    countTokens takes none) and its history; `prior`: a thread's held history the messages follow."""
+    countTokens takes none), its history (`prior`: a thread's held history the messages follow) and
+    the context editing report (None: none was asked for; a thread refuses editing, threads.py)."""
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
     items = own_items(system_items(req.system) + messages_to_items(req.messages))
@@ -65,12 +68,17 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
         what = (f"a tool_use ({e.call_id}) without a tool_result in the next user turn" if e.missing_output
                 else f"a tool_result for {e.call_id} without the tool_use it answers")
         raise ProxyError(f"messages: {what}.", param="messages") from None
+    report = None
+    if req.context_management is not None:  # applied to what Gemini gets; the client keeps its history
+        edits = check_edits(req.context_management.edits)
+        conv.contents, applied = apply_edits(edits, conv.system, conv.contents, tools.names, model)
+        report = {"applied_edits": applied}
     generation = {"temperature": req.temperature, "topP": req.top_p, "topK": req.top_k,
                   "stopSequences": req.stop_sequences, "maxOutputTokens": req.max_tokens,
                   "thinkingConfig": _thinking(model, req)} if isinstance(req, MessagesRequest) else None
     body = assemble_request(conv, tools, tool_choice_for_core(req.tool_choice), generation=generation)
     await object_owners.refuse_foreign(request, body)
-    return model, tools, body, conv
+    return model, tools, body, conv, report
 
 
 async def create_message(request: web.Request) -> web.StreamResponse:
@@ -91,13 +99,14 @@ async def _answer(request: web.Request, req: MessagesRequest, session: str,
                   thread: threads.ThreadTurn | None) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     prior = thread.prior if thread is not None else None
-    model, tools, body, conv = await _prepare(request, req, prior)
+    model, tools, body, conv, report = await _prepare(request, req, prior)
     if thread is not None:  # before Gemini is asked: a turn too large to hold is not billed and lost
         ctx.store.refuse_unkeepable(conv.contents[len(prior.contents) if prior else 0:], "This turn", "messages")
     key = api_key_of(request)
     single = bool(req.tool_choice and req.tool_choice.disable_parallel_tool_use)
     translator = AnthropicTranslator(req.model, tools, ctx.seal(request, model), keep_first_call_only=single,
                                      keep_turn=thread is not None)
+    translator.context_management = report
     headers = warning_headers(tools.warnings)
 
     async def remember(ok: bool) -> None:
@@ -128,7 +137,9 @@ async def count_tokens(request: web.Request) -> web.Response:
     if (req.model_extra or {}).get("thread") is not None:  # it would count only the new turn: never silently
         raise ProxyError("thread: Extra inputs are not permitted: count_tokens takes no `thread` (the SDK's "
                          "count_tokens params have none); count the whole conversation.", param="thread")
-    model, _, body, _ = await _prepare(request, req)
+    # Counted after the context edits, as Anthropic counts (its `original_input_tokens` would take a
+    # second count, so the field is left out).
+    model, _, body, _, _report = await _prepare(request, req)
     return web.json_response({"input_tokens": await ctx.count_tokens(model, body, api_key_of(request))})
 
 

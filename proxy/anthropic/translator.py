@@ -74,6 +74,9 @@ class AnthropicTranslator:
         # The model turn as Gemini sent it (signatures on their parts), for a thread's held history
         # (threads.py); only kept when asked: a stateless client resends its history itself.
         self.model_turn = ModelTurn() if keep_turn else None
+        # `{"applied_edits": [...]}` when the request asked for context editing (context_edits.py):
+        # on the message, and on a stream's message_delta, as Anthropic reports it.
+        self.context_management: dict[str, Any] | None = None
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -120,9 +123,11 @@ class AnthropicTranslator:
             out += self._signed_block("", self._seal.encode(self.calls + self.hosted))
         self.done = True
         usage = usage_of(self.check.usage)
-        return out + [{"type": "message_delta", "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
-                       "usage": usage},
-                      {"type": "message_stop"}]
+        delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": self.stop_reason,
+                                                                    "stop_sequence": None}, "usage": usage}
+        if self.context_management is not None:
+            delta["context_management"] = self.context_management
+        return out + [delta, {"type": "message_stop"}]
 
     def fail(self, error: ProxyError) -> list[Event]:
         """The stream's failure: Anthropic's `error` event (the SDKs raise on it)."""
@@ -146,8 +151,11 @@ class AnthropicTranslator:
         return {"role": "model", "parts": parts}
 
     def message(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
-                "stop_reason": self.stop_reason, "stop_sequence": None, "usage": usage_of(self.check.usage)}
+        message = {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
+                   "stop_reason": self.stop_reason, "stop_sequence": None, "usage": usage_of(self.check.usage)}
+        if self.context_management is not None:
+            message["context_management"] = self.context_management
+        return message
 
     # -- blocks ---------------------------------------------------------------------------------
 

@@ -11,8 +11,9 @@ from aiohttp import web
 
 from proxy.errors import ProxyError
 from proxy.responses import compact, websocket
+from proxy.responses.compaction import as_items
 from proxy.responses.stream_writer import ResponsesWriter
-from proxy.responses.turn import Turn, as_items, prepare_turn
+from proxy.responses.turn import Turn, prepare_turn
 from proxy.server import background
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json

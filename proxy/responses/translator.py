@@ -58,6 +58,16 @@ class _Search:
     parts: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _added(usage: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two Gemini usageMetadata counted as one (the token counts summed)."""
+    if not more:
+        return usage
+    keys = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount",
+            "cachedContentTokenCount")
+    return {**(usage or {}), **{k: int((usage or {}).get(k) or 0) + int(more.get(k) or 0) for k in keys
+                                if (usage or {}).get(k) or more.get(k)}}
+
+
 class ResponsesTranslator:
     def __init__(self, response: dict[str, Any], tools: PreparedTools | None = None,
                  keep_first_call_only: bool = False, carrier: CarrierSeal | None = None,
@@ -88,12 +98,21 @@ class ResponsesTranslator:
         # sends only `response`; copying echoed tools and output three times cost a large request.
         self._snapshots = snapshots
         self._sources = sources  # include=["web_search_call.action.sources"]
+        # Done items that come before Gemini's: the compaction item of a compaction on create (turn.py),
+        # and the usageMetadata of the summary it took (billed too, so counted in the usage).
+        self.preface: list[dict[str, Any]] = []
+        self.preface_usage: dict[str, Any] | None = None
 
     # -- public API ---------------------------------------------------------------------------
 
     def start(self) -> list[Event]:
         snapshot = self._snapshot()
-        return [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
+        if self.preface:  # (the server's snapshot is the response itself, written after the items join it)
+            snapshot = {**snapshot, "output": []}
+        events = [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
+        for item in self.preface:
+            events += self._add_item(item) + self._done_item(item)
+        return events
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         """One Gemini chunk (checked by wire.gemini.checked; a failure goes to `fail`)."""
@@ -120,7 +139,7 @@ class ResponsesTranslator:
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
                     "encrypted_content": self._carrier.encode(self.calls + self.hosted)}
             events += self._add_item(item) + self._done_item(item)
-        self.response["usage"] = map_usage(self.check.usage)
+        self.response["usage"] = map_usage(_added(self.check.usage, self.preface_usage))
         problem = self.check.problem()
         if problem:
             return events + self.fail(problem)
@@ -233,10 +252,7 @@ class ResponsesTranslator:
             events += self._custom_call(call.call_id, ref, call.args)
         else:
             args = json.dumps(call.args, ensure_ascii=False)
-            item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
-                    "call_id": call.call_id, "name": ref.name, "arguments": ""}
-            if ref.namespace:
-                item["namespace"] = ref.namespace
+            item = self._call_item(call.call_id, ref, call.record.gemini_name)
             events += self._add_item(item)
             # Gemini sends a call whole (no argument deltas on the Developer API): one delta carries it.
             events.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
@@ -324,10 +340,7 @@ class ResponsesTranslator:
                     self._streaming = _StreamingItem(ev.call, call_id, None)
                     continue
                 events += self._close_open()
-                item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
-                        "call_id": call_id, "name": ref.name, "arguments": ""}
-                if ref.namespace:
-                    item["namespace"] = ref.namespace
+                item = self._call_item(call_id, ref, declared)
                 events += self._add_item(item)
                 self._streaming = _StreamingItem(ev.call, call_id, item)
                 continue
@@ -355,6 +368,19 @@ class ResponsesTranslator:
         item = streaming.item
         return [self._ev("response.function_call_arguments.done", item_id=item["id"], output_index=self._index,
                          arguments=args)] + self._done_item({**item, "status": "completed", "arguments": args})
+
+    def _call_item(self, call_id: str, ref: ToolRef, gemini_name: str) -> dict[str, Any]:
+        """A function_call item as it opens. A tool whose schema marks parameters `encrypted` (Codex
+        MultiAgentV2's collaboration tools) gets `encrypted_function_args: []`: Gemini wrote its
+        arguments in plain text and nothing in them is ciphertext, which Codex then delivers as
+        plain text (openai/codex PR #35845) instead of as an `encrypted_content` part."""
+        item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
+                "call_id": call_id, "name": ref.name, "arguments": ""}
+        if ref.namespace:
+            item["namespace"] = ref.namespace
+        if gemini_name in self._tools.encrypted_params():
+            item["encrypted_function_args"] = []
+        return item
 
     def _custom_call(self, call_id: str, ref: ToolRef, args: dict[str, Any]) -> list[Event]:
         """A custom tool's call: its free-form input goes back as text, not JSON."""

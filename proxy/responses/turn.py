@@ -8,15 +8,22 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import fast_json, ids
+from proxy import fast_json
 from proxy.errors import ProxyError
+from proxy.responses.compaction import (
+    compact,
+    compaction_threshold,
+    expand_compacted,
+    items_at,
+    open_compactions,
+    refuse_unopened,
+    rendered_tokens,
+)
 from proxy.responses.response_object import response_skeleton
 from proxy.responses.translator import ResponsesTranslator
 from proxy.server import object_owners
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import validate
-from proxy.signatures.call_record import CallRecord
-from proxy.signatures.carrier import CarrierSeal
 from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput, conversation_at
 from proxy.to_gemini.conversation import Conversation
@@ -25,7 +32,7 @@ from proxy.to_gemini.request_body import build_gemini_request, stream_arguments
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.gemini import checked
-from proxy.wire.responses import INCLUDE_VALUES, CompactionItem, InputItem, ResponsesRequest
+from proxy.wire.responses import INCLUDE_VALUES, ResponsesRequest
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -76,6 +83,9 @@ class Turn:
     # The whole answer's JSON once remember() stored it: the client is sent the same bytes (one
     # serialization of the response, with its echoed tools, for both).
     answer_json: bytes | None = None
+    # The stored turn it continues: previous_response_id, unless compaction on create made this turn
+    # the start of a new chain (its stored input is the compacted conversation).
+    parent: str | None = None
 
     @property
     def response(self) -> dict[str, Any]:
@@ -120,7 +130,7 @@ class Turn:
         self.answer_json = fast_json.dumps(t.response)
         await self.ctx.store.put_response(self.session, StoredResponse(
             id=t.response["id"], response=t.response, contents=added, system=system,
-            pending=[c.call_id for c in t.calls], parent=self.req.previous_response_id, input=self.input,
+            pending=[c.call_id for c in t.calls], parent=self.parent, input=self.input,
             model=self.model),
             chained=True, known=self.known, response_json=self.answer_json)
 
@@ -140,47 +150,6 @@ def _check_options(req: ResponsesRequest) -> None:
     if req.background and (req.stream or req.store is False):
         raise ProxyError("A background response is stored and polled: it cannot be streamed or have store false.",
                          param="background", code="invalid_value")
-
-
-def open_compactions(seal: CarrierSeal, items: list[InputItem]) -> tuple[dict[str, str], dict[str, CallRecord]]:
-    """The summaries of the compaction items among `items` (by their content) and the call records
-    they carry; one that does not open is left out, and input_to_contents refuses it by name."""
-    summaries: dict[str, str] = {}
-    calls: dict[str, CallRecord] = {}
-    for item in items:
-        if isinstance(item, CompactionItem) and item.encrypted_content not in summaries:
-            opened = seal.open_compaction(item.encrypted_content)
-            if opened is not None:
-                summaries[item.encrypted_content], found = opened
-                calls.update(found)
-    return summaries, calls
-
-
-def as_items(items: list[dict[str, Any]], owner: str | None = None) -> list[dict[str, Any]]:
-    """Items as the Responses API gives them (GET .../input_items, a compaction's output): each with an
-    id and a status, a message's text as content parts (the client's own fields stay). The ids of a
-    stored response's input items are derived from its id (`owner`), so they need not be stored and
-    read the same every time; without an owner they are fresh."""
-    out = []
-    for n, item in enumerate(items):
-        if not isinstance(item, dict):
-            out.append(item)
-            continue
-        kind = item.get("type", "message")
-        prefix = "msg" if kind == "message" else "fc"
-        made = ids.derived(prefix, owner, n) if owner else ids.message_id() if kind == "message" else (
-            ids.function_item_id())
-        item = {"id": made, "type": kind, "status": "completed", **{k: v for k, v in item.items() if v is not None}}
-        if kind == "message" and isinstance(item.get("content"), str):
-            assistant = item.get("role") == "assistant"
-            part = ({"type": "output_text", "text": item["content"], "annotations": []} if assistant
-                    else {"type": "input_text", "text": item["content"]})
-            item["content"] = [part]
-        elif kind == "message" and isinstance(item.get("content"), list):
-            item["content"] = [{"annotations": [], **c} if isinstance(c, dict) and c.get("type") == "output_text"
-                               else c for c in item["content"]]
-        out.append(item)
-    return out
 
 
 async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = None) -> Turn:
@@ -204,12 +173,42 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items)
-    summaries, compacted = open_compactions(ctx.seal(request, model), items)
-    conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
-                             result_parts=ctx.rules.result_parts(model), summaries=summaries)
+    seal = ctx.seal(request, model)
+    summaries, compacted = open_compactions(seal, items)
     # The input items as sent: GET .../input_items gives them their ids and statuses (as_items).
     sent_input = [{"type": "message", "role": "user", "content": req.input}] if isinstance(req.input, str) else (
         req.input)
+    if summaries:  # a compaction made on create stands for the input it replaced (compaction.py)
+        expanded = expand_compacted(seal, sent_input)
+        if expanded is not sent_input:
+            sent_input, items = expanded, parse_input(expanded)
+            model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items)
+            summaries, compacted = open_compactions(seal, items)
+    conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
+                             result_parts=ctx.rules.result_parts(model), summaries=summaries)
+    parent, preface, summary_usage = req.previous_response_id, [], None
+    threshold = compaction_threshold(req)
+    if threshold is not None and rendered_tokens(conv) > threshold:
+        history = list(sent_input)
+        if req.previous_response_id:
+            stored = await items_at(ctx.store, session, req.previous_response_id)
+            if stored is None:  # continued from a WebSocket's own cache, never stored (store: false)
+                raise ProxyError("The conversation passed compact_threshold but the response it continues was not "
+                                 "stored (store: false), so it cannot be compacted; send the conversation as input.",
+                                 param="context_management", code="invalid_value")
+            history = stored + history
+        whole = parse_input(history)
+        model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), whole)
+        old_summaries, carried = open_compactions(seal, whole)
+        refuse_unopened(whole, old_summaries, len(history) - len(sent_input), req.previous_response_id)
+        done = await compact(ctx, api_key_of(request), seal, model, history, whole, {**carried, **calls},
+                             old_summaries, req.instructions, covers=req.input if isinstance(req.input, list) else [])
+        sent_input, items = done.output, parse_input(done.output)
+        summaries, compacted = open_compactions(seal, items)
+        conv = input_to_contents(items, calls={**compacted, **calls}, names=tools.names, model=model,
+                                 result_parts=ctx.rules.result_parts(model), summaries=summaries)
+        prior, parent, preface = None, None, [done.compaction]  # a new chain starts here, compacted
+        summary_usage = done.usage
     known = None
     if req.store is not False:  # what storing the turn will keep: its contents and its input items
         known = ctx.store.turn_input(conv.contents[len(prior.contents) if prior else 0:],
@@ -222,5 +221,6 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                      keep_first_call_only=req.parallel_tool_calls is False,
                                      carrier=ctx.seal(request, model) if carry else None, snapshots=False,
                                      sources="web_search_call.action.sources" in (req.include or []))
+    translator.preface, translator.preface_usage = preface, summary_usage
     return Turn(ctx, session, req, sent_input, prior, conv, model, tools, body, translator,
-                api_key_of(request), warning_headers(tools.warnings), recent, known)
+                api_key_of(request), warning_headers(tools.warnings), recent, known, parent=parent)

@@ -19,7 +19,9 @@ _ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains"
         "unevaluatedItems", "unevaluatedProperties", "additionalItems")
 _MAP = ("properties", "patternProperties", "dependentSchemas")
 _LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
-_DROP = ("$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$defs", "definitions")
+# `encrypted`: the Responses API's mark on a parameter OpenAI encrypts (not JSON Schema; Gemini would
+# take it for an unknown keyword). The calls of such a tool go back marked plain text (translator.py).
+_DROP = ("$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$defs", "definitions", "encrypted")
 
 
 def json_schema_for_gemini(schema: Any) -> dict[str, Any] | None:

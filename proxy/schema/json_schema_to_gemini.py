@@ -36,6 +36,14 @@ _HINTED = ("exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems", 
            "maxContains", "contentEncoding", "contentMediaType")
 
 
+def marks_encrypted(schema: Any) -> bool:
+    """Whether a tool's schema marks a parameter `encrypted` (the Responses API's extension on a
+    property, `{"type": "string", "encrypted": true}`: codex-rs `JsonSchema::with_encrypted`). It is
+    not JSON Schema: both converters leave it out of what Gemini gets."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return isinstance(props, dict) and any(isinstance(p, dict) and "encrypted" in p for p in props.values())
+
+
 def json_schema_to_gemini(schema: Any) -> dict[str, Any] | None:
     """Convert a tool's argument schema; None means "declare the function without parameters"."""
     if not isinstance(schema, dict):

@@ -16,6 +16,8 @@ ACTIONS = {
     "multipleOf": "moved into the description", "uniqueItems": "moved into the description",
     "minContains": "moved into the description", "maxContains": "moved into the description",
     "contentEncoding": "moved into the description", "contentMediaType": "moved into the description",
+    "encrypted": "left out (the Responses API's encryption mark): the value is sent in plain text and its calls "
+                 "say so (encrypted_function_args: [])",
 }
 MAX_REPAIRS = 50  # per tool
 

@@ -48,12 +48,24 @@ class CarrierSeal:
         data = json.dumps({"model": self.model, "calls": [c.to_dict() for c in calls]}, separators=(",", ":"))
         return PREFIX + self.keys.seal(data.encode(), _label(self.scope))
 
-    def seal_compaction(self, summary: str, calls: list[CallRecord]) -> str:
+    def seal_compaction(self, summary: str, calls: list[CallRecord], items: list[dict[str, Any]] | None = None,
+                        covers: str | None = None) -> str:
         """A compaction item's content: the summary of the turns it stands for, and the records of the
-        calls the kept items still refer to (so a stateless client's next turn has their signatures)."""
-        data = json.dumps({"model": self.model, "summary": summary, "calls": [c.to_dict() for c in calls]},
-                          separators=(",", ":"))
+        calls the kept items still refer to (so a stateless client's next turn has their signatures).
+        A compaction made on create (responses/compaction.py) also holds the items it kept and a digest
+        of the input it stands for (`covers`): the client may resend that input before it or drop it."""
+        sealed: dict[str, Any] = {"model": self.model, "summary": summary, "calls": [c.to_dict() for c in calls]}
+        if items is not None:
+            sealed.update(items=items, covers=covers)
+        data = json.dumps(sealed, separators=(",", ":"))
         return COMPACTION + self.keys.seal(data.encode(), _label(self.scope, COMPACTION))
+
+    def open_compaction_whole(self, token: str) -> dict[str, Any] | None:
+        """Everything a compaction item holds (see seal_compaction), or None when it does not open."""
+        if not token.startswith(COMPACTION):
+            return None
+        data = self.keys.open(token[len(COMPACTION):], _label(self.scope, COMPACTION))
+        return json.loads(data) if data is not None else None
 
     def open_compaction(self, token: str) -> tuple[str, dict[str, CallRecord]] | None:
         """The summary and call records of a compaction item, or None when it does not open for this

@@ -16,6 +16,7 @@ from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.server_tools import server_part_key
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.sentinel import sign_unsigned_turns
+from proxy.to_gemini.agent_message import agent_message_text
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.media import MEDIA_PARTS, media_part
 from proxy.to_gemini.repair_history import repair_history
@@ -25,6 +26,7 @@ from proxy.wire.json_body import param_path, parse_arguments
 from proxy.wire.responses import (
     ITEM_LISTS,
     ITEM_MODELS,
+    AgentMessageItem,
     CompactionItem,
     CustomToolCallItem,
     FunctionCallItem,
@@ -295,6 +297,8 @@ def input_to_contents(
             b.function_output(item, i)
         elif isinstance(item, WebSearchCallItem):
             b.web_search(item, i)
+        elif isinstance(item, AgentMessageItem):  # Codex MultiAgentV2: a user turn naming its author
+            b.message(MessageItem(role="user", content=agent_message_text(item, i)), i)
         elif item.type == "item_reference":
             raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
                              "item itself or use previous_response_id.", param=f"input[{i}]")

@@ -12,7 +12,7 @@ from cachetools import LRUCache
 from proxy.errors import ProxyError
 from proxy.journal.exchange import notes_json
 from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
-from proxy.schema.json_schema_to_gemini import json_schema_to_gemini
+from proxy.schema.json_schema_to_gemini import json_schema_to_gemini, marks_encrypted
 from proxy.schema.repairs import repair_note, schema_repairs
 from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache, content_digest
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
@@ -50,6 +50,15 @@ class PreparedTools:
             notes = [repair_note(r["tool"], r) for r in self.schema_repairs()]
             self.memo["repair_notes"] = notes, notes_json(notes)
         return self.memo["repair_notes"]
+
+    def encrypted_params(self) -> frozenset[str]:
+        """Gemini names of the tools whose schema marks a parameter `encrypted` (the Responses API's
+        extension: OpenAI encrypts that argument; Codex MultiAgentV2's `message`). Gemini gets the
+        schema without the mark; the calls go back marked plain text (responses/translator.py)."""
+        if "encrypted" not in self.memo:
+            self.memo["encrypted"] = frozenset(name for name, schema in self.schemas.items()
+                                               if marks_encrypted(schema))
+        return self.memo["encrypted"]
 
     def gemini_tools(self) -> list[dict[str, Any]]:
         decls = [{"functionDeclarations": self.declarations}] if self.declarations else []

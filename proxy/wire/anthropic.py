@@ -1,7 +1,7 @@
 """Anthropic Messages API request shapes (`POST /v1/messages`, `/v1/messages/count_tokens`), as the
 `anthropic` SDKs and Claude Code send them (reference/claude-code-2.1.331-request.json).
 
-Unknown fields are kept and ignored (Claude Code sends `context_management`, `output_config`,
+Unknown fields are kept and ignored (Claude Code sends `output_config`,
 `metadata` and new fields with each beta); types are strict, so a wrong shape is a 400 naming the
 field before the core sees it.
 """
@@ -79,6 +79,13 @@ class Thread(BaseModel):
     previous_message_id: str | None = None
 
 
+class ContextManagement(_Lenient):
+    """`context_management` (beta context-management-2025-06-27): the edits, each checked by
+    anthropic/context_edits.py (a kind it does not apply is a 400 naming it)."""
+
+    edits: list[Any] | None = None
+
+
 class MessagesRequest(_Lenient):
     model: str
     max_tokens: int
@@ -95,6 +102,7 @@ class MessagesRequest(_Lenient):
     metadata: dict[str, Any] | None = None
     output_config: dict[str, Any] | None = None
     thread: Thread | None = None
+    context_management: ContextManagement | None = None
 
 
 class CountTokensRequest(_Lenient):
@@ -104,6 +112,7 @@ class CountTokensRequest(_Lenient):
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
     thinking: Thinking | None = None
+    context_management: ContextManagement | None = None
 
 
 def check_ranges(req: MessagesRequest) -> None:

@@ -126,6 +126,18 @@ class _Compaction(TypedDict, total=False):
     id: str | None
 
 
+class _AgentMessage(TypedDict, total=False):
+    """Codex MultiAgentV2's inter-agent message (codex-rs protocol `ResponseItem::AgentMessage`; wire
+    seen in MetaFARS/codex-relay #60): parts are `input_text` or `encrypted_content`; content may be null."""
+
+    __pydantic_config__ = LENIENT
+    type: Required[Literal["agent_message"]]
+    author: str | None
+    recipient: str | None
+    content: str | list[dict[str, Any]] | None
+    id: str | None
+
+
 class MessageItem(_Item, shape=_Message, defaults={"type": "message"}):
     __slots__ = ()
 
@@ -156,6 +168,12 @@ class WebSearchCallItem(_Item, shape=_WebSearchCall):
     __slots__ = ()
 
 
+class AgentMessageItem(_Item, shape=_AgentMessage):
+    """A message one Codex agent sent another (spawn_agent, send_message, a child's completion)."""
+
+    __slots__ = ()
+
+
 class CompactionItem(_Item, shape=_Compaction):
     """What `POST /v1/responses/compact` made of the turns it dropped: their summary, sealed."""
 
@@ -163,7 +181,7 @@ class CompactionItem(_Item, shape=_Compaction):
 
 
 InputItem = (MessageItem | FunctionCallItem | CustomToolCallItem | FunctionCallOutputItem | ReasoningItem
-             | ItemReference | WebSearchCallItem | CompactionItem)
+             | ItemReference | WebSearchCallItem | CompactionItem | AgentMessageItem)
 
 ITEM_MODELS: dict[str, type[_Item]] = {
     "message": MessageItem,
@@ -175,6 +193,7 @@ ITEM_MODELS: dict[str, type[_Item]] = {
     "item_reference": ItemReference,
     "web_search_call": WebSearchCallItem,
     "compaction": CompactionItem,
+    "agent_message": AgentMessageItem,
 }
 
 # One check of a list per item kind: parse_input checks all the items of one kind in one call (one
@@ -264,6 +283,14 @@ class Reasoning(_Lenient):
     summary: str | None = None
 
 
+class ContextManagement(_Lenient):
+    """One `context_management` entry (openai types/responses/response_create_params.py): only
+    `compaction` exists; `compact_threshold` is the rendered-token count that triggers it."""
+
+    type: str
+    compact_threshold: int | None = None
+
+
 class ResponsesRequest(_Lenient):
     model: str
     # Each item is checked by parse_input, by its kind's shape (a copy of each item here cost 18 us a
@@ -294,6 +321,7 @@ class ResponsesRequest(_Lenient):
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
     truncation: Literal["auto", "disabled"] | None = None
+    context_management: list[ContextManagement] | None = None
 
 
 # `include` values of the Responses API. The proxy fills what it can; the rest name outputs of tools
