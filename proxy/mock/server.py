@@ -22,7 +22,7 @@ from proxy.mock import antigravity, generated_objects, interactions, oauth, obje
 from proxy.mock import hops as long_answers
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, Reply, fragment_calls, latest_user_text, respond
-from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, validate_request
+from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, check_fields, validate_request
 
 RECEIVED = web.AppKey("received", collections.deque)
 ACCEPTED = web.AppKey("accepted", list)  # [count]: every request accepted, unlike RECEIVED which keeps the last 256
@@ -147,7 +147,8 @@ def _not_supported(model: str, version: str, method: str) -> GeminiRejection:
                                 "methods.", "NOT_FOUND")
 
 
-async def _model_method(request: web.Request, model: str, method: str, version: str) -> web.Response:
+async def _model_method(request: web.Request, model: str, method: str, version: str,
+                        vertex: bool = False) -> web.Response:
     """countTokens, embedContent, batchEmbedContents: as strict as generateContent about their bodies."""
     try:
         body = json.loads(await request.read())
@@ -159,11 +160,16 @@ async def _model_method(request: web.Request, model: str, method: str, version: 
         if method == "countTokens":
             if embedding:
                 raise _not_supported(model, version, method)
-            inner = body.get("generateContentRequest") or {"contents": body.get("contents")}
-            if "generateContentRequest" in body and inner.get("model") != f"models/{model}":
-                raise GeminiRejection(400, "* CountTokensRequest.generate_content_request.model: the model must "
-                                           f"match the request's model, models/{model}\n")  # [inferred]
-            validate_request({k: v for k, v in inner.items() if k != "model"}, model)
+            if vertex:  # Vertex's CountTokensRequest holds contents, systemInstruction, tools, generationConfig
+                inner = body
+                validate_request(body, model, api="vertex", root="CountTokensRequest")
+            else:
+                inner = body.get("generateContentRequest") or {"contents": body.get("contents")}
+                if "generateContentRequest" in body and inner.get("model") != f"models/{model}":
+                    raise GeminiRejection(400, "* CountTokensRequest.generate_content_request.model: the model "
+                                               f"must match the request's model, models/{model}\n")  # [inferred]
+                check_fields(body, "CountTokensRequest")
+                validate_request({k: v for k, v in inner.items() if k != "model"}, model)
             tokens = max(1, len(json.dumps(inner.get("contents"))) // 4)
             return web.json_response({"totalTokens": tokens,
                                       "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}]})
@@ -202,7 +208,7 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         assert model is not None
         if not MODEL_NAME.match(model):
             return _error(_not_supported(model, version, method))
-        return await _model_method(request, model, method, version)
+        return await _model_method(request, model, method, version, vertex="project" in request.match_info)
     raw = await request.read()
     try:
         body = json.loads(raw)
@@ -224,7 +230,8 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
                                            "supported for generateContent. Call ListModels to see the list of "
                                            "available models and their supported methods.", "NOT_FOUND"))
     try:
-        validate_request(body, model, allow=CLOUDCODE_FIELDS if cloudcode else frozenset())
+        validate_request(body, model, allow=CLOUDCODE_FIELDS if cloudcode else frozenset(),
+                         api="vertex" if "project" in request.match_info else "mldev")
         if envelope is not None and antigravity.is_third_party(model):
             antigravity.check_claude(body)
     except GeminiRejection as e:

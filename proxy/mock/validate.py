@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 
+from proxy.mock import wire_fields
 from proxy.schema.json_pointer import resolve_ref
 
 MOCK_SIGNING_KEY = b"gemini-tool-proxy mock signatures"
@@ -41,36 +42,10 @@ def _meta_schema_problem(schema_json: str) -> str | None:
     return None
 
 
-REQUEST = {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "safetySettings",
-           "cachedContent", "serviceTier", "store", "continuationToken"}
-CONTENT = {"role", "parts"}
-PART = {"text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode",
-        "codeExecutionResult", "thought", "thoughtSignature", "videoMetadata", "partMetadata", "mediaResolution",
-        "toolCall", "toolResponse"}
-TOOL_CALL = {"id", "toolType", "args"}
-TOOL_RESPONSE = {"id", "toolType", "response"}
-FUNCTION_CALL = {"name", "args", "id"}
-FUNCTION_RESPONSE = {"name", "response", "id", "parts", "willContinue", "scheduling"}
-TOOL = {"functionDeclarations", "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext",
-        "fileSearch", "googleMaps", "computerUse", "mcpServers"}
-DECLARATION = {"name", "description", "parameters", "parametersJsonSchema", "response", "responseJsonSchema",
-               "behavior"}
-SCHEMA = {"type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems", "properties",
-          "required", "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example", "anyOf",
-          "propertyOrdering", "default", "items", "minimum", "maximum"}
+# The fields of each request message come from one table (proxy/mock/wire_fields.py, checked against the
+# installed google-genai by tests/test_mock_sdk_fields.py); what is not in it is a 400 "Unknown name".
 TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
-TOOL_CONFIG = {"functionCallingConfig", "retrievalConfig", "includeServerSideToolInvocations"}
-CALLING_CONFIG = {"mode", "allowedFunctionNames", "streamFunctionCallArguments"}
 MODES = {"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"}
-GENERATION = {"temperature", "topP", "topK", "candidateCount", "maxOutputTokens", "stopSequences",
-              "presencePenalty", "frequencyPenalty", "seed", "responseMimeType", "responseSchema",
-              "responseJsonSchema", "responseLogprobs", "logprobs", "responseModalities", "mediaResolution",
-              "speechConfig", "thinkingConfig", "enableEnhancedCivicAnswers", "imageConfig"}
-THINKING = {"includeThoughts", "thinkingBudget", "thinkingLevel"}
-BLOB = {"mimeType", "data"}
-FILE_DATA = {"mimeType", "fileUri"}
-RESPONSE_BLOB = {"mimeType", "data", "displayName"}  # functionResponse.parts[] take a displayName to $ref
-RESPONSE_FILE_DATA = {"mimeType", "fileUri", "displayName"}
 MIME = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$")
 # Gemini 2.x answers multimodal function responses so (gemini-cli#19436).
 # Built-in tools next to function declarations: Gemini 2.x (celeste-python#197, 2026) and Gemini 3
@@ -85,7 +60,7 @@ RESPONSE_PARTS_REFUSED = ("Unable to submit request because `function_response.p
 # Gemma on Gemini's API (agno-agi/agno#3505, BerriAI/litellm#10313; the system-instruction refusal for Gemma 3).
 GEMMA_NO_TOOLS = "Function calling is not enabled for models/{model}"
 GEMMA_NO_SYSTEM = "Developer instruction is not enabled for models/{model}"
-CLOUDCODE_FIELDS = frozenset({"sessionId", "labels"})
+CLOUDCODE_FIELDS = frozenset({"sessionId"})
 
 
 @dataclass
@@ -158,28 +133,58 @@ def search_result(queries: Any) -> dict[str, Any]:
                          "url": "https://weather.example/" + re.sub(r"[^a-z0-9]+", "-", q.lower())} for q in qs]}
 
 
+def unknown_fields(body: Any, message: str, api: str, allow: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """Stage 1 over the whole body: (field path, description) for each field its message lacks on `api`
+    (Gemini names the path in snake_case, map entries as `[i].value`), and for a message that is not an
+    object. Free-form values (arguments, labels, JSON schemas) are not walked."""
+    out: list[tuple[str, str]] = []
+
+    def walk(obj: Any, message: str, path: str, extra: frozenset[str] = frozenset()) -> None:
+        if not isinstance(obj, dict):
+            out.append((path, f"Invalid value at '{path}' (type.googleapis.com/google.protobuf.Struct), "
+                              f"{json.dumps(obj)}"))
+            return
+        known = wire_fields.fields(message, api)
+        for key, value in obj.items():
+            name = key if key in known or key in extra else camel(key)
+            if name not in known:
+                if name not in extra:
+                    where = f" at '{path}'" if path else ""
+                    out.append((path, f"Invalid JSON payload received. Unknown name \"{key}\"{where}: "
+                                      "Cannot find field."))
+                continue
+            kind, sub = known[name], f"{path}.{snake(name)}" if path else snake(name)
+            if not kind or kind == wire_fields.STRUCT or value is None:
+                continue
+            if kind.startswith(wire_fields.MAP):
+                for i, item in enumerate(value.values() if isinstance(value, dict) else []):
+                    walk(item, kind.removeprefix(wire_fields.MAP), f"{sub}[{i}].value")
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    walk(item, kind, f"{sub}[{i}]")
+            else:
+                walk(value, kind, sub)
+
+    walk(body, message, "", allow)
+    return out
+
+
 class _Checker:
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, api: str = "mldev") -> None:
         self.model = model
+        self.api = api
         self.parse: list[tuple[str, str]] = []     # (field path, description)
         self.semantic: list[str] = []
 
     # -- stage 1: proto parse ------------------------------------------------------------------
 
-    def fields(self, obj: Any, allowed: set[str], path: str) -> dict[str, Any]:
-        if not isinstance(obj, dict):
-            self.parse.append((path, f"Invalid value at '{path}' (type.googleapis.com/google.protobuf.Struct), "
-                                     f"{json.dumps(obj)}"))
-            return {}
-        for key in obj:
-            if key not in allowed and camel(key) not in allowed:
-                where = f" at '{path}'" if path else ""
-                self.parse.append((path, f"Invalid JSON payload received. Unknown name \"{key}\"{where}: "
-                                         "Cannot find field."))
-        return obj
+    @staticmethod
+    def fields(obj: Any) -> dict[str, Any]:
+        """A message's fields (unknown_fields reported what is wrong with them)."""
+        return obj if isinstance(obj, dict) else {}
 
     def schema(self, s: Any, path: str, named: str) -> None:
-        s = self.fields(s, SCHEMA, path)
+        s = self.fields(s)
         t = get(s, "type")
         if isinstance(t, list):
             self.parse.append((path, f"Invalid JSON payload received. Unknown name \"type\" at '{path}': "
@@ -263,11 +268,11 @@ class _Checker:
 
     # -- the request -----------------------------------------------------------------------------
 
-    def request(self, body: Any, allow: frozenset[str] = frozenset()) -> None:
+    def request(self, body: Any, allow: frozenset[str] = frozenset(), root: str = "GenerateContentRequest") -> None:
         if not isinstance(body, dict):
             self.parse.append(("", "Invalid JSON payload received. Expected an object."))
             return
-        self.fields(body, REQUEST | allow, "")
+        self.parse.extend(unknown_fields(body, root, self.api, allow))
         declared = self.tools(get(body, "tools") or [])
         self.tool_config(get(body, "toolConfig"), declared)
         self.combination(get(body, "tools") or [], get(body, "toolConfig"), declared)
@@ -293,10 +298,10 @@ class _Checker:
                                         "Proto field is not repeating, cannot start list."))
             return declared
         for ti, tool in enumerate(tools):
-            tool = self.fields(tool, TOOL, f"tools[{ti}]")
+            tool = self.fields(tool)
             for di, decl in enumerate(get(tool, "functionDeclarations") or []):
                 path = f"tools[{ti}].function_declarations[{di}]"
-                decl = self.fields(decl, DECLARATION, path)
+                decl = self.fields(decl)
                 name = get(decl, "name")
                 if not isinstance(name, str) or not FUNCTION_NAME.match(name):
                     self.semantic.append(f"GenerateContentRequest.{path}.name: {NAME_RULE}")
@@ -315,11 +320,11 @@ class _Checker:
     def tool_config(self, cfg: Any, declared: list[str]) -> None:
         if cfg is None:
             return
-        cfg = self.fields(cfg, TOOL_CONFIG, "tool_config")
+        cfg = self.fields(cfg)
         fcc = get(cfg, "functionCallingConfig")
         if fcc is None:
             return
-        fcc = self.fields(fcc, CALLING_CONFIG, "tool_config.function_calling_config")
+        fcc = self.fields(fcc)
         mode = get(fcc, "mode") or "AUTO"
         if mode not in MODES:
             self.parse.append(("tool_config.function_calling_config.mode",
@@ -349,10 +354,10 @@ class _Checker:
     def generation(self, gen: Any) -> None:
         if gen is None:
             return
-        gen = self.fields(gen, GENERATION, "generation_config")
+        gen = self.fields(gen)
         thinking = get(gen, "thinkingConfig")
         if thinking is not None:
-            thinking = self.fields(thinking, THINKING, "generation_config.thinking_config")
+            thinking = self.fields(thinking)
             budget, level = get(thinking, "thinkingBudget"), get(thinking, "thinkingLevel")
             if budget is not None and level is not None:
                 raise GeminiRejection(400, "You can only set only one of thinking budget and thinking level.")
@@ -363,7 +368,7 @@ class _Checker:
                 raise GeminiRejection(400, f"The thinking budget ({budget}) is invalid.")
 
     def content(self, c: Any, path: str, system: bool = False) -> None:
-        c = self.fields(c, CONTENT, path)
+        c = self.fields(c)
         role = get(c, "role")
         if not system and role not in ("user", "model"):
             raise GeminiRejection(400, "Please use a valid role: user, model.")
@@ -372,30 +377,25 @@ class _Checker:
             self.semantic.append(f"GenerateContentRequest.{path}.parts: contents.parts must not be empty.")
             return
         for pi, p in enumerate(parts if isinstance(parts, list) else []):
-            p = self.fields(p, PART, f"{path}.parts[{pi}]")
+            p = self.fields(p)
             fc = get(p, "functionCall")
             if fc is not None:
-                fc = self.fields(fc, FUNCTION_CALL, f"{path}.parts[{pi}].function_call")
+                fc = self.fields(fc)
                 if get(fc, "args") is not None and not isinstance(get(fc, "args"), dict):
                     self.parse.append((f"{path}.parts[{pi}].function_call.args",
                                        f"Invalid value at '{path}.parts[{pi}].function_call.args' "
                                        f"(type.googleapis.com/google.protobuf.Struct), {json.dumps(get(fc, 'args'))}"))
-            self.media(p, f"{path}.parts[{pi}]", BLOB, FILE_DATA)
-            if get(p, "toolCall") is not None:
-                self.fields(get(p, "toolCall"), TOOL_CALL, f"{path}.parts[{pi}].tool_call")
-            if get(p, "toolResponse") is not None:
-                self.fields(get(p, "toolResponse"), TOOL_RESPONSE, f"{path}.parts[{pi}].tool_response")
+            self.media(p, f"{path}.parts[{pi}]")
             fr = get(p, "functionResponse")
             if fr is not None:
-                fr = self.fields(fr, FUNCTION_RESPONSE, f"{path}.parts[{pi}].function_response")
+                fr = self.fields(fr)
                 frparts = get(fr, "parts")
                 if frparts:
                     if not is_gemini3(self.model):
                         raise GeminiRejection(400, RESPONSE_PARTS_REFUSED)
                     for mi, m in enumerate(frparts if isinstance(frparts, list) else []):
                         where = f"{path}.parts[{pi}].function_response.parts[{mi}]"
-                        self.media(self.fields(m, {"inlineData", "fileData"}, where), where, RESPONSE_BLOB,
-                                   RESPONSE_FILE_DATA)
+                        self.media(self.fields(m), where)
                 if not isinstance(get(fr, "response"), dict):
                     self.parse.append((f"{path}.parts[{pi}].function_response.response",
                                        f"Invalid value at '{path}.parts[{pi}].function_response.response' "
@@ -405,11 +405,11 @@ class _Checker:
                     self.semantic.append(f"GenerateContentRequest.{path}.parts[{pi}].function_response.name: "
                                          "Name cannot be empty.")  # [inferred]
 
-    def media(self, p: dict[str, Any], path: str, blob_fields: set[str], file_fields: set[str]) -> None:
+    def media(self, p: dict[str, Any], path: str) -> None:
         """inlineData: base64 bytes and a MIME type; fileData: a URI (and a MIME type)."""
         blob = get(p, "inlineData")
         if blob is not None:
-            blob = self.fields(blob, blob_fields, f"{path}.inline_data")
+            blob = self.fields(blob)
             data, mime = get(blob, "data"), get(blob, "mimeType")
             if not isinstance(data, str) or _b64(data, strict=True) is None:
                 self.parse.append((f"{path}.inline_data.data", f"Invalid value at '{path}.inline_data.data' "
@@ -418,7 +418,7 @@ class _Checker:
                 raise GeminiRejection(400, f"Unsupported MIME type: {mime}")  # [inferred wording]
         file_data = get(p, "fileData")
         if file_data is not None:
-            file_data = self.fields(file_data, file_fields, f"{path}.file_data")
+            file_data = self.fields(file_data)
             if not isinstance(get(file_data, "fileUri"), str) or not get(file_data, "fileUri"):
                 self.semantic.append(f"GenerateContentRequest.{path}.file_data.file_uri: file_uri must be set.")
             mime = get(file_data, "mimeType")
@@ -544,13 +544,26 @@ def _b64(value: str, strict: bool = False) -> bytes | None:
         return None
 
 
-def validate_request(body: Any, model: str, allow: frozenset[str] = frozenset()) -> None:
-    """Raise GeminiRejection exactly where Gemini would answer 400; return quietly otherwise."""
-    check = _Checker(model)
-    check.request(body, allow)
+def _parse_rejection(parse: list[tuple[str, str]]) -> GeminiRejection:
+    return GeminiRejection(400, "\n".join(d for _, d in parse), violations=[{"field": f, "description": d}
+                                                                          for f, d in parse])
+
+
+def check_fields(body: Any, message: str, api: str = "mldev") -> None:
+    """Only stage 1's unknown fields, for a body whose parts are validated on their own."""
+    problems = unknown_fields(body, message, api)
+    if problems:
+        raise _parse_rejection(problems)
+
+
+def validate_request(body: Any, model: str, allow: frozenset[str] = frozenset(), api: str = "mldev",
+                     root: str = "GenerateContentRequest") -> None:
+    """Raise GeminiRejection exactly where Gemini would answer 400; return quietly otherwise. `api`:
+    "mldev" (the Developer API, Cloud Code) or "vertex"; `root`: the request message the body is."""
+    check = _Checker(model, api)
+    check.request(body, allow, root)
     if check.parse:
-        raise GeminiRejection(400, "\n".join(d for _, d in check.parse),
-                              violations=[{"field": f, "description": d} for f, d in check.parse])
+        raise _parse_rejection(check.parse)
     if check.semantic:
         raise GeminiRejection(400, "".join(f"* {line}\n" for line in check.semantic))
     if model.startswith("gemma-"):
