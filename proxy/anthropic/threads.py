@@ -86,7 +86,8 @@ def _check(request: web.Request, req: MessagesRequest) -> None:
     if thread.type == "continue" and not req.messages:  # the SDK's resume of a `pause_turn` answer
         raise ProxyError("messages: a `continue` with no messages resumes a paused turn, and this proxy never "
                          "pauses one (no answer has stop_reason `pause_turn`): send the new turn.", param="messages")
-    unsupported = [f for f in UNSUPPORTED if (req.model_extra or {}).get(f) is not None]
+    extra = req.model_extra or {}
+    unsupported = [f for f in UNSUPPORTED if getattr(req, f, None) is not None or extra.get(f) is not None]
     if unsupported:
         raise _refuse(f"thread: this proxy cannot hold a thread with {', '.join(unsupported)}: send the full "
                       "conversation without `thread`.", "thread_unsupported_request", unsupported=unsupported)
