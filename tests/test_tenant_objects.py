@@ -68,7 +68,7 @@ def test_a_tenants_file_is_invisible_and_untouchable_for_another(instances: list
 def test_a_tenants_cached_content_is_its_own(instances: list[str]) -> None:
     a, b = client(instances[1], KEY_A), client(instances[0], KEY_B)
     cache = a.caches.create(model="gemini-2.5-flash", config=types.CreateCachedContentConfig(
-        contents=["a long shared context"], display_name="tenant-a-cache", ttl="300s"))
+        contents=["a long shared context " * 1200], display_name="tenant-a-cache", ttl="300s"))
     assert cache.name in [c.name for c in a.caches.list()]
     assert cache.name not in [c.name for c in b.caches.list()]
     _not_found(lambda: b.caches.get(name=cache.name))

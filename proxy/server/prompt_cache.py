@@ -1,0 +1,174 @@
+"""Prompt-cache breakpoints (Anthropic `cache_control`) served by a Gemini explicit cache: the cached
+prefix -- system prompt, tools, tool config and the turns before a breakpoint -- becomes a
+`cachedContents` entry, created on first use and named by the requests that repeat the prefix.
+
+- Only where it can work: the model takes explicit caches (model_rules.EXPLICIT_CACHE: not Gemini 4,
+  not below the model's minimum), the upstream is Gemini's Developer API (not Vertex, whose caches
+  live under a project; not the Interactions API, which caches implicitly), and nothing rewrites the
+  request after it is built (a text-calls dialect, a forced choice's retry with a directive).
+- Which breakpoint: the longest prefix already cached is read; else one is created at the shortest
+  prefix that passes the minimum. Gemini bills a cache's creation at the standard input price and its
+  storage by the hour, so a cache pays only when it is read again: the stable prefix (Claude Code's
+  system prompt and tools) is, a turn's moving breakpoint never would be (docs/benchmarks.md).
+- Whose: the entry is keyed by a hash of the prefix, the model and its owner (the client's scope and
+  its Google key), kept in the session store (shared by every instance; it expires with the cache),
+  and recorded as the client's object (object_owners.py): another client key never reads it and can
+  neither get, list nor delete it.
+- A cache Gemini no longer has (403/404 on the request that names it) is forgotten and the request
+  sent again uncached; a cache that cannot be made (too small by Google's count, any refusal) leaves
+  the request uncached. Either way the client's answer is the same; only the usage differs.
+"""
+
+import datetime
+import hashlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from proxy import fast_json
+from proxy.errors import UpstreamError
+from proxy.journal import exchange
+from proxy.model_rules import explicit_cache_minimum
+from proxy.server import object_owners
+from proxy.server.auth import SCOPE
+from proxy.server.context import CONTEXT, Context, api_key_of
+from proxy.to_gemini.cached_prefix import estimated_tokens, prefix_key, split
+from proxy.wire.model_name import model_resource
+
+# The store's session for the cache map ('/' cannot appear in a client's session name).
+CACHES = "objects/prompt-caches"
+# A cache this close to its expiry is not named any more: the request would outlive it.
+MARGIN = 15.0
+STALE = (403, 404)
+TOO_SMALL = "too small"
+
+
+@dataclass
+class Attached:
+    """The cache a request names, and the request without it (sent if Gemini no longer has it)."""
+
+    key: str
+    name: str
+    created: bool  # made for this request (its tokens are a cache write, not a read)
+    full: dict[str, Any]
+
+
+def _owner(request: web.Request) -> str:
+    key = api_key_of(request) or ""
+    return f"{request.get(SCOPE) or ''}\0{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+def _expiry(answer: dict[str, Any], ttl: int) -> float:
+    """Gemini's expireTime as epoch seconds (at most the ttl asked for from now)."""
+    asked = time.time() + ttl
+    raw = answer.get("expireTime")
+    if isinstance(raw, str):
+        try:
+            return min(asked, datetime.datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            pass
+    return asked
+
+
+def eligible(ctx: Context, model: str, body: dict[str, Any]) -> bool:
+    fcc = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    return (explicit_cache_minimum(model) > 0 and ctx.explicit_cache(model) is not None
+            and ctx.rules.text_calls.dialect(model) is None and fcc.get("mode") != "ANY")
+
+
+async def attach(request: web.Request, model: str, body: dict[str, Any], sizes: list[int | None],
+                 ttls: list[int]) -> tuple[dict[str, Any], Attached | None]:
+    """The body to send (naming a cache where a breakpoint's prefix has or gets one) and the cache."""
+    ctx: Context = request.app[CONTEXT]
+    longest: dict[int, int] = {}  # prefix size -> the longest ttl of the breakpoints that end there
+    for n, ttl in zip(sizes, ttls, strict=True):
+        if n is not None:
+            longest[n] = max(ttl, longest.get(n, 0))
+    points = sorted(longest.items())
+    if not points or not eligible(ctx, model, body):
+        return body, None
+    collection, model_id = model_resource(model)
+    owner, now = _owner(request), time.time()
+    candidates = []
+    for n, ttl in points:
+        cache, rest = split(body, n, f"{collection}/{model_id}", ttl)
+        candidates.append((n, ttl, cache, rest, prefix_key(cache, owner)))
+    marks = [await ctx.store.get_mark(CACHES, "prefix", c[4]) for c in candidates]
+    for (n, _, _, rest, key), mark in reversed(list(zip(candidates, marks, strict=True))):
+        if mark and mark.get("name") and float(mark.get("expires") or 0) > now + MARGIN:
+            exchange.note("cache", f"prompt cache: the prefix ({n} content(s) with the system prompt and tools) is "
+                                   f"read from {mark['name']}", cache=mark["name"])
+            return {**rest, "cachedContent": mark["name"]}, Attached(key, mark["name"], False, body)
+    minimum = explicit_cache_minimum(model)
+    for (_, ttl, cache, rest, key), mark in zip(candidates, marks, strict=True):
+        if mark and mark.get("small") and float(mark.get("expires") or 0) > now:
+            continue
+        if estimated_tokens(cache) < minimum:
+            continue
+        name = await _create(request, ctx, model, cache, key, ttl)
+        if name is None:
+            return body, None
+        return {**rest, "cachedContent": name}, Attached(key, name, True, body)
+    exchange.note("cache", f"prompt cache: no breakpoint's prefix reaches {model}'s minimum of {minimum} tokens; "
+                           "sent uncached")
+    return body, None
+
+
+async def _create(request: web.Request, ctx: Context, model: str, cache: dict[str, Any], key: str, ttl: int
+                  ) -> str | None:
+    rest = ctx.explicit_cache(model)
+    assert rest is not None
+    url = rest.path_url((rest.api_version,), ["cachedContents"], {})
+    try:
+        fwd = await rest.forward("POST", url, fast_json.dumps({**cache, "displayName": f"gtp-{key[:16]}"}), {},
+                                 api_key_of(request), model)
+        answer = fast_json.loads(fwd.body) if fwd.body else {}
+    except (UpstreamError, ValueError) as e:
+        exchange.note("cache", f"prompt cache: creating the cache failed ({e}); sent uncached")
+        return None
+    name = answer.get("name") if isinstance(answer, dict) else None
+    if fwd.status != 200 or not isinstance(name, str) or not name.startswith("cachedContents/"):
+        message = str(((answer.get("error") if isinstance(answer, dict) else None) or {}).get("message") or "")
+        if fwd.status == 400 and TOO_SMALL in message:  # Google's count says no: not tried again while it lives
+            await ctx.store.put_mark(CACHES, "prefix", key, {"small": True, "expires": time.time() + ttl})
+        exchange.note("cache", f"prompt cache: Gemini refused the cache ({fwd.status} {message[:200]}); sent uncached")
+        return None
+    await object_owners.record(request, "cachedContents", answer)
+    await ctx.store.put_mark(CACHES, "prefix", key, {"name": name, "expires": _expiry(answer, ttl)})
+    exchange.note("cache", f"prompt cache: created {name} for the prefix (ttl {ttl}s)", cache=name)
+    return name
+
+
+async def _forget(request: web.Request, attached: Attached, e: UpstreamError) -> None:
+    ctx: Context = request.app[CONTEXT]
+    await ctx.store.put_mark(CACHES, "prefix", attached.key, {"expires": 0})
+    exchange.note("cache", f"prompt cache: Gemini no longer has {attached.name} ({e.status}); forgotten, and the "
+                           "request sent again uncached", cache=attached.name)
+
+
+async def generate(request: web.Request, model: str, body: dict[str, Any], attached: Attached | None,
+                   key: str | None) -> dict[str, Any]:
+    ctx: Context = request.app[CONTEXT]
+    try:
+        return await ctx.upstream.generate(model, body, key)
+    except UpstreamError as e:
+        if attached is None or e.status not in STALE:
+            raise
+        await _forget(request, attached, e)
+    return await ctx.upstream.generate(model, attached.full, key)
+
+
+async def stream(request: web.Request, model: str, body: dict[str, Any], attached: Attached | None,
+                 key: str | None) -> AsyncIterator[dict[str, Any]]:
+    """The stream opened (its failure to open is raised before any chunk, so the retry is unseen)."""
+    ctx: Context = request.app[CONTEXT]
+    try:
+        return await ctx.upstream.stream(model, body, key)
+    except UpstreamError as e:
+        if attached is None or e.status not in STALE:
+            raise
+        await _forget(request, attached, e)
+    return await ctx.upstream.stream(model, attached.full, key)
