@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from proxy.mock.objects import CACHES
+from proxy.mock.objects import CACHE_BODIES, CACHES
 from tests.harness import Stack
 
 MODEL = "gemini-3-flash-preview"
@@ -174,3 +174,36 @@ def test_the_mock_refuses_what_google_refuses() -> None:
             cache["usageMetadata"]["totalTokenCount"] <= ok["usageMetadata"]["promptTokenCount"]
     finally:
         stack.close()
+
+
+def test_a_growing_conversation_reads_the_longest_prefix_an_earlier_turn_cached() -> None:
+    """Claude Code's breakpoint moves to the newest turn each request: the prefix an earlier turn
+    cached is still a prefix of this one and is read from its lineage, and a longer cache is made
+    only once what the read leaves out is as large as what it holds (each creation is billed in full)."""
+    stack = Stack()
+    try:
+        client = _client(stack)
+        big = [{"type": "text", "text": LONG * 2}]
+        history = [{"role": "user", "content": big}]
+        _ask(client, False, history)  # the system prompt and tools: the first cache
+        history += [{"role": "assistant", "content": "Read."}, {"role": "user", "content": "Now fix it."}]
+        grown = _ask(client, False, _turns_marked(history))  # 2 contents twice the first cache's size: a second
+        assert len(stack.mock_app[CACHES]) == 2 and grown.usage.cache_creation_input_tokens > 0
+        second = _generated(stack)[-1]["cachedContent"]
+        assert len(stack.mock_app[CACHE_BODIES][second]["contents"]) == 2
+        history += [{"role": "assistant", "content": "Fixed."}, {"role": "user", "content": "Thanks, and the test?"}]
+        third = _ask(client, False, _turns_marked(history))
+        assert _generated(stack)[-1]["cachedContent"] == second and len(stack.mock_app[CACHES]) == 2
+        assert third.usage.cache_read_input_tokens == stack.mock_app[CACHES][second]["usageMetadata"]["totalTokenCount"]
+    finally:
+        stack.close()
+
+
+def _turns_marked(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history with Claude Code's breakpoint on its last block only."""
+    out = [dict(m) for m in history]
+    last = out[-1]["content"]
+    blocks = [{"type": "text", "text": last}] if isinstance(last, str) else [dict(b) for b in last]
+    blocks[-1]["cache_control"] = {"type": "ephemeral"}
+    out[-1] = {**out[-1], "content": blocks}
+    return out

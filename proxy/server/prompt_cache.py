@@ -6,10 +6,15 @@ prefix -- system prompt, tools, tool config and the turns before a breakpoint --
   not below the model's minimum), the upstream is Gemini's Developer API (not Vertex, whose caches
   live under a project; not the Interactions API, which caches implicitly), and nothing rewrites the
   request after it is built (a text-calls dialect, a forced choice's retry with a directive).
-- Which breakpoint: the longest prefix already cached is read; else one is created at the shortest
-  prefix that passes the minimum. Gemini bills a cache's creation at the standard input price and its
-  storage by the hour, so a cache pays only when it is read again: the stable prefix (Claude Code's
-  system prompt and tools) is, a turn's moving breakpoint never would be (docs/benchmarks.md).
+- Which prefix: the longest one already cached is read -- at a breakpoint of this request, or where
+  an earlier request of the same system prompt and tools made one (its "lineage": a conversation
+  only grows, so the prefix an earlier turn cached is a prefix of this one, where Claude Code's
+  breakpoint has moved on). A longer cache is made at the request's longest breakpoint that passes
+  the model's minimum when none is found, or when what the found cache leaves out is at least what
+  it holds: Gemini bills a cache's creation at the standard input price (and its storage by the
+  hour), so a cache pays only when it is read again, and this rule makes a conversation's caches
+  grow geometrically, each paid back by the next request (docs/benchmarks.md). The last turn stays
+  out of any cache (a request needs contents of its own).
 - Whose: the entry is keyed by a hash of the prefix, the model and its owner (the client's scope and
   its Google key), kept in the session store (shared by every instance; it expires with the cache),
   and recorded as the client's object (object_owners.py): another client key never reads it and can
@@ -44,6 +49,18 @@ CACHES = "objects/prompt-caches"
 MARGIN = 15.0
 STALE = (403, 404)
 TOO_SMALL = "too small"
+MAX_LINEAGE = 8  # the prefix sizes remembered per system prompt and tools (the caches made along a conversation)
+
+
+@dataclass
+class Prefix:
+    """One candidate prefix: the cache it would be, the request beside it, its key, its size, its mark."""
+
+    cache: dict[str, Any]
+    rest: dict[str, Any]
+    key: str
+    tokens: int
+    mark: dict[str, Any] | None
 
 
 @dataclass
@@ -81,39 +98,50 @@ def eligible(ctx: Context, model: str, body: dict[str, Any]) -> bool:
 
 async def attach(request: web.Request, model: str, body: dict[str, Any], sizes: list[int | None],
                  ttls: list[int]) -> tuple[dict[str, Any], Attached | None]:
-    """The body to send (naming a cache where a breakpoint's prefix has or gets one) and the cache."""
+    """The body to send (naming a cache where a prefix has or gets one) and the cache it names."""
     ctx: Context = request.app[CONTEXT]
-    longest: dict[int, int] = {}  # prefix size -> the longest ttl of the breakpoints that end there
+    points: dict[int, int] = {}  # prefix size -> the longest ttl of the breakpoints that end there
     for n, ttl in zip(sizes, ttls, strict=True):
         if n is not None:
-            longest[n] = max(ttl, longest.get(n, 0))
-    points = sorted(longest.items())
+            points[n] = max(ttl, points.get(n, 0))
     if not points or not eligible(ctx, model, body):
         return body, None
     collection, model_id = model_resource(model)
-    owner, now = _owner(request), time.time()
-    candidates = []
-    for n, ttl in points:
-        cache, rest = split(body, n, f"{collection}/{model_id}", ttl)
-        candidates.append((n, ttl, cache, rest, prefix_key(cache, owner)))
-    marks = [await ctx.store.get_mark(CACHES, "prefix", c[4]) for c in candidates]
-    for (n, _, _, rest, key), mark in reversed(list(zip(candidates, marks, strict=True))):
-        if mark and mark.get("name") and float(mark.get("expires") or 0) > now + MARGIN:
-            exchange.note("cache", f"prompt cache: the prefix ({n} content(s) with the system prompt and tools) is "
-                                   f"read from {mark['name']}", cache=mark["name"])
-            return {**rest, "cachedContent": mark["name"]}, Attached(key, mark["name"], False, body)
+    resource, owner, now = f"{collection}/{model_id}", _owner(request), time.time()
+    contents = body.get("contents") or []
+    root = prefix_key(split(body, 0, resource, 0)[0], owner)  # the system prompt and tools: the lineage's name
+    lineage = await ctx.store.get_mark(CACHES, "lineage", root) or {}
+    remembered = [n for n in lineage.get("sizes") or [] if type(n) is int and 0 <= n < len(contents)]
+    prefixes: dict[int, Prefix] = {}
+    for n in sorted({*points, *remembered}):
+        cache, rest = split(body, n, resource, points.get(n, 0))
+        key = prefix_key(cache, owner)
+        prefixes[n] = Prefix(cache, rest, key, estimated_tokens(cache), await ctx.store.get_mark(CACHES, "prefix", key))
+    live = [n for n, p in prefixes.items() if p.mark and p.mark.get("name")
+            and float(p.mark.get("expires") or 0) > now + MARGIN]
+    found = max(live) if live else None
+    covered = prefixes[found].tokens if found is not None else 0
     minimum = explicit_cache_minimum(model)
-    for (_, ttl, cache, rest, key), mark in zip(candidates, marks, strict=True):
-        if mark and mark.get("small") and float(mark.get("expires") or 0) > now:
-            continue
-        if estimated_tokens(cache) < minimum:
-            continue
-        name = await _create(request, ctx, model, cache, key, ttl)
-        if name is None:
-            return body, None
-        return {**rest, "cachedContent": name}, Attached(key, name, True, body)
-    exchange.note("cache", f"prompt cache: no breakpoint's prefix reaches {model}'s minimum of {minimum} tokens; "
-                           "sent uncached")
+    targets = [n for n in points if (found is None or n > found) and prefixes[n].tokens >= minimum
+               and not (prefixes[n].mark and prefixes[n].mark.get("small")
+                        and float(prefixes[n].mark.get("expires") or 0) > now)]
+    # A longer cache is made once what the cache read leaves out is at least what it holds: its
+    # creation (the whole prefix at the input price) is paid back by the next request that reads it.
+    if targets and prefixes[target := max(targets)].tokens >= 2 * covered:
+        chosen = prefixes[target]
+        name = await _create(request, ctx, model, chosen.cache, chosen.key, points[target])
+        if name is not None:
+            sizes_kept = [*(n for n in remembered if n != target), target][-MAX_LINEAGE:]
+            await ctx.store.put_mark(CACHES, "lineage", root, {"sizes": sizes_kept})
+            return {**chosen.rest, "cachedContent": name}, Attached(chosen.key, name, True, body)
+    if found is not None:
+        read = prefixes[found]
+        exchange.note("cache", f"prompt cache: the prefix (the system prompt, tools and {found} content(s)) is read "
+                               f"from {read.mark['name']}", cache=read.mark["name"])
+        return {**read.rest, "cachedContent": read.mark["name"]}, Attached(read.key, read.mark["name"], False, body)
+    if not targets:
+        exchange.note("cache", f"prompt cache: no breakpoint's prefix reaches {model}'s minimum of {minimum} tokens; "
+                               "sent uncached")
     return body, None
 
 
