@@ -21,6 +21,7 @@ MTok-hour (Google's pricing page for Flash models; genai-prices has no storage r
 """
 
 import copy
+import datetime
 import json
 import re
 import sys
@@ -58,7 +59,8 @@ def _expand(value: Any) -> Any:
 def _shape() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     ref = json.loads(REFERENCE.read_text())
     shape = _expand(ref["body_shape"])
-    tools = [{k: v for k, v in t.items() if k in ("name", "description", "input_schema")} for t in _expand(ref["tools"])]
+    tools = [{k: v for k, v in t.items() if k in ("name", "description", "input_schema")}
+             for t in _expand(ref["tools"])]
     return shape["system"], shape["messages"], tools
 
 
@@ -126,7 +128,6 @@ def _bill(stack: Stack, usage: dict[str, int]) -> dict[str, Any]:
 
 
 def _ttl_hours(stack: Stack, name: str) -> float:
-    import datetime
     cache = stack.mock_app[CACHES][name]
     made = datetime.datetime.fromisoformat(cache["createTime"].replace("Z", "+00:00"))
     ends = datetime.datetime.fromisoformat(cache["expireTime"].replace("Z", "+00:00"))
