@@ -207,3 +207,19 @@ def _turns_marked(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     blocks[-1]["cache_control"] = {"type": "ephemeral"}
     out[-1] = {**out[-1], "content": blocks}
     return out
+
+
+def test_a_pool_of_server_keys_sends_no_cache() -> None:
+    """Under client keys the proxy calls Google with its own keys; a pool of them may be several
+    projects, and a cache made with one key is not there for the next: no cache is made."""
+    from proxy.upstream.key_pool import KeyPool
+
+    stack = Stack(keys=[KEY_A])
+    try:
+        stack.upstream.pool = KeyPool(["server-key-1", "server-key-2"])
+        for turns in (1, 2):
+            answer = _ask(_client(stack, KEY_A), False, _turns(turns))
+            assert answer.content[-1].text and not answer.usage.cache_creation_input_tokens
+        assert _cache_posts(stack) == 0 and "cachedContent" not in _generated(stack)[-1]
+    finally:
+        stack.close()

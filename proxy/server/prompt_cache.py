@@ -5,7 +5,8 @@ prefix -- system prompt, tools, tool config and the turns before a breakpoint --
 - Only where it can work: the model takes explicit caches (model_rules.EXPLICIT_CACHE: not Gemini 4,
   not below the model's minimum), the upstream is Gemini's Developer API (not Vertex, whose caches
   live under a project; not the Interactions API, which caches implicitly), and nothing rewrites the
-  request after it is built (a text-calls dialect, a forced choice's retry with a directive).
+  request after it is built (a text-calls dialect, a forced choice's retry with a directive), and
+  the Google key is the same from one request to the next (the client's own, or a single server key).
 - Which prefix: the longest one already cached is read -- at a breakpoint of this request, or where
   an earlier request of the same system prompt and tools made one (its "lineage": a conversation
   only grows, so the prefix an earlier turn cached is a prefix of this one, where Claude Code's
@@ -90,9 +91,13 @@ def _expiry(answer: dict[str, Any], ttl: int) -> float:
     return asked
 
 
-def eligible(ctx: Context, model: str, body: dict[str, Any]) -> bool:
+def eligible(ctx: Context, model: str, body: dict[str, Any], api_key: str | None) -> bool:
+    """Whether this request may name a cache: see the module's first point. A pool of server keys
+    (`--gemini-key` more than once) is no place for one: its keys may be different projects, and a
+    cache made with one is not there for the next."""
     fcc = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
-    return (explicit_cache_minimum(model) > 0 and ctx.explicit_cache(model) is not None
+    upstream = ctx.explicit_cache(model)
+    return (explicit_cache_minimum(model) > 0 and upstream is not None and (bool(api_key) or len(upstream.pool) <= 1)
             and ctx.rules.text_calls.dialect(model) is None and fcc.get("mode") != "ANY")
 
 
@@ -104,7 +109,7 @@ async def attach(request: web.Request, model: str, body: dict[str, Any], sizes: 
     for n, ttl in zip(sizes, ttls, strict=True):
         if n is not None:
             points[n] = max(ttl, points.get(n, 0))
-    if not points or not eligible(ctx, model, body):
+    if not points or not eligible(ctx, model, body, api_key_of(request)):
         return body, None
     collection, model_id = model_resource(model)
     resource, owner, now = f"{collection}/{model_id}", _owner(request), time.time()
