@@ -127,7 +127,8 @@ async def cloudcode(request: web.Request) -> web.StreamResponse:
 
 
 def _remember(request: web.Request, model: str | None, method: str, body: Any, **extra: Any) -> None:
-    """Keep an accepted request where tests can see what really arrived."""
+    """Keep an accepted request where tests can see what really arrived (and, for one that names a
+    cache, `answered`: the request the cache's prefix made of it)."""
     request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": _api_key(request),
                                   "path": request.path_qs, "headers": dict(request.headers), **extra})
 
@@ -232,7 +233,8 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
     except GeminiRejection as e:
         return _error(e)
     _remember(request, model, method, body, **({"envelope": {k: v for k, v in envelope.items() if k != "request"},
-                                              "raw": raw} if envelope is not None else {}))
+                                              "raw": raw} if envelope is not None else {}),
+              **({"answered": answered} if answered is not body else {}))
     request.app[ACCEPTED][0] += 1
     flaky = _flaky(request, body) or _exhausted(request, model if envelope is not None else None)
     if flaky:
@@ -406,6 +408,7 @@ async def last_received(request: web.Request) -> web.Response:
     received = request.app[RECEIVED]
     last = received[-1] if received else {}
     return web.json_response({"model": last.get("model"), "body": last.get("body"), "path": last.get("path"),
+                              "answered": last.get("answered"),  # a request naming a cache: with its prefix
                               "key": last.get("key"), "accepted": request.app[ACCEPTED][0],
                               "seen": list(request.app[SEEN])})
 

@@ -22,7 +22,8 @@ prefix -- system prompt, tools, tool config and the turns before a breakpoint --
   neither get, list nor delete it.
 - A cache Gemini no longer has (403/404 on the request that names it) is forgotten and the request
   sent again uncached; a cache that cannot be made (too small by Google's count, any refusal) leaves
-  the request uncached. Either way the client's answer is the same; only the usage differs.
+  the request uncached, and a refusal (a 4xx but 429) is not asked again for that prefix while its
+  cache would have lived. Either way the client's answer is the same; only the usage differs.
 """
 
 import datetime
@@ -49,7 +50,6 @@ CACHES = "objects/prompt-caches"
 # A cache this close to its expiry is not named any more: the request would outlive it.
 MARGIN = 15.0
 STALE = (403, 404)
-TOO_SMALL = "too small"
 MAX_LINEAGE = 8  # the prefix sizes remembered per system prompt and tools (the caches made along a conversation)
 
 
@@ -128,7 +128,7 @@ async def attach(request: web.Request, model: str, body: dict[str, Any], sizes: 
     covered = prefixes[found].tokens if found is not None else 0
     minimum = explicit_cache_minimum(model)
     targets = [n for n in points if (found is None or n > found) and prefixes[n].tokens >= minimum
-               and not (prefixes[n].mark and prefixes[n].mark.get("small")
+               and not (prefixes[n].mark and prefixes[n].mark.get("refused")
                         and float(prefixes[n].mark.get("expires") or 0) > now)]
     # A longer cache is made once what the cache read leaves out is at least what it holds: its
     # creation (the whole prefix at the input price) is paid back by the next request that reads it.
@@ -165,8 +165,9 @@ async def _create(request: web.Request, ctx: Context, model: str, cache: dict[st
     name = answer.get("name") if isinstance(answer, dict) else None
     if fwd.status != 200 or not isinstance(name, str) or not name.startswith("cachedContents/"):
         message = str(((answer.get("error") if isinstance(answer, dict) else None) or {}).get("message") or "")
-        if fwd.status == 400 and TOO_SMALL in message:  # Google's count says no: not tried again while it lives
-            await ctx.store.put_mark(CACHES, "prefix", key, {"small": True, "expires": time.time() + ttl})
+        if 400 <= fwd.status < 500 and fwd.status != 429:  # (Google's count says too small, the model has no
+            # explicit caching, the upstream serves no cachedContents...): not asked again while the cache would live
+            await ctx.store.put_mark(CACHES, "prefix", key, {"refused": fwd.status, "expires": time.time() + ttl})
         exchange.note("cache", f"prompt cache: Gemini refused the cache ({fwd.status} {message[:200]}); sent uncached")
         return None
     await object_owners.record(request, "cachedContents", answer)
