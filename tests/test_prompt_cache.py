@@ -223,3 +223,23 @@ def test_a_pool_of_server_keys_sends_no_cache() -> None:
         assert _cache_posts(stack) == 0 and "cachedContent" not in _generated(stack)[-1]
     finally:
         stack.close()
+
+
+def test_breakpoints_map_onto_gemini_contents_run_by_run() -> None:
+    """The pure core (to_gemini/cached_prefix.py): a turn's breakpoint ends the prefix at the end of
+    its run of the same role; the last run is never cached; runs that do not line up give no cache;
+    the cache and the rest make up the request exactly."""
+    from proxy.to_gemini.cached_prefix import prefix_sizes, run_ends, split
+
+    assert run_ends(["user", "user", "model", "user"]) == [2, 3, 4]
+    contents = [{"role": "user", "parts": [{"text": "a"}]}, {"role": "user", "parts": [{"text": "b"}]},
+                {"role": "model", "parts": [{"text": "c"}]}, {"role": "user", "parts": [{"text": "d"}]}]
+    roles = ["user", "model", "user"]  # the client's turns (a user turn's results and text: two contents)
+    assert prefix_sizes([None, 0, 1, 2], contents, roles) == [0, 2, 3, 3]
+    assert prefix_sizes([0], contents, ["user", "model"]) == [None]  # 2 runs against Gemini's 3: no guess
+    body = {"contents": contents, "systemInstruction": {"parts": [{"text": "s"}]}, "tools": [{}],
+            "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}}, "generationConfig": {"temperature": 0}}
+    cache, rest = split(body, 3, "models/m", 300)
+    assert cache["ttl"] == "300s" and cache["model"] == "models/m"
+    assert {**rest, **{k: cache[k] for k in ("systemInstruction", "tools", "toolConfig")},
+            "contents": cache["contents"] + rest["contents"]} == body
