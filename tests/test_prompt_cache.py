@@ -243,3 +243,25 @@ def test_breakpoints_map_onto_gemini_contents_run_by_run() -> None:
     assert cache["ttl"] == "300s" and cache["model"] == "models/m"
     assert {**rest, **{k: cache[k] for k in ("systemInstruction", "tools", "toolConfig")},
             "contents": cache["contents"] + rest["contents"]} == body
+
+
+def test_every_protocol_reports_gemini_s_cached_tokens() -> None:
+    """Gemini's cachedContentTokenCount (an explicit cache, or its implicit caching on 2.5+, Gemini 4
+    and the Interactions API) is each protocol's cached count: Responses' input_tokens_details,
+    Chat's prompt_tokens_details (both within the input total, as OpenAI counts), Anthropic's
+    cache_read_input_tokens (outside input_tokens, as Anthropic counts)."""
+    from proxy.anthropic.translator import usage_of
+    from proxy.chat.translator import ChatTranslator
+    from proxy.from_gemini.usage import map_usage
+
+    meta = {"promptTokenCount": 9000, "cachedContentTokenCount": 6000, "candidatesTokenCount": 10,
+            "totalTokenCount": 9010}
+    assert map_usage(meta)["input_tokens"] == 9000 and map_usage(meta)["input_tokens_details"]["cached_tokens"] == 6000
+    chat = ChatTranslator("m")
+    chat.feed({"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}, "finishReason": "STOP"}],
+               "usageMetadata": meta})
+    usage = chat.completion()["usage"]
+    assert usage["prompt_tokens"] == 9000 and usage["prompt_tokens_details"]["cached_tokens"] == 6000
+    assert usage_of(meta) == {"input_tokens": 3000, "output_tokens": 10, "cache_read_input_tokens": 6000,
+                              "cache_creation_input_tokens": 0}
+    assert usage_of(meta, written=True)["cache_creation_input_tokens"] == 6000
