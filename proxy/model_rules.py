@@ -8,14 +8,36 @@ families, parsed once (serve's flags, the addon's `gtp_*` options) and asked per
   (tools/hosted_tools.py);
 - `--tool-mode PATTERN=native|DIALECT`, `--rescue-text-calls PATTERN=DIALECT|off`, `--single-call
   PATTERN`, `--think-open PATTERN`: models that speak tools as text (dialects/tool_modes.py).
+
+And one fixed table, EXPLICIT_CACHE: which models take an explicit `cachedContents` prefix and its
+minimum size (what Anthropic `cache_control` maps to, anthropic/prompt_cache.py).
 """
 
 from dataclasses import dataclass, field
 
 from proxy.dialects.tool_modes import ToolModes
-from proxy.pattern_rules import matches
+from proxy.pattern_rules import matches, rule_for
 from proxy.to_gemini.tool_result_media import parse_media_rules, parts_in_results
 from proxy.tools.hosted_tools import parse_hosted_rules
+
+# Explicit context caching, first match wins: the smallest prefix (tokens) a `cachedContents` entry
+# may hold, or 0 where the model has none. Google's caching guide (ai.google.dev/gemini-api/docs/
+# caching, 2026-09): 4,096 on Gemini 3.x, 2,048 on 2.5 (Google's 400: "Cached content is too small.
+# total_token_count=416, min_total_token_count=4096", zyddnys/manga-image-translator #929). Gemini 4
+# Argon caches implicitly only (Agent Platform's Gemini 4 Argon guide); so does the Interactions API
+# (its upstream never gets here). Other models (Gemma, tuned, unknown): none, rather than a guess.
+EXPLICIT_CACHE: tuple[tuple[str, int], ...] = (
+    ("gemini-4*", 0),
+    ("gemini-3*", 4096),
+    ("gemini-2.5*", 2048),
+    ("gemini-2.0*", 2048),
+    ("*", 0),
+)
+
+
+def explicit_cache_minimum(model: str) -> int:
+    """The minimum tokens of an explicit cache for `model` (a bare or `models/` name); 0: no explicit cache."""
+    return rule_for(model.removeprefix("models/"), EXPLICIT_CACHE) or 0
 
 
 @dataclass(frozen=True)

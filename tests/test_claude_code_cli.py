@@ -1,10 +1,12 @@
 """The real Claude Code CLI (npm @anthropic-ai/claude-code, pinned; its binary ships in the package)
 in print mode with ANTHROPIC_BASE_URL at the proxy and a Gemini model: its Bash tool runs, the result
 goes back, and the answer holds what the command printed -- on 2.5 and 3, with its adaptive thinking.
-Then across a restart of the proxy: Claude Code resends the whole conversation, and the new process
-(fresh memory, the same carrier keys) gives Gemini back its own thought signatures from the sealed
-thinking blocks. As root, Claude Code refuses --dangerously-skip-permissions; IS_SANDBOX=1 with
---permission-mode bypassPermissions is the way (the issue's note)."""
+Its system prompt and tools (past Gemini's minimum) become an explicit cache that its second request
+reads, and Claude Code's own usage says so. Then across a restart of the proxy: Claude Code resends
+the whole conversation, and the new process (fresh memory, the same carrier keys) gives Gemini back
+its own thought signatures from the sealed thinking blocks. As root, Claude Code refuses
+--dangerously-skip-permissions; IS_SANDBOX=1 with --permission-mode bypassPermissions is the way (the
+issue's note)."""
 
 import json
 import os
@@ -15,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from proxy.mock.objects import CACHE_BODIES
 from tests.npm_tools import npm_binary
 from tests.servers import mock_gemini, proxy_instance
 
@@ -69,7 +72,14 @@ def test_claude_code_runs_a_tool_loop(claude_bin: Path, stack, tmp_path: Path, m
     sent = stack.received[before - stack.accepted:]
     assert len(sent) == 2 and {r["model"] for r in sent} == {model}
     assert all(r["body"]["generationConfig"]["thinkingConfig"]["includeThoughts"] for r in sent)
-    assert len(sent[0]["body"]["tools"][0]["functionDeclarations"]) >= 10  # its whole tool set, schemas repaired
+    # Its system prompt and tools passed Gemini's minimum: the first request made an explicit cache of
+    # them (server/prompt_cache.py), the second read it; Claude Code saw the read in its usage.
+    cache = sent[0]["body"]["cachedContent"]
+    assert sent[1]["body"]["cachedContent"] == cache and "tools" not in sent[1]["body"]
+    held = stack.mock_app[CACHE_BODIES][cache]
+    assert len(held["tools"][0]["functionDeclarations"]) >= 10  # its whole tool set, schemas repaired
+    [result] = [e for e in events if e.get("type") == "result"]
+    assert result["usage"]["cache_read_input_tokens"] > 0 and result["usage"]["cache_creation_input_tokens"] > 0
     [call] = [p for c in sent[1]["body"]["contents"] if c["role"] == "model" for p in c["parts"]
               if "functionCall" in p]
     assert call["functionCall"]["name"] == "Bash"
@@ -96,7 +106,8 @@ def test_claude_code_continues_across_a_proxy_restart(claude_bin: Path, tmp_path
             _check_tool_loop(done, events, "gtp-after")
         finally:
             second.stop()
-        last = _mock_last(mock_url)["body"]["contents"]
+        last = _mock_last(mock_url)
+        last = (last["answered"] or last["body"])["contents"]  # with the prefix of the cache it names, if any
         calls = [p for c in last if c["role"] == "model" for p in c["parts"] if "functionCall" in p]
         assert len(calls) == 2, "both turns' calls are in the history Claude Code resent"
         assert all(p.get("thoughtSignature") and p["thoughtSignature"] != SENTINEL for p in calls), calls

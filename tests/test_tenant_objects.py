@@ -68,7 +68,7 @@ def test_a_tenants_file_is_invisible_and_untouchable_for_another(instances: list
 def test_a_tenants_cached_content_is_its_own(instances: list[str]) -> None:
     a, b = client(instances[1], KEY_A), client(instances[0], KEY_B)
     cache = a.caches.create(model="gemini-2.5-flash", config=types.CreateCachedContentConfig(
-        contents=["a long shared context"], display_name="tenant-a-cache", ttl="300s"))
+        contents=["a long shared context " * 1200], display_name="tenant-a-cache", ttl="300s"))
     assert cache.name in [c.name for c in a.caches.list()]
     assert cache.name not in [c.name for c in b.caches.list()]
     _not_found(lambda: b.caches.get(name=cache.name))
@@ -125,3 +125,31 @@ def test_an_upload_session_admits_only_its_starter(instances: list[str]) -> None
     a, b = client(instances[1], KEY_A), client(instances[1], KEY_B)
     assert name in [f.name for f in a.files.list()]
     assert name not in [f.name for f in b.files.list()]
+
+
+def test_a_prompt_cache_is_shared_by_instances_and_never_by_tenants(instances: list[str]) -> None:
+    """Anthropic `cache_control` mapped to a Gemini cache (server/prompt_cache.py): the cache map is in
+    the shared store, so the other instance reads the cache the first made; another tenant, on either
+    instance, gets a cache of its own, never the first's (and cannot GET it)."""
+    import anthropic
+
+    system = [{"type": "text", "text": "Follow the repository's conventions. " * 700,
+               "cache_control": {"type": "ephemeral"}}]
+    ask = [{"role": "user", "content": "hi"}]
+    more = [*ask, {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "and then?"}]
+
+    def usage(url: str, key: str, messages: list) -> anthropic.types.Usage:
+        sdk = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0, _strict_response_validation=True)
+        return sdk.messages.create(model="gemini-3-flash-preview", max_tokens=200, system=system,
+                                   messages=messages).usage
+
+    made = usage(instances[0], KEY_A, ask)
+    assert made.cache_creation_input_tokens > 4096 and made.cache_read_input_tokens == 0
+    read = usage(instances[1], KEY_A, more)
+    assert read.cache_read_input_tokens == made.cache_creation_input_tokens and read.cache_creation_input_tokens == 0
+    other = usage(instances[1], KEY_B, more)
+    assert other.cache_read_input_tokens == 0 and other.cache_creation_input_tokens > 0
+    a, b = client(instances[0], KEY_A), client(instances[1], KEY_B)
+    a_caches, b_caches = [c.name for c in a.caches.list()], [c.name for c in b.caches.list()]
+    assert len(a_caches) == len(b_caches) == 1 and a_caches != b_caches
+    _not_found(lambda: b.caches.get(name=a_caches[0]))

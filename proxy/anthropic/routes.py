@@ -8,17 +8,19 @@ from typing import Any
 from aiohttp import web
 
 from proxy.anthropic import threads
+from proxy.anthropic.cache_breakpoints import breakpoints
 from proxy.anthropic.context_edits import apply_edits, check_edits
 from proxy.anthropic.stream_writer import AnthropicWriter, keep_alive
 from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
 from proxy.anthropic.translator import AnthropicTranslator
 from proxy.errors import PairingError, ProxyError
-from proxy.server import object_owners
+from proxy.server import object_owners, prompt_cache
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
 from proxy.signatures.sentinel import requires_signatures
+from proxy.to_gemini.cached_prefix import prefix_sizes
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import budget_in_range, thinking_config
@@ -116,13 +118,18 @@ async def _answer(request: web.Request, req: MessagesRequest, session: str,
                 added, system = conv.added_since(prior, translator.model_content())
                 await thread.keep(translator.id, added, system, [c.call_id for c in translator.calls], model)
 
+    if req.stream and ctx.rules.streams_arguments(model):
+        stream_arguments(body)
+    marks = breakpoints(req)
+    sent, cache = await prompt_cache.attach(request, model, body,
+                                            prefix_sizes(marks.turns, body["contents"], marks.roles), marks.ttls)
+    translator.cache_written = cache is not None and cache.created
     if req.stream:
-        if ctx.rules.streams_arguments(model):
-            stream_arguments(body)
-        return await run_stream(request, ctx.upstream.stream(model, body, key), AnthropicWriter(translator),
-                                headers=headers, on_end=remember, keep_alive=keep_alive())
+        return await run_stream(request, prompt_cache.stream(request, model, sent, cache, key),
+                                AnthropicWriter(translator), headers=headers, on_end=remember,
+                                keep_alive=keep_alive())
     translator.start()
-    translator.feed(checked(await ctx.upstream.generate(model, body, key)))
+    translator.feed(checked(await prompt_cache.generate(request, model, sent, cache, key)))
     failure = translator.finish()
     if translator.failed:  # never an empty success: the failure in Anthropic's own shape
         raise ProxyError(failure[-1]["error"]["message"], status=502, type="server_error")

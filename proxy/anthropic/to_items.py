@@ -68,7 +68,7 @@ def _result_content(block: Block, where: str) -> str | list[dict[str, Any]]:
 
 
 def system_items(system: str | list[Block] | None) -> list[dict[str, Any]]:
-    """The system prompt (text blocks; `cache_control` is accepted and has no effect)."""
+    """The system prompt (text blocks; their `cache_control` is read by cache_breakpoints.py)."""
     if system is None:
         return []
     if isinstance(system, str):
@@ -86,7 +86,7 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
     for i, m in enumerate(messages):
         where = f"messages[{i}].content"
         blocks = [Block(type="text", text=m.content)] if isinstance(m.content, str) else m.content
-        if m.role == "system":  # where Claude Code 2.1 puts most of its prompt (cache_control has no effect)
+        if m.role == "system":  # where Claude Code 2.1 puts most of its prompt
             items += system_items(blocks)
             continue
         if m.role == "user":

@@ -36,14 +36,17 @@ def tool_use_id() -> str:
     return "toolu_" + ids.call_id().removeprefix("call_")
 
 
-def usage_of(meta: dict[str, Any] | None) -> dict[str, Any]:
-    """Anthropic's usage: input_tokens excludes what was read from Gemini's cache."""
+def usage_of(meta: dict[str, Any] | None, written: bool = False) -> dict[str, Any]:
+    """Anthropic's usage: input_tokens excludes the cached prefix (Gemini's cachedContentTokenCount,
+    part of its promptTokenCount), which is a cache read -- or, when the cache was made for this
+    request (`written`: Gemini billed its creation at the input price), a cache write."""
     meta = meta or {}
     prompt = int(meta.get("promptTokenCount") or 0)
     cached = int(meta.get("cachedContentTokenCount") or 0)
     output = int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0)
-    return {"input_tokens": max(prompt - cached, 0), "output_tokens": output, "cache_read_input_tokens": cached,
-            "cache_creation_input_tokens": 0}
+    return {"input_tokens": max(prompt - cached, 0), "output_tokens": output,
+            "cache_read_input_tokens": 0 if written else cached,
+            "cache_creation_input_tokens": cached if written else 0}
 
 
 def error_type(status: int) -> str:
@@ -77,6 +80,7 @@ class AnthropicTranslator:
         # `{"applied_edits": [...]}` when the request asked for context editing (context_edits.py):
         # on the message, and on a stream's message_delta, as Anthropic reports it.
         self.context_management: dict[str, Any] | None = None
+        self.cache_written = False  # the prompt cache it reads was made for this request (prompt_cache.py)
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -122,7 +126,7 @@ class AnthropicTranslator:
         if self.calls or self.hosted:  # the carrier of this turn's calls and searches, for the client to send back
             out += self._signed_block("", self._seal.encode(self.calls + self.hosted))
         self.done = True
-        usage = usage_of(self.check.usage)
+        usage = usage_of(self.check.usage, self.cache_written)
         delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": self.stop_reason,
                                                                     "stop_sequence": None}, "usage": usage}
         if self.context_management is not None:
@@ -152,7 +156,8 @@ class AnthropicTranslator:
 
     def message(self) -> dict[str, Any]:
         message = {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
-                   "stop_reason": self.stop_reason, "stop_sequence": None, "usage": usage_of(self.check.usage)}
+                   "stop_reason": self.stop_reason, "stop_sequence": None,
+                   "usage": usage_of(self.check.usage, self.cache_written)}
         if self.context_management is not None:
             message["context_management"] = self.context_management
         return message

@@ -127,7 +127,8 @@ async def cloudcode(request: web.Request) -> web.StreamResponse:
 
 
 def _remember(request: web.Request, model: str | None, method: str, body: Any, **extra: Any) -> None:
-    """Keep an accepted request where tests can see what really arrived."""
+    """Keep an accepted request where tests can see what really arrived (and, for one that names a
+    cache, `answered`: the request the cache's prefix made of it)."""
     request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": _api_key(request),
                                   "path": request.path_qs, "headers": dict(request.headers), **extra})
 
@@ -234,10 +235,13 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
                          api="vertex" if "project" in request.match_info else "mldev")
         if envelope is not None and antigravity.is_third_party(model):
             antigravity.check_claude(body)
+        answered, cached = (objects.use_cache(request.app, body, model) if not cloudcode and body.get("cachedContent")
+                            else (body, 0))
     except GeminiRejection as e:
         return _error(e)
     _remember(request, model, method, body, **({"envelope": {k: v for k, v in envelope.items() if k != "request"},
-                                              "raw": raw} if envelope is not None else {}))
+                                              "raw": raw} if envelope is not None else {}),
+              **({"answered": answered} if answered is not body else {}))
     request.app[ACCEPTED][0] += 1
     flaky = _flaky(request, body) or _exhausted(request, model if envelope is not None else None)
     if flaky:
@@ -248,7 +252,9 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         except GeminiRejection as e:
             return _error(e)
     else:
-        reply = _reply(request.app, body, model, cloudcode)
+        reply = _reply(request.app, answered, model, cloudcode)
+        if cached:
+            _count_cached(reply, answered, cached)
     fcc = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
     if method == "streamGenerateContent" and fcc.get("streamFunctionCallArguments"):
         reply.chunks = fragment_calls(reply.chunks)
@@ -281,6 +287,21 @@ def _reply(app: web.Application, body: dict[str, Any], model: str, cloudcode: bo
                     "usage": merged.get("usageMetadata"), "mode": long_answers.mode(body)}
             reply.chunks = long_answers.generate_hop(plan, 0, 0, None, app[CONTINUATIONS])
     return reply
+
+
+def _count_cached(reply: Reply, answered: dict[str, Any], cached: int) -> None:
+    """The usage of an answer whose prompt began with a cache: the cache's tokens are in
+    promptTokenCount (the cache's system prompt and tools added to the mock's count of the contents)
+    and are its cachedContentTokenCount, as Gemini reports them."""
+    extra = objects.cache_tokens({k: answered[k] for k in objects.CACHED if k in answered}) \
+        if any(k in answered for k in objects.CACHED) else 0
+    for chunk in reply.chunks:
+        meta = chunk.get("usageMetadata")
+        if isinstance(meta, dict):
+            prompt = max(int(meta.get("promptTokenCount") or 0) + extra, cached)
+            meta["totalTokenCount"] = int(meta.get("totalTokenCount") or 0) + prompt - int(meta.get("promptTokenCount")
+                                                                                         or 0)
+            meta["promptTokenCount"], meta["cachedContentTokenCount"] = prompt, cached
 
 
 def _continued(app: web.Application, body: dict[str, Any], model: str) -> Reply:
@@ -394,6 +415,7 @@ async def last_received(request: web.Request) -> web.Response:
     received = request.app[RECEIVED]
     last = received[-1] if received else {}
     return web.json_response({"model": last.get("model"), "body": last.get("body"), "path": last.get("path"),
+                              "answered": last.get("answered"),  # a request naming a cache: with its prefix
                               "key": last.get("key"), "accepted": request.app[ACCEPTED][0],
                               "seen": list(request.app[SEEN])})
 

@@ -2,6 +2,7 @@
 
 import asyncio
 import re
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -160,6 +161,15 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ready", "store": "ok"})
 
 
+def _explicit_cache(upstream: Upstream) -> Callable[[str], GeminiUpstream | None]:
+    """The upstream serving a model when it is Gemini's Developer API itself (its subclasses, Vertex
+    and the Interactions API, keep caches elsewhere or only implicitly)."""
+    def serving(model: str) -> GeminiUpstream | None:
+        chosen = upstream.pick(model) if isinstance(upstream, RoutedUpstream) else upstream
+        return chosen if type(chosen) is GeminiUpstream else None
+    return serving
+
+
 def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_BYTES,
              aliases: dict[str, str] | None = None, schema_modes: list[tuple[str, str]] | None = None,
              fill_missing: bool = False, forced_choice: Policy = "retry",
@@ -174,12 +184,13 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
+    explicit_cache = _explicit_cache(upstream)
     upstream = ObservedUpstream(ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice))
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
                            limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder,
-                           passthrough_collections=passthrough_collections)
+                           passthrough_collections=passthrough_collections, explicit_cache=explicit_cache)
     app[COOKIE_SECRET] = cookie_secret(app[CONTEXT].carrier)
     ctx_limits = app[CONTEXT].limits
     app[FAIR] = FairShare(ctx_limits.max_in_flight_per_key, ctx_limits.max_background_per_key)

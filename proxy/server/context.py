@@ -1,5 +1,6 @@
 """What the route handlers share: the session store, the upstream client, settings."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -62,6 +63,9 @@ class Context:
     recorder: Recorder | None = None  # the journal and traces (journal/recorder.py); None: nothing recorded
     # Gemini collections an operator lets client keys reach unscoped (--passthrough-collection).
     passthrough_collections: frozenset[str] = frozenset()
+    # The Gemini Developer API upstream that serves `model` and can hold its explicit caches
+    # (cachedContents), or None (Vertex, Interactions, an OpenAI-compatible or relay upstream).
+    explicit_cache: Callable[[str], GeminiUpstream | None] = field(default=lambda model: None)
 
     def __post_init__(self) -> None:
         # The models this front-end serves by name are the metrics' model labels from the start.
