@@ -86,6 +86,11 @@ RESPONSE_PARTS_REFUSED = ("Unable to submit request because `function_response.p
 GEMMA_NO_TOOLS = "Function calling is not enabled for models/{model}"
 GEMMA_NO_SYSTEM = "Developer instruction is not enabled for models/{model}"
 CLOUDCODE_FIELDS = frozenset({"sessionId", "labels"})
+# Recorded 400s (tests/recorded/): MINIMAL on gemini-3.7-flash (2026-09) and gemini-3.1-pro-preview
+# (2026-10-09); forced calling with a JSON answer (vercel/ai google-structured-output-with-tools-error.json).
+MINIMAL_UNSUPPORTED = "Thinking level MINIMAL is not supported for this model. Please retry with other thinking level."
+MINIMAL_REFUSED = re.compile(r"^gemini-(3\.7-flash|3\.1-pro)")
+ANY_WITH_JSON = "Forced function calling (ANY mode) with a response mime type: 'application/json' is unsupported"
 
 
 @dataclass
@@ -158,9 +163,19 @@ def search_result(queries: Any) -> dict[str, Any]:
                          "url": "https://weather.example/" + re.sub(r"[^a-z0-9]+", "-", q.lower())} for q in qs]}
 
 
+def vertex_takes_call_ids(model: str) -> bool:
+    """Vertex's functionCall/functionResponse `id`: defined (and minted by Vertex) for Gemini 3.5 and
+    later only (anomalyco/opencode PR #50504, live 2026-09-22); older models there answer `Unknown
+    name "id"` (looplj/axonhub #874, charmbracelet/fantasy #265, vercel/ai #15664)."""
+    return re.match(r"^gemini-(3\.[5-9]|[4-9])", model) is not None
+
+
 class _Checker:
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, vertex: bool = False) -> None:
         self.model = model
+        self.call_fields, self.response_fields = FUNCTION_CALL, FUNCTION_RESPONSE
+        if vertex and not vertex_takes_call_ids(model):
+            self.call_fields, self.response_fields = FUNCTION_CALL - {"id"}, FUNCTION_RESPONSE - {"id"}
         self.parse: list[tuple[str, str]] = []     # (field path, description)
         self.semantic: list[str] = []
 
@@ -272,6 +287,11 @@ class _Checker:
         self.tool_config(get(body, "toolConfig"), declared)
         self.combination(get(body, "tools") or [], get(body, "toolConfig"), declared)
         self.generation(get(body, "generationConfig"))
+        fcc = get(get(body, "toolConfig") or {}, "functionCallingConfig")
+        gen = get(body, "generationConfig")
+        if isinstance(fcc, dict) and get(fcc, "mode") == "ANY" and isinstance(gen, dict) and \
+                get(gen, "responseMimeType") == "application/json":
+            raise GeminiRejection(400, ANY_WITH_JSON)
         sys_inst = get(body, "systemInstruction")
         if sys_inst is not None:
             self.content(sys_inst, "system_instruction", system=True)
@@ -358,6 +378,8 @@ class _Checker:
                 raise GeminiRejection(400, "You can only set only one of thinking budget and thinking level.")
             if level is not None and not is_gemini3(self.model):
                 raise GeminiRejection(400, "Thinking level is not supported for this model.")  # [inferred]
+            if isinstance(level, str) and level.upper() == "MINIMAL" and MINIMAL_REFUSED.match(self.model):
+                raise GeminiRejection(400, MINIMAL_UNSUPPORTED)
             lo, hi = (128, 32768) if "pro" in self.model else (0, 24576)
             if isinstance(budget, int) and budget != -1 and not lo <= budget <= hi and not is_gemini3(self.model):
                 raise GeminiRejection(400, f"The thinking budget ({budget}) is invalid.")
@@ -375,7 +397,7 @@ class _Checker:
             p = self.fields(p, PART, f"{path}.parts[{pi}]")
             fc = get(p, "functionCall")
             if fc is not None:
-                fc = self.fields(fc, FUNCTION_CALL, f"{path}.parts[{pi}].function_call")
+                fc = self.fields(fc, self.call_fields, f"{path}.parts[{pi}].function_call")
                 if get(fc, "args") is not None and not isinstance(get(fc, "args"), dict):
                     self.parse.append((f"{path}.parts[{pi}].function_call.args",
                                        f"Invalid value at '{path}.parts[{pi}].function_call.args' "
@@ -387,7 +409,7 @@ class _Checker:
                 self.fields(get(p, "toolResponse"), TOOL_RESPONSE, f"{path}.parts[{pi}].tool_response")
             fr = get(p, "functionResponse")
             if fr is not None:
-                fr = self.fields(fr, FUNCTION_RESPONSE, f"{path}.parts[{pi}].function_response")
+                fr = self.fields(fr, self.response_fields, f"{path}.parts[{pi}].function_response")
                 frparts = get(fr, "parts")
                 if frparts:
                     if not is_gemini3(self.model):
@@ -544,9 +566,10 @@ def _b64(value: str, strict: bool = False) -> bytes | None:
         return None
 
 
-def validate_request(body: Any, model: str, allow: frozenset[str] = frozenset()) -> None:
-    """Raise GeminiRejection exactly where Gemini would answer 400; return quietly otherwise."""
-    check = _Checker(model)
+def validate_request(body: Any, model: str, allow: frozenset[str] = frozenset(), vertex: bool = False) -> None:
+    """Raise GeminiRejection exactly where Gemini would answer 400; return quietly otherwise
+    (`vertex`: as Vertex AI would)."""
+    check = _Checker(model, vertex)
     check.request(body, allow)
     if check.parse:
         raise GeminiRejection(400, "\n".join(d for _, d in check.parse),
