@@ -606,3 +606,106 @@ def test_responses_loop_on_vertex_echoes_only_the_ids_vertex_minted(vertex, mode
         assert [c.call_id for c in calls] == ids[:2], "the client sees Gemini's own ids"
     else:
         assert ids == [None] * 4
+
+
+@pytest.fixture(scope="module")
+def mocked():
+    stack = Stack()
+    yield stack
+    stack.close()
+
+
+@pytest.mark.parametrize("model", ["gemini-3-flash-preview", "gemini-2.5-flash-lite"])
+def test_recorded_pdf_tool_result_goes_in_the_form_each_model_takes(mocked, model: str) -> None:
+    """vercel/ai issue 16072's tool result (the recorded PDF's bytes) from an Anthropic client and a
+    Responses client: on Gemini 3 in functionResponse.parts as inlineData (what the recording says it
+    should have been), on 2.5 as a sibling part after the response (2.5 refuses the parts); the
+    bytes unchanged, the strict mock taking both."""
+    pdf = json.loads((REC / "pdf-tool-result-exchange-2.5-flash-lite.json").read_text())
+    recorded = json.loads(pdf["calls"][1]["request"]["body"]["contents"][2]["parts"][1]["text"])
+    data, prompt = recorded["data"]["data"], pdf["calls"][0]["request"]["body"]["contents"][0]["parts"][0]["text"]
+    assert base64.b64decode(data).startswith(b"%PDF-")
+    tool = {"name": "catalogSearch", "description": "Return catalog PDF metadata and document data.",
+            "input_schema": {"type": "object"}}
+    message = _anth(mocked).messages.create(model=model, max_tokens=64, tools=[tool], messages=[
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "catalogSearch",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": [
+            {"type": "text", "text": "metadata"},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}]}]}])
+    assert message.content
+    oai = _oai(mocked)
+    first = oai.responses.create(model=model, input=prompt + " [[mock:rounds 1]]", tools=[
+        {"type": "function", "name": "catalogSearch", "parameters": {"type": "object"}}],
+        tool_choice="required")
+    [call] = [o for o in first.output if o.type == "function_call"]
+    oai.responses.create(model=model, previous_response_id=first.id, input=[
+        {"type": "function_call_output", "call_id": call.call_id, "output": [
+            {"type": "input_text", "text": "metadata"},
+            {"type": "input_file", "filename": "catalog.pdf", "file_data": f"data:application/pdf;base64,{data}"}]}])
+    for body in (mocked.received[-3]["body"], mocked.last_body()):
+        last = body["contents"][-1]["parts"]
+        fr = last[0]["functionResponse"]
+        if model.startswith("gemini-3"):
+            assert [m["inlineData"]["mimeType"] for m in fr["parts"]] == ["application/pdf"]
+            assert fr["parts"][0]["inlineData"]["data"] == data
+        else:
+            assert "parts" not in fr
+            assert [p["inlineData"]["data"] for p in last if "inlineData" in p] == [data]
+            assert last[-1]["inlineData"]["mimeType"] == "application/pdf"
+
+
+@pytest.fixture(scope="module")
+def mitm_wire(tmp_path_factory: pytest.TempPathFactory):
+    from tests.mitm_harness import MitmStack
+
+    rep = WireReplay()
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/{version}/models/{target}", rep.handle)
+    stack = MitmStack(tmp_path_factory.mktemp("mitm-wire-2026"), upstream_app=app)
+    yield stack, rep
+    stack.close()
+
+
+@pytest.mark.slow
+def test_mitm_captures_recorded_streams_in_both_framings(mitm_wire) -> None:
+    """An app behind a real mitmdump, with a session: llm-gemini's JSON-array answer (no alt=sse) and
+    Gemini 3.7's SSE answer with its own `call_…` id are each captured whole, with the recorded id and
+    signature; the next round's history carries the call back with both and a response with the id."""
+    stack, rep = mitm_wire
+    model = "gemini-3.7-flash"
+
+    async def run(name: str, sse: bool) -> list[dict[str, Any]]:
+        session = "wire-" + name.split(".")[0]
+        url = (f"https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent"
+               + ("?alt=sse" if sse else ""))
+        async with aiohttp.ClientSession() as s:
+            tools = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in _tool_names(name)]
+            async with s.put(f"{stack.frontend_url}/v1/sessions/{session}/tools", json={"tools": tools}) as r:
+                assert r.status == 200, await r.text()
+
+            async def through(contents: list[dict[str, Any]]) -> bytes:
+                async with s.post(url, json={"contents": contents}, proxy=stack.proxy_url, ssl=stack.client_ssl(),
+                                  headers={"x-goog-api-key": "k"}) as r:
+                    assert r.status == 200
+                    return await r.read()
+
+            first = {"role": "user", "parts": [{"text": f"<session:{session}> go"}]}
+            rep.stream = name
+            await through([first])
+            async with s.get(f"{stack.frontend_url}/v1/sessions/{session}") as r:
+                calls = (await r.json())["rounds"][-1]["calls"]
+            async with s.post(f"{stack.frontend_url}/v1/sessions/{session}/tool_outputs",
+                              json={"outputs": [{"call_id": c["call_id"], "output": "ok"} for c in calls]}) as r:
+                assert r.status == 200, await r.text()
+            rep.stream = "gemini37-flash-text-stream-2026-09-16.sse"
+            await through([first, {"role": "model", "parts": [{"text": "Tool call completed"}]},
+                           {"role": "user", "parts": [{"text": "."}]}])
+            return calls
+
+    for name, sse in (("gemini3-flash-call-stream.array.json", False), ("gemini37-flash-call-id-stream.sse", True)):
+        calls = asyncio.run(run(name, sse))
+        want = recorded_calls(name)
+        assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [(c["name"], c["args"]) for c in want]
+        _check_sent_back(rep.bodies[-1], want)

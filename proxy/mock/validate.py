@@ -87,9 +87,10 @@ GEMMA_NO_TOOLS = "Function calling is not enabled for models/{model}"
 GEMMA_NO_SYSTEM = "Developer instruction is not enabled for models/{model}"
 CLOUDCODE_FIELDS = frozenset({"sessionId", "labels"})
 # Recorded 400s (tests/recorded/): MINIMAL on gemini-3.7-flash (2026-09) and gemini-3.1-pro-preview
-# (2026-10-09); forced calling with a JSON answer (vercel/ai google-structured-output-with-tools-error.json).
+# (2026-10-09), and on 3.8 Flash and every 3.x Pro as Google's model guides say (reference/peers-and-
+# gemini-2026.md); forced calling with a JSON answer (vercel/ai google-structured-output-with-tools-error.json).
 MINIMAL_UNSUPPORTED = "Thinking level MINIMAL is not supported for this model. Please retry with other thinking level."
-MINIMAL_REFUSED = re.compile(r"^gemini-(3\.7-flash|3\.1-pro)")
+MINIMAL_REFUSED = re.compile(r"^gemini-(3\.[78]-flash|3(\.\d+)?-pro)")
 ANY_WITH_JSON = "Forced function calling (ANY mode) with a response mime type: 'application/json' is unsupported"
 
 
