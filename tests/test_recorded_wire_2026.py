@@ -709,3 +709,19 @@ def test_mitm_captures_recorded_streams_in_both_framings(mitm_wire) -> None:
         want = recorded_calls(name)
         assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [(c["name"], c["args"]) for c in want]
         _check_sent_back(rep.bodies[-1], want)
+
+
+def test_vertex_count_tokens_loses_ids_too(vertex) -> None:
+    """A native client's countTokens (its own ids in the history) on Vertex before 3.5: the ids go, as
+    for generateContent; the count comes back."""
+    history = _parallel_history("gemini-3.1-flash-lite")
+
+    async def run() -> tuple[int, dict[str, Any]]:
+        async with aiohttp.ClientSession() as s, s.post(
+                f"{vertex.url}/v1beta/models/gemini-3.1-flash-lite:countTokens", headers={"x-goog-api-key": "k"},
+                json={"contents": history["contents"]}) as r:
+            return r.status, await r.json()
+    status, answer = asyncio.run(run())
+    assert status == 200 and answer["totalTokens"] > 0, answer
+    sent = vertex.received[-1]
+    assert sent["method"] == "countTokens" and all("id" not in v for _, v in _function_parts(sent["body"]))

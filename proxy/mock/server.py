@@ -163,7 +163,8 @@ async def _model_method(request: web.Request, model: str, method: str, version: 
             if "generateContentRequest" in body and inner.get("model") != f"models/{model}":
                 raise GeminiRejection(400, "* CountTokensRequest.generate_content_request.model: the model must "
                                            f"match the request's model, models/{model}\n")  # [inferred]
-            validate_request({k: v for k, v in inner.items() if k != "model"}, model)
+            validate_request({k: v for k, v in inner.items() if k != "model"}, model,
+                             vertex="project" in request.match_info)
             tokens = max(1, len(json.dumps(inner.get("contents"))) // 4)
             return web.json_response({"totalTokens": tokens,
                                       "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}]})

@@ -14,11 +14,12 @@ from typing import Any, cast
 import aiohttp
 from yarl import URL
 
+from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.journal.exchange import UpstreamCall
 from proxy.pattern_rules import matches
 from proxy.upstream.credentials import Credential, GoogleCredential
-from proxy.upstream.gemini import LOOKUP, GeminiUpstream, Target
+from proxy.upstream.gemini import LOOKUP, Forwarded, GeminiUpstream, Target
 from proxy.wire.model_name import model_resource
 
 # Google Cloud locations (`us-central1`, `europe-west4`, `global`) and project ids (6-30 lowercase
@@ -103,9 +104,21 @@ class VertexUpstream(GeminiUpstream):
             body = without_call_ids(body)
         return await super()._post(model, body, api_key, stream, deadline, journal)
 
-    async def count_tokens(self, model: str, body: dict[str, Any], api_key: str | None = None) -> int:
-        return await super().count_tokens(model, body if vertex_takes_call_ids(model) else without_call_ids(body),
-                                          api_key)
+    async def forward(self, method: str, url: Target, body: bytes, headers: Mapping[str, str],
+                      api_key: str | None = None, model: str = "") -> Forwarded:
+        """countTokens (the proxy's own and a native client's) without ids where generateContent has none."""
+        if body and model and b'"id"' in body and not vertex_takes_call_ids(model):
+            try:
+                data = fast_json.loads(body)
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                inner = data.get("generateContentRequest")
+                out = without_call_ids(data)
+                if isinstance(inner, dict):
+                    out = {**out, "generateContentRequest": without_call_ids(inner)}
+                body = body if out == data else fast_json.dumps(out)
+        return await super().forward(method, url, body, headers, api_key, model)
 
     def _credential(self, api_key: str | None) -> Credential | None:
         """Always the pool's: a client's Gemini API key names no Vertex project."""
