@@ -725,3 +725,32 @@ def test_vertex_count_tokens_loses_ids_too(vertex) -> None:
     assert status == 200 and answer["totalTokens"] > 0, answer
     sent = vertex.received[-1]
     assert sent["method"] == "countTokens" and all("id" not in v for _, v in _function_parts(sent["body"]))
+
+
+@pytest.mark.parametrize("name", CALL_STREAMS)
+def test_recorded_call_streams_through_v1_gemini_sessions(wire, name: str) -> None:
+    """/v1/gemini keeps the conversation: the turn it stores holds each recorded call with its id and
+    signature, and the next request sends them back, each response given its call's id."""
+    stack, rep = wire
+    model, after = CALL_STREAMS[name]
+    want = recorded_calls(name)
+    rep.stream = name
+
+    async def run() -> None:
+        decls = [{"name": n, "parameters": {"type": "OBJECT"}} for n in _tool_names(name)]
+        async with aiohttp.ClientSession() as s:
+            body = {"conversation": f"wire-{name}", "model": model, "stream": True,
+                    "tools": [{"functionDeclarations": decls}], "input": "go"}
+            async with s.post(f"{stack.url}/v1/gemini", json=body) as r:
+                assert r.status == 200, await r.text()
+                await r.read()
+            rep.stream = after
+            # without ids, as google-genai sends them: the proxy gives each its call's (Gemini's own)
+            responses = [{"functionResponse": {"name": c["name"], "response": {"ok": True}}} for c in want]
+            async with s.post(f"{stack.url}/v1/gemini", json={**body, "input": [{"role": "user", "parts": responses}]}
+                              ) as r:
+                assert r.status == 200, await r.text()
+                await r.read()
+
+    asyncio.run(run())
+    _check_sent_back(rep.bodies[-1], want)
