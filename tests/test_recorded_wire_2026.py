@@ -22,6 +22,7 @@ import openai
 import pytest
 from aiohttp import web
 
+from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.intercept.capture_calls import CallCapture
 from proxy.mock.validate import GeminiRejection, call_signature, validate_request
 from proxy.upstream.gemini import GeminiUpstream
@@ -84,8 +85,7 @@ class WireReplay:
         sse = request.query.get("alt") == "sse"
         name = self.stream
         if not request.match_info["target"].endswith(":streamGenerateContent"):
-            from proxy.from_gemini.merge_chunks import merge_chunks
-            return web.json_response(merge_chunks(chunks(name)))
+            return web.json_response(merge_chunks(chunks(name)))  # a whole answer: the recorded chunks merged
         if sse and name.endswith(".sse") or not sse and name.endswith(".array.json"):
             raw = (REC / name).read_bytes()  # byte for byte
         elif sse:
@@ -508,8 +508,9 @@ def vertex(tmp_path_factory: pytest.TempPathFactory):
 
 def _parallel_history(model: str) -> dict[str, Any]:
     """vercel/ai issue 16298's Vertex turn (gemini-3.1-flash-lite: two get_weather calls in one step, only
-    the first signed), as the wire carries it (the recording is the AI SDK's view of it: its toolCallIds
-    become the ids a Developer-API-minded client sends), answered in the other order, Tokyo first."""
+    the first signed) rebuilt as wire parts by us (the recording is the AI SDK's view of the answer; its
+    toolCallIds serve as the ids a Developer-API-minded client sends), answered in the other order,
+    Tokyo first."""
     rec = json.loads((REC / "vertex-parallel-calls-first-signed.json").read_text())
     paris, tokyo = rec["toolCalls"]
     assert paris["providerMetadata"]["vertex"]["thoughtSignature"] and tokyo["providerMetadata"] is None

@@ -4,7 +4,8 @@ Each credentials file is one entry of the key pool, with the project it bills (i
 `--vertex-project`): the URL names that project, so spreading requests over credentials of several
 projects spreads them over several projects' quotas, and a credential Vertex answers 429 for rests
 as a rate-limited API key does. The body and the answer are Gemini's own (protocols.md B10), so
-everything else is the Developer API client's.
+everything else is the Developer API client's, except `id` on functionCall/functionResponse, which
+goes only to the models that take it here (VERTEX_CALL_IDS).
 """
 
 import re
