@@ -25,7 +25,7 @@ from google.genai import _common, models, types
 
 from proxy.mock.wire_fields import MAP, STRUCT
 
-MODEL = "gemini-3-pro-preview"
+MODEL = "gemini-3-flash-preview"  # a model that takes every thinking level (3.x Pro refuses MINIMAL, tests/recorded)
 # Client-side settings that never reach the wire.
 CLIENT_ONLY = frozenset({"http_options", "should_return_http_response", "automatic_function_calling",
                          "automatic_continuation"})

@@ -35,7 +35,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.mock.validate import call_signature, camel, get, is_gemini3, search_call_id, search_result, sign
+from proxy.mock.validate import (
+    call_signature,
+    camel,
+    get,
+    is_gemini3,
+    search_call_id,
+    search_result,
+    sign,
+    vertex_takes_call_ids,
+)
 from proxy.schema.json_pointer import resolve_ref
 from proxy.tools.forced_choice import DIRECTIVE as FORCED_DIRECTIVE
 
@@ -233,7 +242,10 @@ def respond(body: dict[str, Any], model: str) -> Reply:
             call: dict[str, Any] = {"name": decl["name"], "args": args}
             part: dict[str, Any] = {"functionCall": call}
             if is_gemini3(model):
-                call["id"] = seed[n * 8:(n + 1) * 8]
+                # 3.5 and later mint `call_` and digits (vercel/ai google-recursive-tool-call.chunks.txt:
+                # gemini-3.7-flash, "call_345658"); earlier ones here: hex of the mock's own.
+                call["id"] = (f"call_{int(seed[n * 8:(n + 1) * 8], 16) % 1_000_000:06d}"
+                              if vertex_takes_call_ids(model) else seed[n * 8:(n + 1) * 8])
                 if n == 0:  # parallel calls: only the first is signed (bound to a search before it)
                     part["thoughtSignature"] = call_signature(model, call["name"], call["args"],
                                                               search.call_id if search else None)

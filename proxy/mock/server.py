@@ -22,7 +22,7 @@ from proxy.mock import antigravity, generated_objects, interactions, oauth, obje
 from proxy.mock import hops as long_answers
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, Reply, fragment_calls, latest_user_text, respond
-from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, check_fields, validate_request
+from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, check_fields, validate_request, vertex_takes_call_ids
 
 RECEIVED = web.AppKey("received", collections.deque)
 ACCEPTED = web.AppKey("accepted", list)  # [count]: every request accepted, unlike RECEIVED which keeps the last 256
@@ -255,6 +255,8 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
         reply = _reply(request.app, answered, model, cloudcode)
         if cached:
             _count_cached(reply, answered, cached)
+    if "project" in request.match_info and not vertex_takes_call_ids(model):
+        reply.chunks = [_without_call_ids(c) for c in reply.chunks]
     fcc = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
     if method == "streamGenerateContent" and fcc.get("streamFunctionCallArguments"):
         reply.chunks = fragment_calls(reply.chunks)
@@ -270,6 +272,15 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
             await asyncio.sleep(reply.delay * max(1, len(reply.chunks) - 1))
         return web.json_response(wrap(merge_chunks(reply.chunks)))
     return await _stream(request, reply, wrap)
+
+
+def _without_call_ids(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A chunk as Vertex sends it for models before 3.5: calls without an id (tests/recorded/vertex-*)."""
+    for cand in chunk.get("candidates") or []:
+        for part in (cand.get("content") or {}).get("parts") or []:
+            if isinstance(part.get("functionCall"), dict):
+                part["functionCall"].pop("id", None)
+    return chunk
 
 
 def _reply(app: web.Application, body: dict[str, Any], model: str, cloudcode: bool) -> Reply:

@@ -61,6 +61,12 @@ RESPONSE_PARTS_REFUSED = ("Unable to submit request because `function_response.p
 GEMMA_NO_TOOLS = "Function calling is not enabled for models/{model}"
 GEMMA_NO_SYSTEM = "Developer instruction is not enabled for models/{model}"
 CLOUDCODE_FIELDS = frozenset({"sessionId"})
+# Recorded 400s (tests/recorded/): MINIMAL on gemini-3.7-flash (2026-09) and gemini-3.1-pro-preview
+# (2026-10-09), and on 3.8 Flash and every 3.x Pro as Google's model guides say (reference/peers-and-
+# gemini-2026.md); forced calling with a JSON answer (vercel/ai google-structured-output-with-tools-error.json).
+MINIMAL_UNSUPPORTED = "Thinking level MINIMAL is not supported for this model. Please retry with other thinking level."
+MINIMAL_REFUSED = re.compile(r"^gemini-(3\.[78]-flash|3(\.\d+)?-pro)")
+ANY_WITH_JSON = "Forced function calling (ANY mode) with a response mime type: 'application/json' is unsupported"
 
 
 @dataclass
@@ -133,10 +139,12 @@ def search_result(queries: Any) -> dict[str, Any]:
                          "url": "https://weather.example/" + re.sub(r"[^a-z0-9]+", "-", q.lower())} for q in qs]}
 
 
-def unknown_fields(body: Any, message: str, api: str, allow: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+def unknown_fields(body: Any, message: str, api: str, allow: frozenset[str] = frozenset(),
+                   without: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[str, str]]:
     """Stage 1 over the whole body: (field path, description) for each field its message lacks on `api`
     (Gemini names the path in snake_case, map entries as `[i].value`), and for a message that is not an
-    object. Free-form values (arguments, labels, JSON schemas) are not walked."""
+    object; `without`: (message, field) pairs this model lacks there. Free-form values (arguments,
+    labels, JSON schemas) are not walked."""
     out: list[tuple[str, str]] = []
 
     def walk(obj: Any, message: str, path: str, extra: frozenset[str] = frozenset()) -> None:
@@ -147,7 +155,7 @@ def unknown_fields(body: Any, message: str, api: str, allow: frozenset[str] = fr
         known = wire_fields.fields(message, api)
         for key, value in obj.items():
             name = key if key in known or key in extra else camel(key)
-            if name not in known:
+            if name not in known or (message, name) in without:
                 if name not in extra:
                     where = f" at '{path}'" if path else ""
                     out.append((path, f"Invalid JSON payload received. Unknown name \"{key}\"{where}: "
@@ -169,10 +177,20 @@ def unknown_fields(body: Any, message: str, api: str, allow: frozenset[str] = fr
     return out
 
 
+def vertex_takes_call_ids(model: str) -> bool:
+    """Vertex's functionCall/functionResponse `id`: defined (and minted by Vertex) for Gemini 3.5 and
+    later only (anomalyco/opencode PR #50504, live 2026-09-22); older models there answer `Unknown
+    name "id"` (looplj/axonhub #874, charmbracelet/fantasy #265, vercel/ai #15664)."""
+    return re.match(r"^gemini-(3\.[5-9]|[4-9])", model) is not None
+
+
 class _Checker:
     def __init__(self, model: str, api: str = "mldev") -> None:
         self.model = model
         self.api = api
+        self.without: frozenset[tuple[str, str]] = frozenset()
+        if api == "vertex" and not vertex_takes_call_ids(model):
+            self.without = frozenset({("FunctionCall", "id"), ("FunctionResponse", "id")})
         self.parse: list[tuple[str, str]] = []     # (field path, description)
         self.semantic: list[str] = []
 
@@ -272,11 +290,16 @@ class _Checker:
         if not isinstance(body, dict):
             self.parse.append(("", "Invalid JSON payload received. Expected an object."))
             return
-        self.parse.extend(unknown_fields(body, root, self.api, allow))
+        self.parse.extend(unknown_fields(body, root, self.api, allow, self.without))
         declared = self.tools(get(body, "tools") or [])
         self.tool_config(get(body, "toolConfig"), declared)
         self.combination(get(body, "tools") or [], get(body, "toolConfig"), declared)
         self.generation(get(body, "generationConfig"))
+        fcc = get(get(body, "toolConfig") or {}, "functionCallingConfig")
+        gen = get(body, "generationConfig")
+        if isinstance(fcc, dict) and get(fcc, "mode") == "ANY" and isinstance(gen, dict) and \
+                get(gen, "responseMimeType") == "application/json":
+            raise GeminiRejection(400, ANY_WITH_JSON)
         sys_inst = get(body, "systemInstruction")
         if sys_inst is not None:
             self.content(sys_inst, "system_instruction", system=True)
@@ -363,6 +386,8 @@ class _Checker:
                 raise GeminiRejection(400, "You can only set only one of thinking budget and thinking level.")
             if level is not None and not is_gemini3(self.model):
                 raise GeminiRejection(400, "Thinking level is not supported for this model.")  # [inferred]
+            if isinstance(level, str) and level.upper() == "MINIMAL" and MINIMAL_REFUSED.match(self.model):
+                raise GeminiRejection(400, MINIMAL_UNSUPPORTED)
             lo, hi = (128, 32768) if "pro" in self.model else (0, 24576)
             if isinstance(budget, int) and budget != -1 and not lo <= budget <= hi and not is_gemini3(self.model):
                 raise GeminiRejection(400, f"The thinking budget ({budget}) is invalid.")
