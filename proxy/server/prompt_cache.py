@@ -29,7 +29,7 @@ prefix -- system prompt, tools, tool config and the turns before a breakpoint --
 import datetime
 import hashlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,26 +183,27 @@ async def _forget(request: web.Request, attached: Attached, e: UpstreamError) ->
                            "request sent again uncached", cache=attached.name)
 
 
-async def generate(request: web.Request, model: str, body: dict[str, Any], attached: Attached | None,
-                   key: str | None) -> dict[str, Any]:
-    ctx: Context = request.app[CONTEXT]
+async def _sent(request: web.Request, send: Callable[[dict[str, Any]], Awaitable[Any]], body: dict[str, Any],
+                attached: Attached | None) -> Any:
+    """`send(body)`; when Gemini no longer has the cache it reads, the cache is forgotten and the whole
+    request sent again, uncached."""
     try:
-        return await ctx.upstream.generate(model, body, key)
+        return await send(body)
     except UpstreamError as e:
         if attached is None or e.status not in STALE:
             raise
         await _forget(request, attached, e)
-    return await ctx.upstream.generate(model, attached.full, key)
+    return await send(attached.full)
+
+
+async def generate(request: web.Request, model: str, body: dict[str, Any], attached: Attached | None,
+                   key: str | None) -> dict[str, Any]:
+    upstream = request.app[CONTEXT].upstream
+    return await _sent(request, lambda b: upstream.generate(model, b, key), body, attached)
 
 
 async def stream(request: web.Request, model: str, body: dict[str, Any], attached: Attached | None,
                  key: str | None) -> AsyncIterator[dict[str, Any]]:
     """The stream opened (its failure to open is raised before any chunk, so the retry is unseen)."""
-    ctx: Context = request.app[CONTEXT]
-    try:
-        return await ctx.upstream.stream(model, body, key)
-    except UpstreamError as e:
-        if attached is None or e.status not in STALE:
-            raise
-        await _forget(request, attached, e)
-    return await ctx.upstream.stream(model, attached.full, key)
+    upstream = request.app[CONTEXT].upstream
+    return await _sent(request, lambda b: upstream.stream(model, b, key), body, attached)
