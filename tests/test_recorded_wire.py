@@ -635,14 +635,19 @@ def test_recorded_interactions_search_shows_as_a_search_with_citations(interacti
 
 # ---- the MITM addon in a real mitmdump, in front of the recordings --------------------------------
 
-@pytest.fixture(scope="module")
-def mitm_replay(tmp_path_factory: pytest.TempPathFactory):
+def mitm_over(folder: Path, handle: Any):
+    """A real mitmdump whose Gemini upstream answers every model call with `handle`."""
     from tests.mitm_harness import MitmStack
 
-    rep = Replay()
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app.router.add_post("/{version}/models/{target}", rep.handle)
-    stack = MitmStack(tmp_path_factory.mktemp("mitm-recorded"), upstream_app=app)
+    app.router.add_post("/{version}/models/{target}", handle)
+    return MitmStack(folder, upstream_app=app)
+
+
+@pytest.fixture(scope="module")
+def mitm_replay(tmp_path_factory: pytest.TempPathFactory):
+    rep = Replay()
+    stack = mitm_over(tmp_path_factory.mktemp("mitm-recorded"), rep.handle)
     yield stack, rep
     stack.close()
 

@@ -27,7 +27,7 @@ from proxy.intercept.capture_calls import CallCapture
 from proxy.mock.validate import GeminiRejection, call_signature, validate_request
 from proxy.upstream.gemini import GeminiUpstream
 from tests.harness import LoopThread, Stack
-from tests.test_recorded_wire import _serve
+from tests.test_recorded_wire import _serve, mitm_over
 
 REC = Path(__file__).parent / "recorded"
 
@@ -659,12 +659,8 @@ def test_recorded_pdf_tool_result_goes_in_the_form_each_model_takes(mocked, mode
 
 @pytest.fixture(scope="module")
 def mitm_wire(tmp_path_factory: pytest.TempPathFactory):
-    from tests.mitm_harness import MitmStack
-
     rep = WireReplay()
-    app = web.Application(client_max_size=64 * 1024 * 1024)
-    app.router.add_post("/{version}/models/{target}", rep.handle)
-    stack = MitmStack(tmp_path_factory.mktemp("mitm-wire-2026"), upstream_app=app)
+    stack = mitm_over(tmp_path_factory.mktemp("mitm-wire-2026"), rep.handle)
     yield stack, rep
     stack.close()
 
