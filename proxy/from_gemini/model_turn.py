@@ -12,6 +12,9 @@ from typing import Any
 from proxy.from_gemini.partial_args import PartialCalls
 
 _PLAIN = {"text", "thought"}
+# A search the proxy ran within the answer (server/search_hops.py): its result, a part of the proxy's
+# own, splits the turn -- the model's calls before it, the user turn answering them, the model again.
+SEARCH_RESULT = "gtpToolSearch"
 
 
 class ModelTurn:
@@ -22,6 +25,13 @@ class ModelTurn:
 
     def add(self, part: dict[str, Any]) -> None:
         """Add a part as Gemini sent it (fragments of a streamed call are joined into one call)."""
+        if SEARCH_RESULT in part:
+            for event in self._partial.finish():
+                self._add(event.call.whole_part())
+            self._join_last()
+            self._parts.append(part)
+            self._pieces.append(None)
+            return
         events, whole = self._partial.feed(part)
         for event in events:
             if event.kind == "end":
@@ -56,6 +66,17 @@ class ModelTurn:
             self._add(event.call.whole_part())
         self._join_last()
         return self._parts
+
+    def contents(self) -> list[dict[str, Any]]:
+        """The turn as history: one model content, or -- where the proxy ran searches within the
+        answer -- model, user (the searches' functionResponses), model..., each non-empty."""
+        out: list[dict[str, Any]] = []
+        for part in self.parts:
+            role = "user" if SEARCH_RESULT in part else "model"
+            if not out or out[-1]["role"] != role:
+                out.append({"role": role, "parts": []})
+            out[-1]["parts"].append(part[SEARCH_RESULT]["response"] if role == "user" else part)
+        return out
 
     def __bool__(self) -> bool:
         return bool(self._parts)

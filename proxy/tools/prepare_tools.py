@@ -15,6 +15,7 @@ from proxy.schema.json_schema_for_gemini import json_schema_for_gemini
 from proxy.schema.json_schema_to_gemini import json_schema_to_gemini, marks_encrypted
 from proxy.schema.repairs import repair_note, schema_repairs
 from proxy.tools.conversion_cache import MAX_ENTRIES, ConversionCache, content_digest
+from proxy.tools.deferral import SEARCH_TYPE
 from proxy.tools.hosted_tools import HostedTool, serve_hosted
 from proxy.tools.tool_names import ToolNames, qualified
 
@@ -34,6 +35,10 @@ class PreparedTools:
     server_side: bool = False  # toolConfig.includeServerSideToolInvocations: built-ins next to functions
     warnings: list[str] = field(default_factory=list)  # hosted tools the request goes without, and why
     memo: dict[str, Any] = field(default_factory=dict)  # what is worked out once per cached tool list
+    # Tool-search tools by Gemini name -> how the search runs: "regex" or "bm25" in the proxy, or
+    # "client" (the client runs it: Codex's tool_search); deferral.py's Deferral when tools are deferred.
+    searches: dict[str, str] = field(default_factory=dict)
+    deferral: Any = None
 
     def schema_repairs(self) -> list[dict[str, Any]]:
         """What converting each tool's schema repairs (schema/repairs.py), by the client's tool name:
@@ -63,6 +68,26 @@ class PreparedTools:
     def gemini_tools(self) -> list[dict[str, Any]]:
         decls = [{"functionDeclarations": self.declarations}] if self.declarations else []
         return decls + [dict(b) for b in self.builtins]
+
+    def load(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Declare tools a search found in the middle of an answer (server/search_hops.py): their
+        Gemini declarations, added here too so the answer's calls to them map back to the client's
+        names. A tool already declared is not declared again."""
+        before = len(self.declarations)
+        for tool in tools:
+            members = tool.get("tools") if tool.get("type") == "namespace" else [tool]
+            space = tool.get("name") if tool.get("type") == "namespace" else None
+            for member in members or []:
+                declared = self.names.to_gemini_map
+                if not isinstance(member, dict) or qualified(str(member.get("name")), space) in declared:
+                    continue
+                if member.get("type") == "custom":
+                    _add_function(_custom_fields(member, 0), self, 0, namespace=space, kind="custom")
+                else:
+                    fn = _function_fields({**member, "type": "function"}, 0)
+                    assert fn is not None
+                    _add_function(fn, self, 0, namespace=space)
+        return self.declarations[before:]
 
     def serve_hosted(self, model: str, rules: list[tuple[str, str]]) -> "PreparedTools":
         """Decide, for `model`, which hosted tools go to Gemini and which are dropped (or a 400)."""
@@ -113,7 +138,7 @@ _SCHEMAS = ConversionCache()  # a client's schema -> Gemini's, converted once pe
 
 
 def _add_function(fn: dict[str, Any], prepared: PreparedTools, index: int, namespace: str | None = None,
-                  kind: Literal["function", "custom"] = "function") -> None:
+                  kind: Literal["function", "custom", "search"] = "function") -> None:
     if qualified(fn["name"], namespace) in prepared.names.to_gemini_map:
         raise ProxyError(f"Duplicate tool name '{fn['name']}' in 'tools'.", param=f"tools[{index}].name")
     decl: dict[str, Any] = {"name": prepared.names.add(fn["name"], namespace, kind)}
@@ -151,12 +176,13 @@ class _Prepared:
     names: ToolNames
     strict: bool
     hosted: tuple[HostedTool, ...]
+    searches: dict[str, str]
     memo: dict[str, Any]  # shared by every hit (PreparedTools.memo)
 
     @classmethod
     def keep(cls, p: PreparedTools) -> "_Prepared":
         return cls(tuple(dict(d) for d in p.declarations), tuple(dict(e) for e in p.echo), dict(p.schemas),
-                   p.names, p.strict, tuple(p.hosted), p.memo)
+                   p.names, p.strict, tuple(p.hosted), dict(p.searches), p.memo)
 
     def fresh(self, json_schema_mode: bool, fill_missing: bool) -> PreparedTools:
         names = ToolNames()
@@ -165,7 +191,8 @@ class _Prepared:
         return PreparedTools(declarations=[dict(d) for d in self.declarations], names=names,
                              echo=[dict(e) for e in self.echo], strict=self.strict,
                              json_schema_mode=json_schema_mode, schemas=dict(self.schemas),
-                             fill_missing=fill_missing, hosted=list(self.hosted), memo=self.memo)
+                             fill_missing=fill_missing, hosted=list(self.hosted), searches=dict(self.searches),
+                             memo=self.memo)
 
 
 # Whole tool lists by content: an agent sends the same list every turn, and building it again (20
@@ -215,6 +242,39 @@ def _add_namespace(tool: dict[str, Any], prepared: PreparedTools, index: int) ->
                              param=f"{where}[{j}]", code="invalid_value")
 
 
+# The proxy's own search tools (deferral.py): what Gemini is told to send. A client-run search (Codex)
+# declares its own parameters instead.
+SEARCH_PARAMETERS = {
+    "regex": {"type": "object", "required": ["query"], "properties": {
+        "query": {"type": "string", "description": "A regular expression (Python re syntax) searched for in each "
+                                                   "tool's name, description and parameter names; (?i) makes it "
+                                                   "case-insensitive."},
+        "limit": {"type": "integer", "description": "At most this many tools (default 5)."}}},
+    "bm25": {"type": "object", "required": ["query"], "properties": {
+        "query": {"type": "string", "description": "What the tool should do, in words: tools are ranked by BM25 "
+                                                   "over their names, descriptions and parameter names."},
+        "limit": {"type": "integer", "description": "At most this many tools (default 5)."}}},
+}
+SEARCH_DESCRIPTION = ("Search the deferred tools: those not declared yet. The tools found are declared to you "
+                      "right after the search, under their own names; call them then.")
+
+
+def _add_search(tool: dict[str, Any], prepared: PreparedTools, index: int) -> None:
+    """A tool-search tool as a function Gemini calls: run by the client (`execution: "client"`,
+    Codex), else by the proxy over the request's deferred tools (`gtp_search`: regex or bm25; the
+    Responses API's hosted search ranks by words, so bm25)."""
+    run = "client" if tool.get("execution") == "client" else tool.get("gtp_search", "bm25")
+    if run == "client":
+        params = tool.get("parameters") if isinstance(tool.get("parameters"), dict) else SEARCH_PARAMETERS["bm25"]
+        desc = tool.get("description") if isinstance(tool.get("description"), str) else SEARCH_DESCRIPTION
+    else:
+        params, desc = SEARCH_PARAMETERS[run], SEARCH_DESCRIPTION
+    name = tool.get("name") if isinstance(tool.get("name"), str) and tool.get("name") else SEARCH_TYPE
+    _add_function({"name": name, "description": desc, "parameters": params, "strict": None}, prepared, index,
+                  kind="search")
+    prepared.searches[prepared.names.to_gemini(name)] = run
+
+
 def _prepare(tools: list[dict[str, Any]] | None, json_schema_mode: bool, fill_missing: bool,
              web_search: bool) -> PreparedTools:
     prepared = PreparedTools(json_schema_mode=json_schema_mode, fill_missing=fill_missing)
@@ -230,6 +290,9 @@ def _prepare(tools: list[dict[str, Any]] | None, json_schema_mode: bool, fill_mi
             prepared.echo.append(tool)
         elif kind == "namespace":
             _add_namespace(tool, prepared, i)
+            prepared.echo.append(tool)
+        elif kind == SEARCH_TYPE:
+            _add_search(tool, prepared, i)
             prepared.echo.append(tool)
         elif kind == "function":
             fn = _function_fields(tool, i)

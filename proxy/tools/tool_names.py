@@ -32,7 +32,7 @@ class ToolRef:
 
     name: str
     namespace: str | None = None
-    kind: Literal["function", "custom"] = "function"
+    kind: Literal["function", "custom", "search"] = "function"  # search: a tool-search tool (deferral.py)
 
 
 def qualified(name: str, namespace: str | None) -> str:
@@ -52,7 +52,7 @@ class ToolNames:
         return self.refs.get(gemini_name) or ToolRef(self.client(gemini_name))
 
     def add(self, client_name: str, namespace: str | None = None,
-            kind: Literal["function", "custom"] = "function") -> str:
+            kind: Literal["function", "custom", "search"] = "function") -> str:
         flat = qualified(client_name, namespace)
         gname = self._add(flat)
         self.refs[gname] = ToolRef(client_name, namespace, kind)
