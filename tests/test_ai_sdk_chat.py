@@ -11,6 +11,8 @@ Continuations need neither: a delta with the index of a known call extends it. S
 `id`, `type` and `function.name` once per call, on its first delta, and argument pieces after it
 without them; repeating them would break the openai Python SDK, whose stream accumulator
 concatenates every string field of a delta (an `id` or `name` sent twice comes out doubled).
+(1CatAI/1Cat-vLLM#240 reports the provider wanting `function.name` on every delta; this version
+does not: the continuations here carry none and the stream has no error part.)
 
 tests/node/ai_sdk_chat.mjs runs streamText (with the raw chunks), generateText and a tool-result
 turn against the front-end over the strict mock, whose Gemini answers with three parallel calls,
