@@ -54,7 +54,7 @@ def test_thoughts_text_and_calls_interleave_as_separate_items() -> None:
     assert out[3]["call_id"].startswith("call_") and len(out[3]["call_id"]) <= 40
     assert t.response["usage"]["output_tokens"] == 9
     # History keeps every signature on its own part, the text joined.
-    assert t.model_content()["parts"] == [
+    assert t.model_content()[0]["parts"] == [
         {"text": "thinking...", "thought": True}, {"text": "Let me check."},
         {"functionCall": {"name": "srv_tool", "args": {"q": 1}, "id": "abc"}, "thoughtSignature": "SIG"},
         {"functionCall": {"name": "other", "args": {}}}, {"text": "", "thoughtSignature": "END"}]

@@ -24,6 +24,8 @@ a text answer then cites the result, and later answers name the searches they se
 `text_call DIALECT` (calls written as text in that dialect instead of functionCall parts),
 `quote_json [whole]` (an answer quoting `{"name": TOOL, "content": ...}` mid-sentence, or as the whole
 answer: how @ai-sdk/google returns tool results, which a Gemma 3 answer then repeats; never a call),
+`find QUERY` (with a tool-search function declared -- tool_search*, ToolSearch -- the turn's first call
+is that search, alone, with `{"query": QUERY}`; the tools named in the text are called after its result),
 `hops N [stuck|alternate|empty]` (the answer stopped at the decode limit N-1 times and continued when asked: hops.py).
 Prompted in a text dialect (declarations rendered into the prompt), the model answers in it: dialect_model.py.
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
@@ -215,6 +217,11 @@ def respond(body: dict[str, Any], model: str) -> Reply:
                       and any(get(p, "functionResponse") for p in get(c, "parts") or []))
     rounds_wanted = int(directives.get("rounds") or 1)
     calls = _choose_calls(body, text) if rounds_done < rounds_wanted else []
+    finder = _finder(body) if "find" in directives else None
+    if finder is not None:  # `find QUERY`: the turn's first call is the tool search, alone
+        found_yet = any(get(get(p, "functionResponse") or {}, "name") == finder["name"]
+                        for c in contents[start + 1:] for p in get(c, "parts") or [])
+        calls = [c for c in calls if c is not finder] if found_yet else [finder] if rounds_done < rounds_wanted else []
     search = _search(body, model, directives.get("search"), first=rounds_done == 0)
     if search is not None:
         parts += search.parts
@@ -237,6 +244,8 @@ def respond(body: dict[str, Any], model: str) -> Reply:
             schema = get(decl, "parametersJsonSchema") or get(decl, "parameters") or {}
             args = ArgumentMaker(schema, hints).make(schema) if schema else {}
             args = args if isinstance(args, dict) else {}
+            if decl is finder:
+                args = {"query": directives["find"]}
             if "stringly" in directives:
                 args = {k: v if isinstance(v, str) else json.dumps(v) for k, v in args.items()}
             call: dict[str, Any] = {"name": decl["name"], "args": args}
@@ -344,6 +353,14 @@ def _choose_calls(body: dict[str, Any], text: str) -> list[dict[str, Any]]:
     if not names and mode == "ANY":
         names = [next(iter(by_name))] if by_name else []
     return [by_name[n] for n in names]
+
+
+SEARCH_TOOLS = ("tool_search", "ToolSearch")  # the proxy's and Codex's (tool_search*), Claude Code's own
+
+
+def _finder(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The declared tool-search function, if any."""
+    return next((d for d in _declarations(body) if str(d.get("name", "")).startswith(SEARCH_TOOLS)), None)
 
 
 def _missing_response_ids(contents: list[dict[str, Any]]) -> bool:

@@ -19,7 +19,7 @@ from proxy import fast_json, ids
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import failure_code, map_finish_reason
-from proxy.from_gemini.model_turn import ModelTurn
+from proxy.from_gemini.model_turn import SEARCH_RESULT, ModelTurn
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
 from proxy.from_gemini.server_tools import (
     PartsBeforeCall,
@@ -90,6 +90,7 @@ class ResponsesTranslator:
         self.hosted: list[CallRecord] = []  # web_search_call items' records (server_tools.py)
         self._searches: dict[Any, _Search] = {}  # toolCall id -> its item, until its toolResponse
         self._before_call = PartsBeforeCall()  # server-side parts since the last function call
+        self._open_searches: list[str] = []  # the proxy's tool searches awaiting their results, in order
         self._grounding: dict[str, Any] | None = None  # the latest groundingMetadata
         self.done = False
         # Events carry copies of the response as it was, for callers that keep events around. The
@@ -184,9 +185,10 @@ class ResponsesTranslator:
         self.done = True
         return [self._ev("response.failed", response=self._snapshot())]
 
-    def model_content(self) -> dict[str, Any] | None:
-        """The model turn for history: parts exactly as received (signatures on the same parts)."""
-        return {"role": "model", "parts": fast_json.clone(self.model_turn.parts)} if self.model_turn else None
+    def model_content(self) -> list[dict[str, Any]]:
+        """The model turn for history: parts exactly as received (signatures on the same parts); the
+        searches the proxy ran within it split it into model, user (their results), model turns."""
+        return fast_json.clone(self.model_turn.contents()) if self.model_turn else []
 
     # -- parts --------------------------------------------------------------------------------
 
@@ -203,7 +205,9 @@ class ResponsesTranslator:
             return []
         self.model_turn.add(part)
         if "functionCall" in part:
-            return self._function_call(part)
+            return self._tool_search(part) if self._is_search(part) else self._function_call(part)
+        if SEARCH_RESULT in part:
+            return self._tool_search_output(part[SEARCH_RESULT])
         server = server_part_key(part)
         if server is not None:
             return self._search_started(part) if server[0] == "toolCall" else self._search_answered(part)
@@ -262,6 +266,33 @@ class ResponsesTranslator:
             events += self._done_item({**item, "status": "completed", "arguments": args})
         self.calls.append(self._before_call.onto(call.record))
         return events
+
+    # -- tool search (tools/deferral.py, server/search_hops.py) ----------------------------------
+
+    def _is_search(self, part: dict[str, Any]) -> bool:
+        return match_name(self._tools, part["functionCall"].get("name", "")) in self._tools.searches
+
+    def _tool_search(self, part: dict[str, Any], call_id: str | None = None) -> list[Event]:
+        """A tool_search_call item: the client runs it (Codex: the answer ends with it, like a
+        function call) or the proxy does, its tool_search_output coming next (search_hops.py)."""
+        call = client_call(self._tools, part, call_id)
+        client = self._tools.searches[match_name(self._tools, call.record.gemini_name)] == "client"
+        item = {"id": "tsc_" + ids.function_item_id()[3:], "type": "tool_search_call", "call_id": call.call_id,
+                "status": "completed", "execution": "client" if client else "server", "arguments": call.args}
+        if client:
+            self.calls.append(self._before_call.onto(call.record))
+        else:
+            self.hosted.append(call.record)  # replayed with the item, to Gemini as the call it made
+            self._open_searches.append(call.call_id)
+        return self._close_open() + self._add_item({**item, "status": "in_progress"}) + self._done_item(item)
+
+    def _tool_search_output(self, result: dict[str, Any]) -> list[Event]:
+        call_id = self._open_searches.pop(0) if self._open_searches else None
+        deferral = self._tools.deferral
+        tools = deferral.definitions(result["found"]) if deferral is not None else []
+        item = {"id": "tso_" + ids.function_item_id()[3:], "type": "tool_search_output", "call_id": call_id,
+                "status": "completed", "execution": "server", "tools": tools}
+        return self._add_item({**item, "status": "in_progress"}) + self._done_item(item)
 
     # -- Google Search (server_tools.py) ------------------------------------------------------
 
@@ -336,7 +367,7 @@ class ResponsesTranslator:
                 declared = match_name(self._tools, ev.call.name)
                 ref = self._tools.names.ref(declared)
                 call_id = ev.call.first["functionCall"].get("id") or ids.call_id()
-                if ref.kind == "custom":  # free-form input goes out whole at the end
+                if ref.kind in ("custom", "search"):  # free-form input, or a search: out whole at the end
                     self._streaming = _StreamingItem(ev.call, call_id, None)
                     continue
                 events += self._close_open()
@@ -358,6 +389,8 @@ class ResponsesTranslator:
         self._streaming = None
         whole = streaming.call.whole_part()
         self.model_turn.add(whole)
+        if self._is_search(whole):
+            return self._tool_search(whole, streaming.call_id)
         call = client_call(self._tools, whole, streaming.call_id)
         self.calls.append(self._before_call.onto(call.record))
         if streaming.item is None:

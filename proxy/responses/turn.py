@@ -21,7 +21,7 @@ from proxy.responses.compaction import (
 )
 from proxy.responses.response_object import response_skeleton
 from proxy.responses.translator import ResponsesTranslator
-from proxy.server import object_owners
+from proxy.server import object_owners, search_hops
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import validate
 from proxy.signatures.model_bound import without_signatures
@@ -92,15 +92,22 @@ class Turn:
         return self.translator.response
 
     def open_stream(self) -> Awaitable[AsyncIterator[dict[str, Any]]]:
+        """The answer's stream; the proxy's tool searches run within it (search_hops.py)."""
         if self.ctx.rules.streams_arguments(self.model):
             stream_arguments(self.body)
-        return self.ctx.upstream.stream(self.model, self.body, self.key)
+        upstream = self.ctx.upstream
+        return search_hops.searched(upstream.stream(self.model, self.body, self.key),
+                                    lambda b: upstream.stream(self.model, b, self.key), self.body, self.tools)
 
     async def run_whole(self) -> dict[str, Any]:
         """The whole answer (no stream), stored before it is returned."""
-        answer = checked(await self.ctx.upstream.generate(self.model, self.body, self.key))
+        upstream = self.ctx.upstream
+        answers = await search_hops.searched_whole(upstream.generate(self.model, self.body, self.key),
+                                                   lambda b: upstream.generate(self.model, b, self.key),
+                                                   self.body, self.tools)
         self.translator.start()
-        self.translator.feed(answer)
+        for answer in answers:
+            self.translator.feed(checked(answer))
         self.translator.finish()
         await self.remember(self.response["status"] != "failed")
         return self.response
@@ -121,7 +128,7 @@ class Turn:
         await self.ctx.keep_calls(self.session, t.calls, "responses", t.hosted, self.model)
         turn = t.model_content()
         if self.recent is not None:
-            self.recent.keep(t.response["id"], Conversation(self.conv.contents + ([turn] if turn else []),
+            self.recent.keep(t.response["id"], Conversation(self.conv.contents + turn,
                                                            self.conv.system, [c.call_id for c in t.calls]),
                              self.model)
         if self.req.store is False:
@@ -172,7 +179,8 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
 
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
-    model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items)
+    loaded = search_hops.loaded_in_contents(prior.contents) if prior else set()  # deferred tools it loaded
+    model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items, loaded=loaded)
     seal = ctx.seal(request, model)
     summaries, compacted = open_compactions(seal, items)
     # The input items as sent: GET .../input_items gives them their ids and statuses (as_items).
@@ -182,7 +190,8 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
         expanded = expand_compacted(seal, sent_input)
         if expanded is not sent_input:
             sent_input, items = expanded, parse_input(expanded)
-            model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items)
+            model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items,
+                                                    loaded=loaded)
             summaries, compacted = open_compactions(seal, items)
     conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
                              result_parts=ctx.rules.result_parts(model), summaries=summaries)
@@ -198,7 +207,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                  param="context_management", code="invalid_value")
             history = stored + history
         whole = parse_input(history)
-        model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), whole)
+        model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), whole, loaded=loaded)
         old_summaries, carried = open_compactions(seal, whole)
         refuse_unopened(whole, old_summaries, len(history) - len(sent_input), req.previous_response_id)
         done = await compact(ctx, api_key_of(request), seal, model, history, whole, {**carried, **calls},

@@ -1,6 +1,6 @@
 """What the route handlers share: the session store, the upstream client, settings."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from proxy.signatures.carrier import CarrierSeal
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.signatures.model_bound import for_model
 from proxy.store.base import SessionStore
+from proxy.tools.deferral import loaded_by_items, split_deferred
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
@@ -30,6 +31,7 @@ from proxy.wire.responses import (
     FunctionCallItem,
     FunctionCallOutputItem,
     InputItem,
+    ToolSearchCallItem,
     WebSearchCallItem,
 )
 from proxy.wire.shared_tools import SharedTools
@@ -40,7 +42,7 @@ DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", 
 # Names refused as credentials one request's record holds (a WebSocket's many messages share one).
 MAX_REQUEST_SECRETS = 8
 # Input items that refer to an earlier call (their records are looked up before translating).
-_REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem)
+_REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem, ToolSearchCallItem)
 
 
 @dataclass
@@ -127,17 +129,21 @@ class Context:
         return CarrierSeal(self.carrier, request.get(SCOPE) or "", model)
 
     async def prepare(self, request: web.Request, session: str, client_model: str,
-                      tools: list[dict[str, Any]] | None, items: list[InputItem], web_search: bool = False
-                      ) -> tuple[str, PreparedTools, dict[str, CallRecord]]:
+                      tools: list[dict[str, Any]] | None, items: list[InputItem], web_search: bool = False,
+                      loaded: Iterable[str] = ()) -> tuple[str, PreparedTools, dict[str, CallRecord]]:
         """The Gemini model, the tools for it, and what is known of the calls `items` refer to:
         this process's records win; carriers replayed by stateless clients (this client's own, for
-        this model) fill the gaps."""
+        this model) fill the gaps. Deferred tools are declared only once loaded (deferral.py): by
+        `items`, or by `loaded` (names a stored history or a front-end's own blocks loaded)."""
         model = self.gemini_model(client_model)
+        called, found = loaded_by_items(items)
+        tools, deferral = split_deferred(tools, called | set(loaded), found)
         prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing,
                                  web_search=web_search, digests=tools.facts if type(tools) is SharedTools else None
                                  ).serve_hosted(model, self.rules.hosted_tools)
-        call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.call_id for i in items
-                    if isinstance(i, _REFERRING)]
+        prepared.deferral = deferral
+        call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.search_id if isinstance(i, ToolSearchCallItem)
+                    else i.call_id for i in items if isinstance(i, _REFERRING)]
         carried = self.seal(request, model).decode(items)
         stored = await self.store.get_calls(session, call_ids)
         if any(r.model and r.model != model for r in stored.values()):  # made by another model: unsigned

@@ -21,6 +21,7 @@ from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.media import MEDIA_PARTS, media_part
 from proxy.to_gemini.repair_history import repair_history
 from proxy.to_gemini.tool_result_media import response_with_media
+from proxy.tools.deferral import SEARCH_TYPE, found_tools
 from proxy.tools.tool_names import ToolNames
 from proxy.wire.json_body import param_path, parse_arguments
 from proxy.wire.responses import (
@@ -33,6 +34,8 @@ from proxy.wire.responses import (
     FunctionCallOutputItem,
     InputItem,
     MessageItem,
+    ToolSearchCallItem,
+    ToolSearchOutputItem,
     WebSearchCallItem,
 )
 
@@ -242,6 +245,29 @@ class _Builder:
             out["functionResponse"]["response"] = {"error": result} if error else result
         self.outputs[call_id] = out
 
+    def tool_search(self, item: ToolSearchCallItem, call_id: str, index: int) -> None:
+        """A tool search (run by the client or by the proxy) as the function call Gemini made."""
+        name = item.wire().get("name") or SEARCH_TYPE  # (Anthropic's search tools have their own names)
+        self.function_call(FunctionCallItem(type="function_call", call_id=call_id, name=name,
+                                            arguments=json.dumps(item.arguments, ensure_ascii=False)), index)
+
+    def tool_search_output(self, item: ToolSearchOutputItem, call_id: str, index: int) -> None:
+        """What the search found, as its functionResponse: the found tools by the names they are
+        declared under (deferral.py declares them on this request)."""
+        self.model_open = False
+        match = next((p for p in self.pending if p[0] == call_id), None)
+        if match is None:
+            raise PairingError(f"No tool search call found for tool_search_output with call_id {call_id}.",
+                               param="input", call_id=call_id)
+        _, gname, gid = match
+        found = [{"name": self.names.to_gemini(name, space), "description": d.get("description") or ""}
+                 for name, space, d in found_tools(item.tools)]
+        error = item.wire().get("error")  # (Anthropic's search errors: tool_search_tool_result_error)
+        fr: dict[str, Any] = {"name": gname, "response": {"error": error} if error else {"tools": found}}
+        if gid:
+            fr["id"] = gid
+        self.outputs[call_id] = {"functionResponse": fr}
+
     def finish(self) -> Conversation:
         if self.pending and self.outputs:
             self._close_outputs()
@@ -288,9 +314,15 @@ def input_to_contents(
                 raise unopened_compaction(i)
             if summary:
                 b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
+    search = ""  # the latest tool search, which an output without a call_id answers (hosted search)
     for i, item in enumerate(items):
         if isinstance(item, MessageItem):
             b.message(item, i)
+        elif isinstance(item, ToolSearchCallItem):
+            search = item.search_id or f"tool_search_{i}"
+            b.tool_search(item, search, i)
+        elif isinstance(item, ToolSearchOutputItem):
+            b.tool_search_output(item, item.call_id or search, i)
         elif isinstance(item, FunctionCallItem | CustomToolCallItem):
             b.function_call(item, i)
         elif isinstance(item, FunctionCallOutputItem):

@@ -56,6 +56,37 @@ class Deferral:
         return len(self.tools) - len(self.loaded & self.tools.keys())
 
 
+def found_tools(tools: list[dict[str, Any]]) -> list[tuple[str, str | None, dict[str, Any]]]:
+    """(name, namespace, definition) of each tool in a search's result (functions, namespaces of them)."""
+    out = []
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            out += [(m["name"], tool.get("name"), m) for m in tool.get("tools") or []
+                    if isinstance(m, dict) and isinstance(m.get("name"), str)]
+        elif isinstance(tool.get("name"), str):
+            out.append((tool["name"], None, tool))
+    return out
+
+
+def loaded_by_items(items: Iterable[Any]) -> tuple[set[str], list[dict[str, Any]]]:
+    """(flat names the input's calls called or its searches found, the definitions a client-run search
+    returned): what deferral keeps declared. Items are the core's (wire/responses.py InputItem)."""
+    names: set[str] = set()
+    found: list[dict[str, Any]] = []
+    for item in items:
+        kind = getattr(item, "type", None)
+        if kind in ("function_call", "custom_tool_call"):
+            names.add(qualified(item.name, item.namespace))
+        elif kind == "tool_search_output":
+            tools = [t for t in item.tools if isinstance(t, dict)]
+            names |= {qualified(n, space) for n, space, _ in found_tools(tools)}
+            if item.execution == "client":
+                found += tools
+    return names, found
+
+
 def _deferred(tool: dict[str, Any]) -> bool:
     return tool.get("defer_loading") is True
 
@@ -98,11 +129,7 @@ def split_deferred(tools: list[dict[str, Any]] | None, loaded: Iterable[str] = (
     now = _merged(now, deferral.definitions(n for n in deferral.tools if n in deferral.loaded))
     for definition in found:  # a client-run search's result: declared as the client gave it
         now = _merged(now, [definition])
-        if definition.get("type") == "namespace":
-            deferral.loaded |= {qualified(m["name"], definition.get("name")) for m in definition.get("tools") or []
-                                if isinstance(m, dict) and isinstance(m.get("name"), str)}
-        elif isinstance(definition.get("name"), str):
-            deferral.loaded.add(definition["name"])
+        deferral.loaded |= {qualified(n, space) for n, space, _ in found_tools([definition])}
     return now, deferral
 
 

@@ -182,13 +182,10 @@ class _Prepared:
     @classmethod
     def keep(cls, p: PreparedTools) -> "_Prepared":
         return cls(tuple(dict(d) for d in p.declarations), tuple(dict(e) for e in p.echo), dict(p.schemas),
-                   p.names, p.strict, tuple(p.hosted), dict(p.searches), p.memo)
+                   p.names.copy(), p.strict, tuple(p.hosted), dict(p.searches), p.memo)
 
     def fresh(self, json_schema_mode: bool, fill_missing: bool) -> PreparedTools:
-        names = ToolNames()
-        names.to_client, names.to_gemini_map, names.refs = (dict(self.names.to_client),
-                                                            dict(self.names.to_gemini_map), dict(self.names.refs))
-        return PreparedTools(declarations=[dict(d) for d in self.declarations], names=names,
+        return PreparedTools(declarations=[dict(d) for d in self.declarations], names=self.names.copy(),
                              echo=[dict(e) for e in self.echo], strict=self.strict,
                              json_schema_mode=json_schema_mode, schemas=dict(self.schemas),
                              fill_missing=fill_missing, hosted=list(self.hosted), searches=dict(self.searches),

@@ -48,6 +48,12 @@ class ToolNames:
         self.to_gemini_map: dict[str, str] = {}
         self.refs: dict[str, ToolRef] = {}  # Gemini name -> the client's tool
 
+    def copy(self) -> "ToolNames":
+        other = ToolNames()
+        other.to_client, other.to_gemini_map, other.refs = dict(self.to_client), dict(self.to_gemini_map), dict(
+            self.refs)
+        return other
+
     def ref(self, gemini_name: str) -> ToolRef:
         return self.refs.get(gemini_name) or ToolRef(self.client(gemini_name))
 

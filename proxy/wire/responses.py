@@ -138,6 +138,32 @@ class _AgentMessage(TypedDict, total=False):
     id: str | None
 
 
+class _ToolSearchCall(TypedDict, total=False):
+    """A tool search the model asked for (openai types/responses ResponseToolSearchCall; Codex's
+    `ResponseItem::ToolSearchCall`): `arguments` is an object; `call_id` is null for a hosted search."""
+
+    __pydantic_config__ = LENIENT
+    type: Required[Literal["tool_search_call"]]
+    arguments: Required[dict[str, Any]]
+    call_id: str | None
+    id: str | None
+    status: str | None
+    execution: Literal["server", "client"] | None
+
+
+class _ToolSearchOutput(TypedDict, total=False):
+    """What the search found (ResponseToolSearchOutputItem): the tools' whole definitions, which
+    Codex's client-run search returns with `defer_loading: true` (its deferred tools are in no `tools`)."""
+
+    __pydantic_config__ = LENIENT
+    type: Required[Literal["tool_search_output"]]
+    tools: Required[list[dict[str, Any]]]
+    call_id: str | None
+    id: str | None
+    status: str | None
+    execution: Literal["server", "client"] | None
+
+
 class MessageItem(_Item, shape=_Message, defaults={"type": "message"}):
     __slots__ = ()
 
@@ -180,8 +206,28 @@ class CompactionItem(_Item, shape=_Compaction):
     __slots__ = ()
 
 
+class ToolSearchCallItem(_Item, shape=_ToolSearchCall):
+    """A tool search, run by the client (Codex) or by the proxy (deferral.py), replayed."""
+
+    __slots__ = ()
+
+    @property
+    def search_id(self) -> str:
+        """What pairs it with its output: call_id, else (a hosted search) the item's id."""
+        return self.call_id or self.id or ""
+
+
+class ToolSearchOutputItem(_Item, shape=_ToolSearchOutput):
+    __slots__ = ()
+
+    @property
+    def search_id(self) -> str:
+        return self.call_id or self.id or ""
+
+
 InputItem = (MessageItem | FunctionCallItem | CustomToolCallItem | FunctionCallOutputItem | ReasoningItem
-             | ItemReference | WebSearchCallItem | CompactionItem | AgentMessageItem)
+             | ItemReference | WebSearchCallItem | CompactionItem | AgentMessageItem | ToolSearchCallItem
+             | ToolSearchOutputItem)
 
 ITEM_MODELS: dict[str, type[_Item]] = {
     "message": MessageItem,
@@ -194,6 +240,8 @@ ITEM_MODELS: dict[str, type[_Item]] = {
     "web_search_call": WebSearchCallItem,
     "compaction": CompactionItem,
     "agent_message": AgentMessageItem,
+    "tool_search_call": ToolSearchCallItem,
+    "tool_search_output": ToolSearchOutputItem,
 }
 
 # One check of a list per item kind: parse_input checks all the items of one kind in one call (one
