@@ -11,10 +11,16 @@ from proxy.anthropic import threads
 from proxy.anthropic.cache_breakpoints import breakpoints
 from proxy.anthropic.context_edits import apply_edits, check_edits
 from proxy.anthropic.stream_writer import AnthropicWriter, keep_alive
-from proxy.anthropic.to_items import messages_to_items, system_items, tool_choice_for_core, tools_for_core
+from proxy.anthropic.to_items import (
+    messages_to_items,
+    referenced_tools,
+    system_items,
+    tool_choice_for_core,
+    tools_for_core,
+)
 from proxy.anthropic.translator import AnthropicTranslator
 from proxy.errors import PairingError, ProxyError
-from proxy.server import object_owners, prompt_cache
+from proxy.server import object_owners, prompt_cache, search_hops
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
@@ -62,7 +68,9 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
     items = own_items(system_items(req.system) + messages_to_items(req.messages))
-    model, tools, calls = await ctx.prepare(request, session, req.model, tools_for_core(req.tools), items)
+    loaded = referenced_tools(req.messages) | (search_hops.loaded_in_contents(prior.contents) if prior else set())
+    model, tools, calls = await ctx.prepare(request, session, req.model, tools_for_core(req.tools), items,
+                                            loaded=loaded)
     try:
         conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model,
                                  result_parts=ctx.rules.result_parts(model))
@@ -124,12 +132,16 @@ async def _answer(request: web.Request, req: MessagesRequest, session: str,
     sent, cache = await prompt_cache.attach(request, model, body,
                                             prefix_sizes(marks.turns, body["contents"], marks.roles), marks.ttls)
     translator.cache_written = cache is not None and cache.created
+    upstream = ctx.upstream  # (a search's later hops go uncached: search_hops.py)
     if req.stream:
-        return await run_stream(request, prompt_cache.stream(request, model, sent, cache, key),
-                                AnthropicWriter(translator), headers=headers, on_end=remember,
+        chunks = search_hops.searched(prompt_cache.stream(request, model, sent, cache, key),
+                                      lambda b: upstream.stream(model, b, key), body, tools)
+        return await run_stream(request, chunks, AnthropicWriter(translator), headers=headers, on_end=remember,
                                 keep_alive=keep_alive())
     translator.start()
-    translator.feed(checked(await prompt_cache.generate(request, model, sent, cache, key)))
+    for answer in await search_hops.searched_whole(prompt_cache.generate(request, model, sent, cache, key),
+                                                   lambda b: upstream.generate(model, b, key), body, tools):
+        translator.feed(checked(answer))
     failure = translator.finish()
     if translator.failed:  # never an empty success: the failure in Anthropic's own shape
         raise ProxyError(failure[-1]["error"]["message"], status=502, type="server_error")

@@ -18,6 +18,17 @@ from proxy.errors import ProxyError
 from proxy.wire.anthropic import Block, Message, Tool, ToolChoice
 
 SERVER_SEARCH = "web_search_"  # web_search_20250305, web_search_20260209, ...
+# The tool-search server tools (beta advanced-tool-use-2025-11-20), run by the proxy (deferral.py).
+TOOL_SEARCHES = {"tool_search_tool_regex": "regex", "tool_search_tool_bm25": "bm25"}
+LOADED_NOTE = "Tool {} is loaded: call it by its name."
+
+
+def _tool_search_kind(tool_type: str | None) -> str | None:
+    """regex or bm25 for a tool-search tool's type (dated, `tool_search_tool_regex_20251119`, or not)."""
+    for name, kind in TOOL_SEARCHES.items():
+        if tool_type and (tool_type == name or tool_type.startswith(name + "_")):
+            return kind
+    return None
 
 
 def _media(block: Block, where: str) -> dict[str, Any]:
@@ -57,14 +68,41 @@ def _parts(blocks: list[Block], where: str) -> list[dict[str, Any]]:
 def _result_content(block: Block, where: str) -> str | list[dict[str, Any]]:
     if block.content is None or isinstance(block.content, str):
         return block.content or ""
+    if isinstance(block.content, dict):
+        raise ProxyError(f"Invalid type for '{where}.content': expected a string or an array of content blocks.",
+                         param=f"{where}.content")
     blocks = []
     for j, raw in enumerate(block.content):
         try:
-            blocks.append(Block.model_validate(raw))
+            b = Block.model_validate(raw)
         except ValueError:
             raise ProxyError(f"Invalid content block '{where}.content[{j}]'.", param=f"{where}.content[{j}]") from None
+        if b.type == "tool_reference":  # a client-run search's find (Claude Code's ToolSearch): now declared
+            name = (b.model_extra or {}).get("tool_name")
+            if not isinstance(name, str) or not name:
+                raise ProxyError(f"Missing required parameter: '{where}.content[{j}].tool_name'.",
+                                 param=f"{where}.content[{j}].tool_name")
+            b = Block(type="text", text=LOADED_NOTE.format(name))
+        blocks.append(b)
     parts = _parts(blocks, f"{where}.content")
     return parts if any(p["type"] != "input_text" for p in parts) else "".join(p["text"] for p in parts)
+
+
+def referenced_tools(messages: list[Message]) -> set[str]:
+    """Tools the history's tool_reference blocks name (in tool_results, and in the proxy's own
+    tool_search_tool_result blocks): deferred ones are declared from then on (deferral.py)."""
+    names: set[str] = set()
+    for m in messages:
+        if isinstance(m.content, str):
+            continue
+        for b in m.content:
+            refs: Any = b.content.get("tool_references") if isinstance(b.content, dict) else (
+                b.content if b.type == "tool_result" and isinstance(b.content, list) else None)
+            for ref in refs or []:
+                if isinstance(ref, dict) and ref.get("type") == "tool_reference" and isinstance(
+                        ref.get("tool_name"), str):
+                    names.add(ref["tool_name"])
+    return names
 
 
 def system_items(system: str | list[Block] | None) -> list[dict[str, Any]]:
@@ -96,8 +134,14 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                     if not b.tool_use_id:
                         raise ProxyError(f"Missing required parameter: '{where}[{j}].tool_use_id'.",
                                          param=f"{where}[{j}].tool_use_id")
-                    items.append({"type": "function_call_output", "call_id": b.tool_use_id,
-                                  "output": _result_content(b, f"{where}[{j}]"), "is_error": b.is_error is True})
+                    item = {"type": "function_call_output", "call_id": b.tool_use_id,
+                            "output": _result_content(b, f"{where}[{j}]"), "is_error": b.is_error is True}
+                    found = referenced_tools([Message(role="user", content=[b])])
+                    if found and isinstance(item["output"], str):  # kept in Gemini's history by name: a
+                        # thread's later turns keep them declared (search_hops.loaded_in_contents)
+                        item["result_object"] = {"output": item["output"],
+                                                 "tools": [{"name": n} for n in sorted(found)]}
+                    items.append(item)
                 else:
                     rest.append(b)
             parts = _parts(rest, where) if rest else []
@@ -129,6 +173,17 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
             elif b.type == "web_search_tool_result" and b.tool_use_id in {
                     x.id for x in blocks if x.type == "server_tool_use"}:
                 pass  # its content is in the search's record, replayed with its server_tool_use
+            elif b.type == "server_tool_use" and b.name in TOOL_SEARCHES and b.id:
+                items.append({"type": "tool_search_call", "call_id": b.id, "name": b.name, "execution": "server",
+                              "arguments": b.input or {}})
+            elif b.type == "tool_search_tool_result" and isinstance(b.content, dict) and b.tool_use_id:
+                refs = b.content.get("tool_references")
+                out: dict[str, Any] = {"type": "tool_search_output", "call_id": b.tool_use_id, "execution": "server",
+                                       "tools": [{"type": "function", "name": r["tool_name"]} for r in refs or []
+                                                 if isinstance(r, dict) and isinstance(r.get("tool_name"), str)]}
+                if b.content.get("type") == "tool_search_tool_result_error":
+                    out["error"] = b.content.get("error_message") or b.content.get("error_code") or "error"
+                items.append(out)
             else:
                 raise ProxyError(f"Content blocks of type '{b.type}' are not supported in an assistant turn "
                                  f"('{at}').", param=f"{at}.type")
@@ -143,13 +198,19 @@ def tools_for_core(tools: list[Tool] | None) -> list[dict[str, Any]] | None:
         return None
     out: list[dict[str, Any]] = []
     for t in tools:
-        if t.type and t.type.startswith(SERVER_SEARCH):
+        kind = _tool_search_kind(t.type)
+        if kind is not None:
+            out.append({"type": "tool_search", "execution": "server", "gtp_search": kind, "name": t.name})
+        elif t.type and t.type.startswith(SERVER_SEARCH):
             out.append({"type": "web_search"})
         elif t.type not in (None, "custom"):
             out.append({"type": t.type, "name": t.name})
         else:
-            out.append({"type": "function", "name": t.name, "description": t.description,
-                        "parameters": t.input_schema or {"type": "object", "properties": {}}})
+            tool = {"type": "function", "name": t.name, "description": t.description,
+                    "parameters": t.input_schema or {"type": "object", "properties": {}}}
+            if (t.model_extra or {}).get("defer_loading") is True:  # held back until a search finds it
+                tool["defer_loading"] = True
+            out.append(tool)
     return out
 
 

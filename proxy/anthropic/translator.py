@@ -20,7 +20,7 @@ from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
 from proxy.from_gemini.finish_reason import map_finish_reason
-from proxy.from_gemini.model_turn import ModelTurn
+from proxy.from_gemini.model_turn import SEARCH_RESULT, ModelTurn
 from proxy.from_gemini.partial_args import CallEvent, PartialCalls, StreamedCall
 from proxy.from_gemini.server_tools import PartsBeforeCall, hosted_record, search_call
 from proxy.signatures.call_record import CallRecord
@@ -72,6 +72,8 @@ class AnthropicTranslator:
         self._before_call = PartsBeforeCall()
         self.hosted: list[CallRecord] = []  # the searches' records (server_tool_use ids -> Gemini's parts)
         self._searches: dict[Any, tuple[str, list[dict[str, Any]]]] = {}  # toolCall id -> (block id, parts)
+        self._open_searches: list[str] = []  # the proxy's tool searches awaiting their results, in order
+        self._searching: StreamedCall | None = None  # a tool search whose arguments Gemini streams
         self.stop_reason: str | None = None
         self.done = self.failed = False
         # The model turn as Gemini sent it (signatures on their parts), for a thread's held history
@@ -140,19 +142,24 @@ class AnthropicTranslator:
         self.done = self.failed = True
         return [{"type": "error", "error": {"type": error_type(error.status), "message": error.message}}]
 
-    def model_content(self) -> dict[str, Any] | None:
-        """The model turn for a held history: parts exactly as received; with disable_parallel_tool_use
-        only the first call, the one the client was given."""
+    def model_content(self) -> list[dict[str, Any]]:
+        """The model turn for a held history: parts exactly as received (the proxy's searches split it
+        into model, user, model turns: search_hops.py); with disable_parallel_tool_use only the first
+        client call, the one the client was given."""
         if not self.model_turn:
-            return None
-        parts, calls = [], 0
-        for part in self.model_turn.parts:
-            if "functionCall" in part:
-                calls += 1
-                if self._first_only and calls > 1:
-                    continue
-            parts.append(part)
-        return {"role": "model", "parts": parts}
+            return []
+        out, calls = [], 0
+        for content in self.model_turn.contents():
+            parts = []
+            for part in content["parts"]:
+                fc = part.get("functionCall") if content["role"] == "model" else None
+                if isinstance(fc, dict) and match_name(self._tools, fc.get("name", "")) not in self._tools.searches:
+                    calls += 1
+                    if self._first_only and calls > 1:
+                        continue
+                parts.append(part)
+            out.append({"role": content["role"], "parts": parts})
+        return out
 
     def message(self) -> dict[str, Any]:
         message = {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": self.content,
@@ -207,6 +214,10 @@ class AnthropicTranslator:
 
     def _part(self, part: dict[str, Any]) -> list[Event]:
         fc = part.get("functionCall")
+        if isinstance(fc, dict) and match_name(self._tools, fc.get("name", "")) in self._tools.searches:
+            return self._tool_search(part)
+        if SEARCH_RESULT in part:
+            return self._tool_search_result(part[SEARCH_RESULT])
         if isinstance(fc, dict):
             if self._first_only and self.calls:
                 return []  # disable_parallel_tool_use: the first call only
@@ -224,6 +235,30 @@ class AnthropicTranslator:
         if not isinstance(text, str) or not text:
             return []
         return self._text("thinking" if part.get("thought") else "text", text)
+
+    def _tool_search(self, part: dict[str, Any]) -> list[Event]:
+        """The proxy's tool search (search_hops.py) as Anthropic's: a `server_tool_use` block, its
+        result next; Gemini's call goes in the carrier, so a resent turn gives it back to Gemini."""
+        call = client_call(self._tools, part, "srvtoolu_" + ids.call_id().removeprefix("call_"))
+        self.hosted.append(call.record)
+        self._open_searches.append(call.call_id)
+        out = self._close() + self._begin({"type": "server_tool_use", "id": call.call_id, "name": call.ref.name,
+                                           "input": call.args})
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(call.args, ensure_ascii=False)}
+        return out + [{"type": "content_block_delta", "index": len(self.content) - 1, "delta": delta}, self._stop()]
+
+    def _tool_search_result(self, result: dict[str, Any]) -> list[Event]:
+        block_id = self._open_searches.pop(0) if self._open_searches else None
+        if block_id is None:
+            return []
+        content: dict[str, Any] = (
+            {"type": "tool_search_tool_result_error", "error_code": "invalid_tool_input",
+             "error_message": result["response"]["functionResponse"]["response"].get("error")}
+            if result["error_code"] else
+            {"type": "tool_search_tool_search_result",
+             "tool_references": [{"type": "tool_reference", "tool_name": n} for n in result["found"]]})
+        return self._close() + self._whole_block({"type": "tool_search_tool_result", "tool_use_id": block_id,
+                                                  "content": content})
 
     def _whole_block(self, block: dict[str, Any]) -> list[Event]:
         self.content.append(block)
@@ -262,6 +297,9 @@ class AnthropicTranslator:
         out: list[Event] = []
         for ev in call_events:
             if ev.kind == "start":
+                if match_name(self._tools, ev.call.name) in self._tools.searches:  # a search: out whole at its end
+                    self._searching = ev.call
+                    continue
                 if self._first_only and self.calls:
                     continue
                 ref = self._tools.names.ref(match_name(self._tools, ev.call.name))
@@ -269,6 +307,11 @@ class AnthropicTranslator:
                          "input": {}}
                 out += self._close() + self._begin(block)
                 self._streaming = (ev.call, block, [])
+                continue
+            if ev.call is self._searching:
+                if ev.kind == "end":
+                    self._searching = None
+                    out += self._tool_search(ev.call.whole_part())
                 continue
             if self._streaming is None or self._streaming[0] is not ev.call:
                 continue

@@ -34,7 +34,8 @@ class Block(_Lenient):
     name: str | None = None
     input: dict[str, Any] | None = None
     tool_use_id: str | None = None
-    content: str | list[dict[str, Any]] | None = None
+    # a tool_result's blocks, or a server tool's result object (tool_search_tool_result, a web search's error)
+    content: str | list[dict[str, Any]] | dict[str, Any] | None = None
     is_error: bool | None = None
     thinking: str | None = None
     signature: str | None = None
