@@ -35,11 +35,12 @@ def test_five_stateless_rounds_on_gemini3(stack) -> None:
         assert final.model == "gpt-5.5" and stack.received[-1]["model"] == "gemini-3-flash-preview"
         body = stack.last_body()
         assert body["systemInstruction"] == {"parts": [{"text": "You are Codex."}, {"text": "Sandbox: none."}]}
-        # web_search is Google Search next to the functions (Gemini 3); tool_search has no counterpart and
-        # is dropped with a warning; namespace members are flattened.
+        # web_search is Google Search next to the functions (Gemini 3); Codex's client-run tool_search is a
+        # function Gemini calls (tests/test_tool_search.py); namespace members are flattened.
         assert body["tools"][1:] == [{"googleSearch": {}}] and body["toolConfig"]["includeServerSideToolInvocations"]
         assert [d["name"] for d in body["tools"][0]["functionDeclarations"]] == [
-            "exec_command", "apply_patch", *[f"multi_agent_v1__{t['name']}" for t in NAMESPACE["tools"]]]
+            "exec_command", "apply_patch", *[f"multi_agent_v1__{t['name']}" for t in NAMESPACE["tools"]],
+            "tool_search"]
         assert body["tools"][0]["functionDeclarations"][1]["parameters"]["properties"]["input"]["type"] == "STRING"
         assert body["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "MEDIUM"}
         # Every replayed call turn carries Gemini's own signature on its first call, never the sentinel.
