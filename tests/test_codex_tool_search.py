@@ -87,7 +87,8 @@ def test_codex_finds_an_mcp_tool_by_search_and_runs_it(codex_bin: Path, stack, t
     done, sent, events, calls = run_codex(codex_bin, stack, tmp_path, True,
                                           f"{prompt} [[mock:find payroll operation 7]] [[mock:rounds 2]]")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(sent) >= 3, [declared(r["body"]) for r in sent]
+    # three hops: the search; the tool, now declared; the answer
+    assert len(sent) == 3, [declared(r["body"]) for r in sent]
     assert all(r["model"] == MODEL for r in sent)
     first = sent[0]["body"]
     # The 120 MCP tools are deferred: Gemini is declared the search, and none of them.
@@ -100,7 +101,8 @@ def test_codex_finds_an_mcp_tool_by_search_and_runs_it(codex_bin: Path, stack, t
     for body in after:
         parts = [p for c in body["contents"] for p in c.get("parts") or []]
         search_calls = [p for p in parts if (p.get("functionCall") or {}).get("name") == "tool_search"]
-        results = [p["functionResponse"] for p in parts if (p.get("functionResponse") or {}).get("name") == "tool_search"]
+        results = [p["functionResponse"] for p in parts
+                   if (p.get("functionResponse") or {}).get("name") == "tool_search"]
         assert len(search_calls) == 1 and len(results) == 1, parts
         assert search_calls[0]["functionCall"]["args"] == {"query": "payroll operation 7"}
         signature = search_calls[0].get("thoughtSignature")
@@ -108,19 +110,24 @@ def test_codex_finds_an_mcp_tool_by_search_and_runs_it(codex_bin: Path, stack, t
         listed = [t["name"] for t in results[0]["response"]["tools"]]
         assert sorted(mcp_declared(body)) == sorted(listed) == sorted(found), (listed, mcp_declared(body))
     # Codex's MCP server really ran the tool, with the model's arguments.
-    assert calls == [{"name": "tool_007", "arguments": {"account": "acme", "note": "launch"}}], calls
-    mcp_items = [e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "mcp_tool_call"]
+    ran = [(c["name"], c["arguments"]) for c in calls]
+    assert ran == [("tool_007", {"account": "acme", "note": "launch"})], calls
+    mcp_items = [e["item"] for e in events if e.get("type") == "item.completed"
+                 and e["item"].get("type") == "mcp_tool_call"]
     assert mcp_items and mcp_items[0]["server"] == "many" and mcp_items[0]["tool"] == "tool_007", mcp_items
     answer = [e["item"]["text"] for e in events if e.get("type") == "item.completed"
               and e["item"].get("type") == "agent_message"][-1]
-    assert 'tool_007 ran with {\\"account\\": \\"acme\\", \\"note\\": \\"launch\\"}' in answer or (
-        "tool_007 ran with" in answer and "acme" in answer), answer
+    assert mcp_items[0]["result"]["content"][0]["text"] == 'tool_007 ran with {"account": "acme", "note": "launch"}'
+    # The result reached Gemini as the call's functionResponse, and the answer quotes it (JSON-escaped).
+    assert json.dumps(mcp_items[0]["result"]["content"][0]["text"])[1:-1] in answer, answer
+    last = sent[-1]["body"]["contents"][-1]["parts"][0]["functionResponse"]
+    assert last["name"] == TOOL and "tool_007 ran with" in json.dumps(last), last
 
     # The same task with search off: all 120 tools go to Gemini in every request.
     off_done, off_sent, _, off_calls = run_codex(codex_bin, stack, tmp_path, False, prompt)
     assert off_done.returncode == 0, off_done.stderr[-3000:]
     assert all("tool_search" not in declared(r["body"]) and len(mcp_declared(r["body"])) == 120 for r in off_sent)
-    assert off_calls == calls
+    assert [(c["name"], c["arguments"]) for c in off_calls] == ran
     deferred, upfront = tokens(sent), tokens(off_sent)
     print(f"\ntokens (len(json)//4 over the Gemini requests): deferred {deferred} in {len(sent)} requests, "
           f"all-up-front {upfront} in {len(off_sent)} requests, ratio {deferred / upfront:.3f}")

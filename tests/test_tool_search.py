@@ -62,8 +62,8 @@ def test_hosted_tool_search_finds_a_deferred_tool_within_one_answer(stack, clien
 # Codex 0.171.0's own tool_search tool, as it sends it (captured from the real CLI: its deferred MCP
 # tools are in no `tools`, and come back in its tool_search_output with defer_loading: true).
 CODEX_SEARCH = {"type": "tool_search", "execution": "client",
-                "description": "# Tool discovery\n\nSearches over deferred tool metadata with BM25 and exposes matching "
-                               "tools for the next model call.",
+                "description": "# Tool discovery\n\nSearches over deferred tool metadata with BM25 and exposes "
+                               "matching tools for the next model call.",
                 "parameters": {"type": "object", "properties": {
                     "limit": {"type": "number", "description": "Maximum number of tools to return. Defaults to 8."},
                     "query": {"type": "string", "description": "Search query for deferred tools."}},
