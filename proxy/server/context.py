@@ -142,6 +142,11 @@ class Context:
                                  web_search=web_search, digests=tools.facts if type(tools) is SharedTools else None
                                  ).serve_hosted(model, self.rules.hosted_tools)
         prepared.deferral = deferral
+        if deferral is not None and exchange.CURRENT.get() is not None:
+            held = deferral.held_back()
+            exchange.note("tools", f"deferred tools: {len(held)} of {len(deferral.tools)} held back from Gemini's "
+                                   f"declarations until a search finds them (~{deferral.tokens_saved()} input tokens "
+                                   "not sent)", held_back=len(held), tokens_saved=deferral.tokens_saved())
         call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.search_id if isinstance(i, ToolSearchCallItem)
                     else i.call_id for i in items if isinstance(i, _REFERRING)]
         carried = self.seal(request, model).decode(items)

@@ -12,6 +12,7 @@ search) leaves deferred tools out of `tools` entirely and sends their definition
 Tools are in the core's (Responses) shape: functions, custom tools, namespaces of them, hosted tools.
 """
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +53,13 @@ class Deferral:
                 out.append(spaces[namespace])
         return out
 
-    def deferred_count(self) -> int:
-        return len(self.tools) - len(self.loaded & self.tools.keys())
+    def held_back(self) -> list[str]:
+        return [n for n in self.tools if n not in self.loaded]
+
+    def tokens_saved(self) -> int:
+        """The input tokens the held-back declarations would cost: a quarter of their JSON's bytes
+        (token_estimate.py's rule)."""
+        return len(json.dumps([self.tools[n][1] for n in self.held_back()], ensure_ascii=False).encode()) // 4
 
 
 def found_tools(tools: list[dict[str, Any]]) -> list[tuple[str, str | None, dict[str, Any]]]:
