@@ -40,7 +40,8 @@ def run_search(tools: PreparedTools, call: dict[str, Any]) -> dict[str, Any]:
     found: list[str] = []
     error: SearchError | None = None
     try:
-        found = search(deferral.entries, kind, args.get("query"), args.get("limit")) if deferral else []
+        text = args.get("query", args.get("pattern"))  # (Anthropic's docs show `pattern` for the regex tool)
+        found = search(deferral.entries, kind, text, args.get("limit")) if deferral else []
     except SearchError as e:
         error = e
     declared = tools.load(deferral.definitions(found)) if found else []
