@@ -101,3 +101,15 @@ def test_compaction_edits_are_refused_by_name(stack) -> None:
                                     betas=["compact-2026-01-12"],
                                     context_management={"edits": [{"type": "compact_20260112"}]})
     assert "context_management.edits[0]" in e.value.message and "compact-2026-01-12" in e.value.message
+
+
+def test_a_compaction_request_is_refused_naming_the_parameter(stack) -> None:
+    """`compaction` (beta compact-2026-09-04) asks for a signed compaction block instead of a turn: the
+    proxy cannot make one, so it says so rather than answering an ordinary turn (a silent no-op)."""
+    client = anthropic.Anthropic(base_url=stack.url, api_key="k", max_retries=0)
+    before = stack.accepted
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.beta.messages.create(model="gemini-3-flash-preview", max_tokens=64, compaction={"type": "summarize"},
+                                    messages=[{"role": "user", "content": "hello"}])
+    assert "compaction" in str(refused.value) and "compact-2026-09-04" in str(refused.value)
+    assert stack.accepted == before  # Gemini was never asked

@@ -95,6 +95,12 @@ async def create_message(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     req = validate(MessagesRequest, await read_json(request))
     check_ranges(req)
+    if (req.model_extra or {}).get("compaction") is not None:  # a compaction request: never answered as a turn
+        raise ProxyError("compaction: this proxy does not make Anthropic's signed compaction blocks (the "
+                         "`compaction` parameter of beta compact-2026-09-04), so the request is refused rather than "
+                         "answered as an ordinary turn. Use context_management edits (clear_tool_uses_20250919, "
+                         "clear_thinking_20251015) or the Responses API's /v1/responses/compact.",
+                         param="compaction")
     session = session_of(request)
     thread = await threads.begin(request, ctx, session, req)
     if thread is None:
