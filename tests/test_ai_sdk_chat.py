@@ -28,9 +28,9 @@ import httpx
 import openai
 import pytest
 
-from proxy.model_rules import ModelRules
 from tests.harness import Stack
 from tests.npm_tools import npm_packages
+from tests.test_streamed_arguments import streaming  # noqa: F401 -- the fixture, shared
 
 pytestmark = pytest.mark.slow
 AI = "ai@7.0.173"
@@ -50,17 +50,10 @@ def ai_sdk() -> Path:
     return prefix / SCRIPT.name
 
 
-@pytest.fixture(scope="module")
-def pieces():
-    """A front-end that asks Gemini 3 for streamed call arguments (partialArgs)."""
-    s = Stack(rules=ModelRules.parse(stream_arguments=["gemini-3*"]))
-    yield s
-    s.close()
-
-
 @pytest.fixture
 def front(request: pytest.FixtureRequest, kind: str) -> Stack:
-    return request.getfixturevalue("stack" if kind == "whole" else "pieces")
+    # "pieces": the front-end that asks Gemini 3 for streamed call arguments (partialArgs)
+    return request.getfixturevalue("stack" if kind == "whole" else "streaming")
 
 
 def mock_calls(stack: Stack, back: int) -> list[tuple[str, str | None]]:
