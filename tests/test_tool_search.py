@@ -229,3 +229,26 @@ def test_a_tool_reference_in_a_tool_result_declares_the_tool(stack, claude) -> N
     response = body["contents"][-1]["parts"][0]["functionResponse"]["response"]
     assert response["tools"] == [{"name": "create_event"}] and "create_event is loaded" in response["output"]
     assert next(b for b in second.content if b.type == "tool_use").name == "create_event"
+
+
+def test_a_thread_keeps_the_tools_its_search_found(stack, claude) -> None:
+    """A server-held thread (beta message-threads-2026-08-12): the continue sends only the tool_result
+    and no tools; the thread's history holds the search's pair, so the tool it found stays declared."""
+    betas = ["message-threads-2026-08-12", "advanced-tool-use-2025-11-20"]
+    text = "Please create_event for the launch [[mock:find calendar event]] [[mock:rounds 2]]"
+    first = claude.beta.messages.create(model="gemini-3-flash-preview", max_tokens=256, tools=anthropic_tools("bm25"),
+                                        messages=[{"role": "user", "content": text}], betas=betas,
+                                        extra_body={"thread": {"type": "create"}})
+    call = next(b for b in first.content if b.type == "tool_use")
+    assert call.name == "create_event"
+    second = claude.beta.messages.create(
+        model="gemini-3-flash-preview", max_tokens=256, betas=betas,
+        messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "made"}]}],
+        extra_body={"thread": {"type": "continue", "previous_message_id": first.id}})
+    body = stack.last_body()
+    assert set(declared(body)) == {"get_weather", "tool_search_tool_bm25", "create_event"}
+    roles_calls = [(c["role"], [k for p in c["parts"] for k in p if k in ("functionCall", "functionResponse")])
+                   for c in body["contents"]]
+    assert roles_calls == [("user", []), ("model", ["functionCall"]), ("user", ["functionResponse"]),
+                           ("model", ["functionCall"]), ("user", ["functionResponse"])]
+    assert second.stop_reason == "end_turn" and "made" in second.content[-1].text
