@@ -91,10 +91,13 @@ def test_a_stateless_loop_compacts_on_create_and_continues(client: openai.OpenAI
     k = next(i for i, item in enumerate(history) if item.get("type") == "compaction")
     create(history[k:], 10_000)
     assert stack.received[-1]["body"]["contents"] == body["contents"]
-    # /v1/responses/compact reads the item the same way: what it stands for is summarised once.
+    # /v1/responses/compact reads the item the same way: what it stands for is summarised once -- the
+    # turns it replaced are not sent again, so all /compact drops is the earlier summary, folded in
+    # without asking Gemini.
+    before = stack.accepted
     compacted = client.responses.with_raw_response.compact(model=MODEL, input=history).http_response.json()
     assert compacted["output"][-1]["type"] == "compaction"
-    assert json.dumps(stack.received[-1]["body"]).count("result of call") == 1  # call2's, not the dropped turns'
+    assert stack.accepted == before
 
 
 def test_stateful_compaction_starts_a_compacted_chain(client: openai.OpenAI, stack) -> None:
@@ -115,3 +118,38 @@ def test_an_unknown_context_management_type_is_refused_by_name(client: openai.Op
         client.responses.create(model=MODEL, input="hi", context_management=[{"type": "clear_tool_uses"}])
     assert e.value.body["param"] == "context_management[0].type"
 
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_compaction_trigger_is_answered_with_the_compaction_alone(client: openai.OpenAI, stack, stream: bool
+                                                                     ) -> None:
+    """Codex's remote compaction (v2): the input ends with `{"type": "compaction_trigger"}`; the answer is
+    one `compaction` item standing for everything before it, and Gemini is asked only for the summary."""
+    history = [{"role": "user", "content": "Weather in Oslo? (get_weather) " + FILLER}]
+    first = client.responses.create(model=MODEL, tools=[WEATHER], store=False, input=history)
+    call = next(o for o in first.output if o.type == "function_call")
+    history += [*dump(first.output), {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]
+    before = stack.accepted
+    trigger = [*history, {"type": "compaction_trigger"}]
+    if stream:
+        with client.responses.stream(model=MODEL, tools=[WEATHER], store=False, input=trigger) as s:
+            kinds = [e.type for e in s]
+            answer = s.get_final_response()
+        assert kinds[-1] == "response.completed" and "response.output_item.added" in kinds
+    else:
+        answer = client.responses.create(model=MODEL, tools=[WEATHER], store=False, input=trigger)
+    assert [o.type for o in answer.output] == ["compaction"] and answer.status == "completed"
+    assert stack.accepted - before == 1  # the summary only: no turn was asked for
+    assert "sunny" in json.dumps(stack.received[-1]["body"])  # what it summarised
+    assert answer.usage.input_tokens > 0  # the summary's tokens, billed
+    # Codex continues from its messages and the item: the summary goes first
+    client.responses.create(model=MODEL, tools=[WEATHER], store=False,
+                            input=[history[0], answer.output[0].model_dump(exclude_none=True),
+                                   {"role": "user", "content": "thanks"}])
+    assert "Summary of the earlier part" in json.dumps(stack.last_body()["contents"][0])
+
+
+def test_a_compaction_trigger_anywhere_but_last_is_refused(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.create(model=MODEL, input=[{"type": "compaction_trigger"}, {"role": "user", "content": "hi"}])
+    assert "input[0]" in str(refused.value) and "last input item" in str(refused.value)

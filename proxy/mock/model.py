@@ -26,6 +26,8 @@ a text answer then cites the result, and later answers name the searches they se
 answer: how @ai-sdk/google returns tool results, which a Gemma 3 answer then repeats; never a call),
 `find QUERY` (with a tool-search function declared -- tool_search*, ToolSearch -- the turn's first call
 is that search, alone, with `{"query": QUERY}`; the tools named in the text are called after its result),
+a request to summarize (the proxy's compaction) gets a one-line summary counting the tool results it
+stands for, and `rounds` counts them as done when the turn continues from that summary,
 `hops N [stuck|alternate|empty]` (the answer stopped at the decode limit N-1 times and continued when asked: hops.py).
 Prompted in a text dialect (declarations rendered into the prompt), the model answers in it: dialect_model.py.
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
@@ -168,6 +170,9 @@ def respond(body: dict[str, Any], model: str) -> Reply:
     start, text = latest_user_text(contents)
     directives = {m.group(1): (m.group(2) or "").strip() for m in DIRECTIVE.finditer(text)}
     reply = Reply()
+    if text.startswith(SUMMARIZE):  # the proxy's compaction asks for a summary (the transcript's directives
+        reply.chunks = _stream_chunks([{"text": _summary(text)}], "STOP", body, model)  # are not the model's)
+        return reply
     if "slow" in directives:
         reply.delay = float(directives["slow"] or 0.2)
     if "error" in directives:
@@ -215,6 +220,7 @@ def respond(body: dict[str, Any], model: str) -> Reply:
     responses = [get(p, "functionResponse") for p in get(last, "parts") or [] if get(p, "functionResponse")]
     rounds_done = sum(1 for c in contents[start + 1:] if get(c, "role") == "user"
                       and any(get(p, "functionResponse") for p in get(c, "parts") or []))
+    rounds_done += _summarized_rounds(contents[:start], text)  # rounds a compaction's summary stands for
     rounds_wanted = int(directives.get("rounds") or 1)
     calls = _choose_calls(body, text) if rounds_done < rounds_wanted else []
     finder = _finder(body) if "find" in directives else None
@@ -353,6 +359,30 @@ def _choose_calls(body: dict[str, Any], text: str) -> list[dict[str, Any]]:
     if not names and mode == "ANY":
         names = [next(iter(by_name))] if by_name else []
     return [by_name[n] for n in names]
+
+
+# How the proxy's compaction asks for a summary (responses/compaction.py PROMPT) and introduces it in the
+# history (to_gemini/input_to_contents.py SUMMARY_INTRO): the mock summarizes in one line that counts the
+# tool results it stands for, and counts them as rounds done when a turn continues from the summary.
+SUMMARIZE = "Summarize the conversation transcript below"
+SUMMARY_INTRO = "[Summary of the earlier part of this conversation, compacted]"
+_ROUNDS = re.compile(r"(\d+) tool results? so far")
+_ASKED = re.compile(r"The user last asked: (.*?) \| (\d+) tool results? so far")
+
+
+def _summary(text: str) -> str:
+    """One line: the transcript's last user message and how many tool results the summary stands for."""
+    results = text.count("\nresult of call ") + sum(int(n) for n in _ROUNDS.findall(text))
+    asked = [line[6:] for line in text.splitlines() if line.startswith("user: ")]
+    return f"The user last asked: {(asked[-1] if asked else '(nothing)')[:80]} | {results} tool results so far."
+
+
+def _summarized_rounds(contents: list[dict[str, Any]], text: str) -> int:
+    """Tool rounds a compaction's summary says were done for the very prompt being answered (a client
+    that keeps its user messages beside the summary, as Codex does, asks it again)."""
+    return sum(int(n) for c in contents if get(c, "role") == "user" for p in get(c, "parts") or []
+               if isinstance(get(p, "text"), str) and get(p, "text").startswith(SUMMARY_INTRO)
+               for asked, n in _ASKED.findall(get(p, "text")) if text.strip().startswith(asked.strip()))
 
 
 SEARCH_TOOLS = ("tool_search", "ToolSearch")  # the proxy's and Codex's (tool_search*), Claude Code's own

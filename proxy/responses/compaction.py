@@ -215,10 +215,12 @@ class Compacted:
 
 async def compact(ctx: Context, key: str | None, seal: CarrierSeal, model: str, history: list[Any],
                   items: list[InputItem], calls: dict[str, CallRecord], summaries: dict[str, str],
-                  instructions: str | None, covers: list[Any] | None = None) -> Compacted:
+                  instructions: str | None, covers: list[Any] | None = None, everything: bool = False) -> Compacted:
     """Compact `history` (raw items, parsed as `items`; every compaction item among them opened).
-    `covers`: on create, the request's input as the client sent it (what the item stands for)."""
-    cut = cut_at(items)
+    `covers`: on create, the request's input as the client sent it (what the item stands for).
+    `everything`: nothing is kept beside the summary (Codex's compaction_trigger: it keeps only its
+    own messages and the item, so a kept exchange would be lost)."""
+    cut = len(items) if everything else cut_at(items)
     # What the summary stands for: everything before the cut, and any earlier compaction (a summary
     # of a summary is folded in, never kept beside the new one).
     dropped = [i for n, i in enumerate(items) if n < cut or i.type == "compaction"]

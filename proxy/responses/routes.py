@@ -19,6 +19,7 @@ from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json
 from proxy.server.json_answer import json_answer
 from proxy.server.stream import run_stream
+from proxy.server.translator_writer import sse_events
 from proxy.store.base import StoredResponse
 
 log = logging.getLogger(__name__)
@@ -31,9 +32,14 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     turn = await prepare_turn(request, sent)
     if turn.req.background:
         return json_answer(await _start_background(request, turn), headers=turn.headers)
-    if sent.get("generate") is False:
-        turn.without_generation()
+    if sent.get("generate") is False or not turn.generates:
+        events = turn.without_generation()
         await turn.remember(True)
+        if turn.req.stream:  # (Codex's compaction_trigger streams: its events, whole, as SSE)
+            frames = sse_events(events)
+            body = frames if isinstance(frames, bytes) else b"".join(frames)
+            return web.Response(body=body, headers={**turn.headers, "cache-control": "no-cache"},
+                                content_type="text/event-stream")
         return json_answer(turn.response, headers=turn.headers)
     if turn.req.stream:
         return await run_stream(request, turn.open_stream(), ResponsesWriter(turn.translator),

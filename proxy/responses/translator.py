@@ -160,9 +160,12 @@ class ResponsesTranslator:
         return events + [self._ev(kind, response=self._snapshot())]
 
     def complete_empty(self) -> list[Event]:
-        """A response made without asking Gemini (`generate: false`): created and completed, no output."""
+        """A response made without asking Gemini (`generate: false`): created and completed, no output
+        but its preface (a compaction_trigger's compaction item, its summary's usage)."""
         events = self.start()
         self.response.update(status="completed", completed_at=int(time.time()))
+        if self.preface_usage:
+            self.response["usage"] = map_usage(self.preface_usage)
         self.done = True
         return events + [self._ev("response.completed", response=self._snapshot())]
 

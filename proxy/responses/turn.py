@@ -86,6 +86,8 @@ class Turn:
     # The stored turn it continues: previous_response_id, unless compaction on create made this turn
     # the start of a new chain (its stored input is the compacted conversation).
     parent: str | None = None
+    # False when the input ended with Codex's compaction_trigger: the answer is the compaction alone.
+    generates: bool = True
 
     @property
     def response(self) -> dict[str, Any]:
@@ -114,7 +116,8 @@ class Turn:
 
     def without_generation(self) -> list[dict[str, Any]]:
         """`generate: false` (Codex warms a WebSocket up with it): the response is created and
-        completed with no output and Gemini is not asked; its input becomes history to continue."""
+        completed with no output and Gemini is not asked; its input becomes history to continue.
+        So is a compaction_trigger's answer, whose only output is the compaction item."""
         return self.translator.complete_empty()
 
     async def remember(self, ok: bool) -> None:
@@ -166,6 +169,9 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     _check_options(req)
     session = session_of(request)
     items = parse_input(req.input)
+    trigger = _trigger(items)
+    if trigger:  # (compacted below: the rest of the input is what the compaction stands for)
+        req.input, items = req.input[:-1], items[:-1]
 
     prior = None
     if req.previous_response_id:
@@ -197,7 +203,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                              result_parts=ctx.rules.result_parts(model), summaries=summaries)
     parent, preface, summary_usage = req.previous_response_id, [], None
     threshold = compaction_threshold(req)
-    if threshold is not None and rendered_tokens(conv) > threshold:
+    if trigger or (threshold is not None and rendered_tokens(conv) > threshold):
         history = list(sent_input)
         if req.previous_response_id:
             stored = await items_at(ctx.store, session, req.previous_response_id)
@@ -211,7 +217,8 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
         old_summaries, carried = open_compactions(seal, whole)
         refuse_unopened(whole, old_summaries, len(history) - len(sent_input), req.previous_response_id)
         done = await compact(ctx, api_key_of(request), seal, model, history, whole, {**carried, **calls},
-                             old_summaries, req.instructions, covers=req.input if isinstance(req.input, list) else [])
+                             old_summaries, req.instructions, everything=trigger,
+                             covers=None if trigger else req.input if isinstance(req.input, list) else [])
         sent_input, items = done.output, parse_input(done.output)
         summaries, compacted = open_compactions(seal, items)
         conv = input_to_contents(items, calls={**compacted, **calls}, names=tools.names, model=model,
@@ -232,4 +239,14 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                      sources="web_search_call.action.sources" in (req.include or []))
     translator.preface, translator.preface_usage = preface, summary_usage
     return Turn(ctx, session, req, sent_input, prior, conv, model, tools, body, translator,
-                api_key_of(request), warning_headers(tools.warnings), recent, known, parent=parent)
+                api_key_of(request), warning_headers(tools.warnings), recent, known, parent=parent,
+                generates=not trigger)
+
+
+def _trigger(items: list[Any]) -> bool:
+    """Whether the input ends with a compaction_trigger (anywhere else it is a 400 naming it)."""
+    at = [i for i, item in enumerate(items) if item.type == "compaction_trigger"]
+    if at and at != [len(items) - 1]:
+        raise ProxyError(f"Invalid 'input[{at[0]}]': a compaction_trigger must be the last input item.",
+                         param=f"input[{at[0]}]", code="invalid_value")
+    return bool(at)

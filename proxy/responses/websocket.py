@@ -171,7 +171,7 @@ async def _message(request: web.Request, sock: _Socket, text: str, recent: Recen
         await _send(sock, events)
 
     try:
-        if generate is False:
+        if generate is False or not turn.generates:  # (a compaction_trigger: the compaction item alone)
             events = turn.without_generation()
             await turn.remember(True)  # a store that fails says so here, before anything is sent
             await send(events)

@@ -164,6 +164,15 @@ class _ToolSearchOutput(TypedDict, total=False):
     execution: Literal["server", "client"] | None
 
 
+class _CompactionTrigger(TypedDict, total=False):
+    """Codex's remote compaction (v2, codex-rs compact_remote_v2.rs): the last input item asks that the
+    input before it be compacted into one `compaction` item, and nothing else answered."""
+
+    __pydantic_config__ = LENIENT
+    type: Required[Literal["compaction_trigger"]]
+    metadata: dict[str, Any] | None
+
+
 class MessageItem(_Item, shape=_Message, defaults={"type": "message"}):
     __slots__ = ()
 
@@ -225,9 +234,13 @@ class ToolSearchOutputItem(_Item, shape=_ToolSearchOutput):
         return self.call_id or self.id or ""
 
 
+class CompactionTriggerItem(_Item, shape=_CompactionTrigger):
+    __slots__ = ()
+
+
 InputItem = (MessageItem | FunctionCallItem | CustomToolCallItem | FunctionCallOutputItem | ReasoningItem
              | ItemReference | WebSearchCallItem | CompactionItem | AgentMessageItem | ToolSearchCallItem
-             | ToolSearchOutputItem)
+             | ToolSearchOutputItem | CompactionTriggerItem)
 
 ITEM_MODELS: dict[str, type[_Item]] = {
     "message": MessageItem,
@@ -242,6 +255,7 @@ ITEM_MODELS: dict[str, type[_Item]] = {
     "agent_message": AgentMessageItem,
     "tool_search_call": ToolSearchCallItem,
     "tool_search_output": ToolSearchOutputItem,
+    "compaction_trigger": CompactionTriggerItem,
 }
 
 # One check of a list per item kind: parse_input checks all the items of one kind in one call (one
