@@ -179,7 +179,7 @@ def benchmark_charts(markdown: str) -> str:
                 continue
             bars = []
             for row in rows:
-                cells = dict(zip(header, row))
+                cells = dict(zip(header, row, strict=False))
                 if skip and skip in cells.get("target", "").lower():
                     continue
                 value = _number(cells.get(value_col, ""))
