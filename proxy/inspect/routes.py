@@ -17,6 +17,7 @@ import orjson
 from aiohttp import web
 
 from proxy.errors import ProxyError
+from proxy.inspect.changes import changes
 from proxy.journal.ring import MAX_LIST
 from proxy.server.auth import COOKIE_SECRET, INSPECT_COOKIE, SCOPE
 from proxy.server.context import CONTEXT
@@ -25,7 +26,7 @@ from proxy.server.guard import is_json_type
 from proxy.server.sessions_routes import get_session
 
 STATIC = resources.files("proxy.inspect") / "static"
-FILES = {"inspect.js": "text/javascript", "inspect.css": "text/css"}
+FILES = {"inspect.js": "text/javascript", "inspect.css": "text/css", "favicon.svg": "image/svg+xml"}
 HEARTBEAT = 15.0  # seconds between comments on an idle live stream (proxies drop silent connections)
 # same-origin, not no-referrer: a form posted under no-referrer says `Origin: null`, which the guard
 # refuses (server/guard.py) where the browser sends no Sec-Fetch-Site; other sites still get no referrer.
@@ -103,7 +104,24 @@ async def exchange(request: web.Request) -> web.Response:
     if doc is None:
         raise ProxyError(f"No exchange {request.match_info['id'][:80]!r} in the journal (it may have been dropped "
                          "to keep the journal within --journal-max-bytes).", status=404, param="id")
-    return web.Response(body=doc, content_type="application/json", headers={"cache-control": "no-store"})
+    return web.Response(body=with_changes(doc), content_type="application/json", headers={"cache-control": "no-store"})
+
+
+def with_changes(doc: bytes) -> bytes:
+    """The document with what the proxy changed in it (changes.py: the page's marks), worked out now,
+    when someone reads it, never on the request's path."""
+    try:
+        value = orjson.loads(doc)
+        value["changes"] = changes(value)
+        return orjson.dumps(value)
+    except (orjson.JSONDecodeError, TypeError, AttributeError, KeyError):
+        return doc
+
+
+async def favicon(request: web.Request) -> web.Response:
+    """The browser's own `/favicon.ico` (the pages name their icon, but a browser may still ask):
+    no content, and never an exchange (recorder.UNRECORDED), nor a 401 under client keys."""
+    return web.Response(status=204, headers={"cache-control": "max-age=86400"})
 
 
 async def live(request: web.Request) -> web.StreamResponse:
@@ -126,6 +144,7 @@ async def live(request: web.Request) -> web.StreamResponse:
 
 
 def add_routes(app: web.Application) -> None:
+    app.router.add_get("/favicon.ico", favicon)
     app.router.add_get("/inspect", page)
     app.router.add_post("/inspect", sign_in)
     app.router.add_get("/inspect/static/{name}", static)

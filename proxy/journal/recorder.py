@@ -15,8 +15,9 @@ from proxy.journal.ring import DEFAULT_MAX_BYTES, Journal, summarize
 from proxy.journal.tracing import Tracing
 
 log = logging.getLogger(__name__)
-# Paths never recorded: the inspector's own, and the operational ones (they would drown the rest).
-UNRECORDED = ("/inspect", "/metrics", "/healthz", "/readyz")
+# Paths never recorded: the inspector's own, the operational ones (they would drown the rest) and the
+# browser's favicon request (a person opening the inspector is not an exchange).
+UNRECORDED = ("/inspect", "/metrics", "/healthz", "/readyz", "/favicon.ico")
 
 
 class Recorder:

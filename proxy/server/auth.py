@@ -2,7 +2,7 @@
 
 With no keys configured the front-end is a loopback tool for one user (the CLI refuses a
 non-loopback bind then, unless told `--allow-unauthenticated`). With keys, every route but
-`/healthz`, `/readyz` and the inspector's own files needs one, in the header the caller's protocol
+`/healthz`, `/readyz`, `/favicon.ico` and the inspector's own files needs one, in the header the caller's protocol
 uses (`Authorization: Bearer`, `x-goog-api-key`, `?key=`; the inspector takes no `?key=`); the key
 then only admits the client, and Gemini is called with the server's own key. Each key is a
 principal: its sessions, stored responses and conversations live under a scope derived from the
@@ -143,7 +143,7 @@ def key_in(headers: Mapping[str, str], query_key: str | None) -> str | None:
 
 
 SCOPE = web.RequestKey("scope", str)  # the authenticated client's scope (absent when auth is off)
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/favicon.ico"})  # (the favicon: no content, routes.favicon)
 
 
 def authenticate(request: web.Request, keys: ClientKeys, secret: bytes = b"") -> None:

@@ -1,5 +1,6 @@
-// The inspector: a live list of exchanges (/inspect/api/live), one exchange's four bodies side by side
-// with the proxy's changes marked, and its decisions. Plain DOM, no framework, nothing from outside.
+// The inspector: a live list of exchanges (/inspect/api/live) beside one exchange's four bodies, with
+// what the proxy changed marked (the server's structural diff: proxy/inspect/changes.py), and its
+// decisions. Plain DOM, no framework, nothing from outside. Keys: docs/inspector.md.
 "use strict";
 (function () {
   const tbody = document.querySelector("#exchanges tbody");
@@ -7,7 +8,8 @@
   const detail = document.getElementById("detail");
   const liveState = document.getElementById("live");
   let rows = [];
-  let selected = -1;
+  let selectedId = null;  // the exchange the keyboard is on (by id: live rows arrive above it)
+  let openId = null;  // the exchange the detail shows
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -41,20 +43,26 @@
     return s.kind === "background" ? s.protocol + " · background" : s.protocol;
   }
 
+  // A row of two lines per cell, so the list stays narrow: it shares the window with the detail.
   function row(s) {
     const ok = s.status < 400 && !s.error;
     const time = new Date(s.time * 1000).toLocaleTimeString();
-    const model = (s.client_model || "–") + " → " + (s.gemini_model || "–");
+    const model = s.client_model && s.gemini_model && s.client_model !== s.gemini_model
+      ? s.client_model + " → " + s.gemini_model : (s.client_model || s.gemini_model || "–");
     const calls = (s.calls || []).map((c) => c.name).join(", ");
-    const tokens = s.input_tokens == null ? "" : `${s.input_tokens} / ${s.output_tokens ?? "–"}`;
-    const tr = el("tr", {tabindex: "0", "data-id": s.id, class: ok ? "ok" : "failed"},
-      el("td", {}, time), el("td", {}, where(s)),
-      el("td", {}, s.method + " " + s.path), el("td", {}, model), el("td", {}, (s.tools || []).length),
-      el("td", {class: "calls"}, calls), el("td", {class: "status"}, s.status + (s.error ? " ⚠" : "")),
-      el("td", {}, `${s.proxy_ms} / ${s.upstream_ms}`), el("td", {}, tokens));
-    tr.title = s.error || "";
-    tr.addEventListener("click", () => open(s.id));
-    tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(s.id); });
+    const tools = (s.tools || []).length;
+    const tokens = s.input_tokens == null ? "" : `${s.input_tokens} / ${s.output_tokens ?? "–"} tok`;
+    const cell = (cls, first, second) => el("td", {class: cls, title: first + (second ? "\n" + second : "")},
+      el("div", {}, first), el("div", {class: "sub"}, second));
+    const tr = el("tr", {tabindex: "0", "data-id": s.id, class: (ok ? "ok" : "failed") + (s.id === openId ? " open" : "")},
+      cell("time", time, s.status + (s.error ? " ⚠" : "")),
+      cell("what", `${s.method} ${s.path} · ${where(s)}`, model),
+      cell("calls", tools + (tools === 1 ? " tool" : " tools"), calls),
+      cell("ms", `${s.proxy_ms} / ${s.upstream_ms} ms`, tokens));
+    tr.querySelector(".time .sub").classList.add("status");
+    if (s.error) tr.title = s.error;
+    tr.addEventListener("click", () => { selectedId = s.id; open(s.id); });
+    tr.addEventListener("focus", () => { selectedId = s.id; });
     return tr;
   }
 
@@ -89,16 +97,57 @@
     return JSON.stringify(value, null, 2);
   }
 
-  // Lines of `text` not found in `base` are the proxy's changes: marked.
-  function showBody(id, value, base) {
+  function parsed(value) {
+    if (typeof value !== "string") return value;
+    try { return JSON.parse(value); } catch (_) { return undefined; }
+  }
+
+  function token(key) { return String(key).replace(/~/g, "~0").replace(/\//g, "~1"); }
+
+  // A JSON value as JSON.stringify(value, null, 2) lays it out, one entry per line with its JSON
+  // Pointer (RFC 6901): the pointers the server's diff names.
+  function layout(value, ptr, indent, key, comma, out) {
+    const pad = " ".repeat(indent) + (key == null ? "" : JSON.stringify(key) + ": ");
+    const isArray = Array.isArray(value);
+    const entries = value && typeof value === "object" ? (isArray ? value.map((v, i) => [i, v]) : Object.entries(value)) : null;
+    if (!entries || !entries.length) {
+      out.push([pad + (entries ? (isArray ? "[]" : "{}") : JSON.stringify(value)) + comma, ptr]);
+      return;
+    }
+    out.push([pad + (isArray ? "[" : "{"), ptr]);
+    entries.forEach(([k, v], i) => layout(v, ptr + "/" + token(k), indent + 2, isArray ? null : k,
+                                          i < entries.length - 1 ? "," : "", out));
+    out.push([" ".repeat(indent) + (isArray ? "]" : "}") + comma, ptr]);
+  }
+
+  // A body, with the proxy's changes marked: `marks` maps a JSON Pointer to its change (op, was);
+  // a line is marked when its entry or one it is inside is.
+  function showBody(id, value, marks) {
     const pre = document.getElementById(id);
-    const text = pretty(value);
-    if (base == null) { pre.textContent = text; return; }
-    const seen = new Set(pretty(base).split("\n").map((l) => l.trim().replace(/,$/, "")));
-    pre.replaceChildren(...text.split("\n").map((line) => {
-      const changed = !seen.has(line.trim().replace(/,$/, "")) && line.trim().length > 1;
-      return el("span", {class: changed ? "changed line" : "line"}, line + "\n");
+    const json = parsed(value);
+    if (json === undefined || json === null || !marks) { pre.textContent = pretty(value); return; }
+    const lines = [];
+    layout(json, "", 0, null, "", lines);
+    pre.replaceChildren(...lines.map(([text, ptr]) => {
+      let at = ptr;
+      while (!marks.has(at) && at) at = at.slice(0, at.lastIndexOf("/"));
+      const mark = marks.get(at);
+      const span = el("span", {class: mark ? "line changed" : "line", "data-path": ptr}, text + "\n");
+      if (mark) {
+        span.dataset.op = mark.op;
+        span.dataset.mark = at;
+        span.title = mark.op === "removed" ? "dropped by the proxy" : mark.op === "added" ? "added by the proxy"
+          : "changed by the proxy; the client's was " + JSON.stringify(mark.was);
+      }
+      return span;
     }));
+  }
+
+  // The pointers of one side of a diff: `side` "a" (the source) or "b" (the result).
+  function marksOf(entries, side) {
+    const marks = new Map();
+    for (const e of entries || []) if (e[side] != null) marks.set(e[side], e);
+    return marks;
   }
 
   // What the upstream spoke, as the titles of its two bodies say it.
@@ -116,6 +165,8 @@
     const r = await fetch("/inspect/api/exchanges/" + encodeURIComponent(id), {credentials: "same-origin"});
     if (!r.ok) return;
     const doc = await r.json();
+    openId = id;
+    for (const tr of tbody.querySelectorAll("tr")) tr.classList.toggle("open", tr.dataset.id === id);
     detail.hidden = false;
     document.getElementById("detail-title").textContent =
       `${doc.method} ${doc.path} → ${doc.status}${doc.error ? " · " + doc.error : ""}`;
@@ -139,14 +190,14 @@
         extra ? el("span", {class: "detail"}, " — " + extra) : "");
     }));
     if (!(doc.decisions || []).length) list.replaceChildren(el("li", {}, "none: the request went as sent"));
-    const clientBody = doc.client_request ? doc.client_request.body : null;
-    showBody("body-client-request", clientBody, null);
+    const changes = doc.changes || {request: [], answer: []};
+    showBody("body-client-request", doc.client_request ? doc.client_request.body : null, marksOf(changes.request, "a"));
     const wire = WIRES[up.length ? up[up.length - 1].wire : ""] || "Gemini";
     document.getElementById("title-gemini-request").textContent = wire + " request";
     document.getElementById("title-gemini-answer").textContent = wire + " answer";
-    showBody("body-gemini-request", up.length ? up[up.length - 1].request : null, clientBody);
-    showBody("body-gemini-answer", upstreamAnswer(doc), null);
-    showBody("body-client-answer", doc.client_answer ? doc.client_answer.body : null, upstreamAnswer(doc));
+    showBody("body-gemini-request", up.length ? up[up.length - 1].request : null, marksOf(changes.request, "b"));
+    showBody("body-gemini-answer", upstreamAnswer(doc), marksOf(changes.answer, "a"));
+    showBody("body-client-answer", doc.client_answer ? doc.client_answer.body : null, marksOf(changes.answer, "b"));
     const session = document.getElementById("session");
     session.replaceChildren();
     if (doc.session && doc.kind !== "mitm") {
@@ -158,31 +209,53 @@
           el("p", {}, "captured rounds: " + (data.rounds || []).length));
       }
     }
-    document.getElementById("close").focus();
+  }
+
+  function selectedRow() {
+    return selectedId == null ? null : tbody.querySelector(`tr[data-id="${CSS.escape(selectedId)}"]`);
   }
 
   function close() {
     detail.hidden = true;
-    const rowsNow = tbody.querySelectorAll("tr");
-    if (rowsNow[selected]) rowsNow[selected].focus();
+    openId = null;
+    for (const tr of tbody.querySelectorAll("tr.open")) tr.classList.remove("open");
+    const row = selectedRow();
+    if (row) row.focus();
   }
 
+  // The keyboard's row: `step` rows on (Infinity: the last, -Infinity: the first); with the detail
+  // open, the detail follows.
   function move(step) {
-    const rowsNow = tbody.querySelectorAll("tr");
+    const rowsNow = Array.from(tbody.querySelectorAll("tr"));
     if (!rowsNow.length) return;
-    const current = Array.prototype.indexOf.call(rowsNow, document.activeElement);
-    selected = Math.max(0, Math.min(rowsNow.length - 1, (current < 0 ? selected : current) + step));
-    rowsNow[selected].focus();
+    const current = rowsNow.indexOf(selectedRow());
+    const last = rowsNow.length - 1;
+    const at = step === Infinity ? last : step === -Infinity ? 0 : current < 0 ? (step > 0 ? 0 : last)
+      : Math.max(0, Math.min(last, current + step));
+    const row = rowsNow[at];
+    selectedId = row.dataset.id;
+    row.focus();
+    row.scrollIntoView({block: "nearest"});
+    if (!detail.hidden && row.dataset.id !== openId) open(row.dataset.id);
   }
 
   document.getElementById("close").addEventListener("click", close);
   document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
     const typing = e.target.matches("input, select, textarea");
     if (e.key === "Escape") { if (typing) e.target.blur(); close(); return; }
     if (typing) return;
-    if (e.key === "j" || e.key === "ArrowDown") { move(1); e.preventDefault(); }
-    else if (e.key === "k" || e.key === "ArrowUp") { move(-1); e.preventDefault(); }
-    else if (e.key === "/") { filters.querySelector("input").focus(); e.preventDefault(); }
+    // The arrows, Home and End scroll a body or a pane that has the focus; j, k, g and G always move.
+    const inList = e.target === document.body || e.target.matches("#exchanges tr, #list-pane");
+    const key = e.key;
+    if (key === "j" || (key === "ArrowDown" && inList)) move(1);
+    else if (key === "k" || (key === "ArrowUp" && inList)) move(-1);
+    else if (key === "g" || (key === "Home" && inList)) move(-Infinity);
+    else if (key === "G" || (key === "End" && inList)) move(Infinity);
+    else if ((key === "Enter" || key === "o") && e.target.matches("#exchanges tr")) open(e.target.dataset.id);
+    else if (key === "/") filters.querySelector("input").focus();
+    else return;
+    e.preventDefault();
   });
   filters.addEventListener("input", () => load());
   filters.addEventListener("submit", (e) => e.preventDefault());
