@@ -532,7 +532,9 @@ def _stdout_closed() -> NoReturn:
 def _main(argv: list[str] | None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the subcommand's parser, whose --help lists what it takes
+        args.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     _apply_config(args, parser, argv)
     setup_logging(args.log_level, args.log_format)
     log_limits.install()
