@@ -509,8 +509,10 @@ def _run_mitmdump(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        _main(argv)
-        sys.stdout.flush()  # inside the try: a pipe closed meanwhile raises here, not at interpreter exit
+        try:
+            _main(argv)
+        finally:  # inside the try (also on SystemExit): a closed pipe raises here, not at interpreter exit
+            sys.stdout.flush()
     except BrokenPipeError:
         _stdout_closed()
 
