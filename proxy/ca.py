@@ -16,6 +16,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from proxy.certs_dir import private_dir
+
 CA_KEY_AND_CERT = "mitmproxy-ca.pem"
 CA_CERT = "mitmproxy-ca-cert.pem"
 CA_CERT_CER = "mitmproxy-ca-cert.cer"  # same certificate, the name Android and Windows look for
@@ -25,7 +27,7 @@ VALIDITY_DAYS = 3650  # mitmproxy's own CAs are valid for 10 years
 def generate_ca(confdir: Path, key_type: Literal["rsa", "ec"] = "rsa", common_name: str = "gemini-tool-proxy CA",
                 overwrite: bool = False) -> Path:
     """Write a new CA into `confdir`; refuses to replace an existing one unless `overwrite`."""
-    confdir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(confdir)
     target = confdir / CA_KEY_AND_CERT
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True (--force) to replace it")
@@ -70,7 +72,9 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def ensure_ca(confdir: Path) -> Path:
-    """The client certificate path, generating the CA first if there is none."""
+    """The client certificate path, generating the CA first if there is none (the directory 0700:
+    certs_dir.private_dir)."""
+    private_dir(confdir)
     if not (confdir / CA_KEY_AND_CERT).exists():
         return generate_ca(confdir)
     return confdir / CA_CERT

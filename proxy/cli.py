@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from aiohttp import web
 
 from proxy import gc_tuning, log_limits, malloc_tuning, options
+from proxy.certs_dir import CERTS_DIR, private_dir
 from proxy.config_file import ConfigError, apply_config, given_options
 from proxy.dialects import DIALECTS, parse_command
 from proxy.errors import ProxyError
@@ -27,6 +28,7 @@ from proxy.server.site import (
     raise_fd_limit,
     start_site,
 )
+from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import load_carrier_keys, rotate
 from proxy.store.entry_store import EntryStore
@@ -46,19 +48,6 @@ from proxy.upstream.vertex import VertexUpstream, vertex_credentials
 DEFAULT_PORT = options.DEFAULT_PORT
 DEFAULT_MOCK_PORT = 8742
 DEFAULT_MITM_PORT = 8080
-PROJECT = Path(__file__).resolve().parents[1]
-
-
-def _certs_dir() -> Path:
-    """A checkout keeps its CA in certs/; an installed package (no pyproject.toml beside it) in the user's
-    data directory, never inside site-packages."""
-    if (PROJECT / "pyproject.toml").is_file() and (PROJECT / "certs").is_dir():
-        return PROJECT / "certs"
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data) / "gemini-tool-proxy" / "certs"
-
-
-CERTS_DIR = _certs_dir()
 ADDON_SCRIPT = Path(__file__).with_name("addon_script.py")  # in the package: works from a wheel too
 log = logging.getLogger("gemini-tool-proxy")
 
@@ -70,8 +59,18 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad option value is one line naming it and the reason, and where the usage is (argparse's own
+    error() prints the whole usage first: 40 lines for `serve`, the reason last). Exit 2, as argparse."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message.removeprefix('argument ')} (see {self.prog} --help)",
+              file=sys.stderr, flush=True)
+        raise SystemExit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gemini-tool-proxy", description=__doc__)
+    p = _Parser(prog="gemini-tool-proxy", description=__doc__)
     _global_arguments(p, {"log_level": "INFO", "log_format": "text", "event_loop": "auto"})
     sub = p.add_subparsers(dest="command", required=True)
     p.set_defaults(commands=sub.choices)
@@ -227,6 +226,9 @@ async def _serve(args: argparse.Namespace) -> None:
 
     keys = _keys(args, args.host)
     try:
+        if Path(args.carrier_keys_file).expanduser().parent == CERTS_DIR and not (
+                args.carrier_key or os.environ.get(CARRIER_KEYS_ENV)):
+            private_dir(CERTS_DIR)  # the keys file is read (or made) there: the directory 0700
         carrier = load_carrier_keys(args.carrier_key, Path(args.carrier_keys_file))
     except (ValueError, OSError) as e:
         _fail(f"carrier keys: {e}")
@@ -373,8 +375,29 @@ def _ca(args: argparse.Namespace) -> None:
 
 
 def _carrier_key(args: argparse.Namespace) -> None:
-    path = Path(args.file)
-    keys = rotate(path) if args.rotate or not path.exists() else load_carrier_keys([], path, env={})
+    """The default file's directory (the certs directory) is made 0700 when missing, and said so; a file
+    the user named whose directory is missing is refused: most likely a typo, and a directory tree
+    nobody asked for, made without a word, would hide it."""
+    path = Path(args.file).expanduser()
+    made = None
+    if path.parent == CERTS_DIR:
+        existed = CERTS_DIR.is_dir()
+        try:
+            private_dir(CERTS_DIR)
+        except OSError as e:
+            _fail(f"--file {args.file}: cannot make its directory: {e.strerror or e}")
+        made = None if existed else CERTS_DIR
+    elif not path.parent.is_dir():
+        _fail(f"--file {args.file}: the directory {path.parent} does not exist (make it first, e.g. "
+              f"mkdir -m 700 -p {path.parent})")
+    try:
+        keys = rotate(path) if args.rotate or not path.exists() else load_carrier_keys([], path, env={})
+    except OSError as e:
+        _fail(f"--file {args.file}: {e.strerror or e}")
+    except ValueError as e:
+        _fail(f"--file {args.file}: {e}")
+    if made:
+        print(f"made {made} (mode 0700) for the keys")
     print(f"carrier keys in {path} (mode 0600): {keys.count} key(s), the first seals")
 
 
@@ -420,8 +443,6 @@ def _check_store_url(url: str, keyed: bool) -> None:
 def _mitm(args: argparse.Namespace, given: set[str]) -> None:
     """mitmdump with the addon. An option goes to it as `--set` unless the --config file sets it and the
     command line did not (the file must not lose to a default the user never typed)."""
-    from mitmproxy.tools.main import mitmdump
-
     keyed = bool(_keys(args))  # the addon checks both addresses (its options are the same for plain mitmdump)
     in_file = _mitm_file_settings(args)
     sets: list[str] = []
@@ -442,16 +463,80 @@ def _mitm(args: argparse.Namespace, given: set[str]) -> None:
         ensure_ca(Path(args.confdir))
     except OSError as e:
         _fail(f"--confdir {args.confdir}: cannot write the CA there: {e.strerror or e}")
-    mitmdump(["-s", str(ADDON_SCRIPT), "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2 would
-              *sets, *(["--set", f"gtp_config={args.config}"] if args.config else []),  # print API keys
-              *(a for mode in args.mode for a in ("--mode", mode)),
-              *args.mitmdump_args])
+    _run_mitmdump(["-s", str(ADDON_SCRIPT), "--set", f"confdir={args.confdir}", "--set", "flow_detail=0",  # >= 2
+                   "--set", f"termlog_verbosity={_termlog_verbosity(args.log_level)}",  # would print API keys
+                   *sets, *(["--set", f"gtp_config={args.config}"] if args.config else []),
+                   *(a for mode in args.mode for a in ("--mode", mode)),
+                   *args.mitmdump_args])
+
+
+def _termlog_verbosity(level: str) -> str:
+    """--log-level as mitmproxy's termlog_verbosity (error, warn, info, debug); `-- -q` still wins."""
+    number = logging.getLevelName(level.upper())
+    number = number if isinstance(number, int) else int(level) if level.isdigit() else logging.INFO
+    return "debug" if number <= logging.DEBUG else "info" if number <= logging.INFO else \
+        "warn" if number <= logging.WARNING else "error"
+
+
+def _run_mitmdump(argv: list[str]) -> None:
+    """mitmdump with one log handler: mitmproxy's terminal log (its levels: termlog_verbosity, -q, -v),
+    writing our format (--log-format) to stderr, as serve does. Ours and mitmproxy's both on the root
+    logger printed every line twice, ours at DEBUG too (mitmdump sets the root logger to DEBUG)."""
+    from mitmproxy.tools import cmdline, dump
+    from mitmproxy.tools.main import run
+
+    ours = logging.getLogger().handlers[:]
+
+    class Master(dump.DumpMaster):
+        def __init__(self, opts: Any, loop: Any = None) -> None:
+            super().__init__(opts, loop)
+            term = getattr(getattr(self, "_termlog_addon", None), "logger", None)
+            if term is None or not ours:  # another mitmproxy: both handlers stay (lines twice, none lost)
+                return
+            term.setFormatter(ours[0].formatter)
+            term.file = getattr(ours[0], "stream", sys.stderr)
+            for handler in ours:
+                logging.getLogger().removeHandler(handler)
+
+    def extra(parsed: argparse.Namespace) -> dict[str, str]:  # what mitmdump() does with a filter expression
+        if parsed.filter_args:
+            v = " ".join(parsed.filter_args)
+            return {"save_stream_filter": v, "readfile_filter": v, "dumper_filter": v}
+        return {}
+
+    run(Master, cmdline.mitmdump, argv, extra)
 
 
 def main(argv: list[str] | None = None) -> None:
+    try:
+        try:
+            _main(argv)
+        finally:  # inside the try (also on SystemExit): a closed pipe raises here, not at interpreter exit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed()
+
+
+# A reader that went away (`inspect | head`): exit quietly, with the code a C tool killed by SIGPIPE
+# gets from the shell (128 + 13), so `set -o pipefail` sees the same as for `cat`. SIGPIPE itself stays
+# ignored, as Python sets it: a dropped socket must stay an exception, not kill the process.
+EXIT_STDOUT_CLOSED = 141
+
+
+def _stdout_closed() -> NoReturn:
+    """Python's recipe (signal module docs, "Note on SIGPIPE"): point stdout at devnull so the flush at
+    exit does not raise again, and exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(EXIT_STDOUT_CLOSED)
+
+
+def _main(argv: list[str] | None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the subcommand's parser, whose --help lists what it takes
+        args.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     _apply_config(args, parser, argv)
     setup_logging(args.log_level, args.log_format)
     log_limits.install()

@@ -315,18 +315,17 @@ def test_a_certs_directory_that_cannot_be_written_is_one_line(tmp_path: Path, ar
 
 def _mitmdump_argv(argv: list[str]) -> list[str]:
     """What `gemini-tool-proxy <argv>` (a mitm command line) runs mitmdump with."""
+    import proxy.cli as cli
     from proxy.cli import _mitm, _parser
     from proxy.config_file import given_options
 
     seen: list[list[str]] = []
-    import mitmproxy.tools.main as mitm_main
-
-    real, mitm_main.mitmdump = mitm_main.mitmdump, seen.append
+    real, cli._run_mitmdump = cli._run_mitmdump, seen.append
     try:
         args = _parser().parse_args(argv)
         _mitm(args, given_options(args.commands["mitm"], argv[1:]))
     finally:
-        mitm_main.mitmdump = real
+        cli._run_mitmdump = real
     [cmd] = seen
     return cmd
 

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -113,8 +114,44 @@ def test_ca_and_carrier_key(installed: dict) -> None:
     keys = list((tmp / "ca").glob("*ca.pem"))
     assert keys and all(os.stat(k).st_mode & 0o777 == 0o600 for k in keys)
     r = _run(installed, "carrier-key", "--file", str(tmp / "ck" / "carrier-keys"))
+    assert r.returncode == 2 and "does not exist" in r.stderr, "a directory the user named is never made silently"
+    (tmp / "ck").mkdir()
+    r = _run(installed, "carrier-key", "--file", str(tmp / "ck" / "carrier-keys"))
     assert r.returncode == 0, r.stderr
     assert os.stat(tmp / "ck" / "carrier-keys").st_mode & 0o777 == 0o600
+
+
+def test_the_readme_s_bare_mitmdump_line_runs_as_written(installed: dict) -> None:
+    """`mitmdump -s "$(python -c ...find_spec("proxy.addon_script").origin)"`, the README's line, from the
+    installed venv: it listens on 127.0.0.1 (mitmdump's default is every interface), and uses the
+    certs directory `gemini-tool-proxy mitm` and `serve` use (made 0700), not ~/.mitmproxy: the same CA
+    and the same carrier keys. (Only a port and the front-end's port are added, to run beside others.)"""
+    tmp, home = installed["tmp"], installed["tmp"] / "home"
+    certs = home / ".local" / "share" / "gemini-tool-proxy" / "certs"
+    shutil.rmtree(certs.parent, ignore_errors=True)
+    r = _run(installed, "carrier-key")  # the default file: its directory is made, 0700, and said so
+    assert r.returncode == 0 and f"made {certs} (mode 0700)" in r.stdout, (r.stdout, r.stderr)
+    keys = (certs / "carrier-keys").read_text()
+    proxy_port, front_port = free_port(), free_port()
+    line = ('mitmdump -s "$(python -c \'import importlib.util as u; '
+            'print(u.find_spec("proxy.addon_script").origin)\')"')
+    env = {**installed["env"], "PATH": f"{installed['bin']}{os.pathsep}{installed['env']['PATH']}"}
+    proc = Process(tmp, "bare-mitmdump", ["bash", "-c", f"exec {line} -p {proxy_port} --set "
+                                                        f"gtp_frontend_port={front_port}"],
+                   "front-end listening", cwd=tmp, base_env=env, timeout=60)
+    try:
+        deadline = time.monotonic() + 15  # started again on loopback once the addon loaded (options.py)
+        while f"HTTP(S) proxy listening at 127.0.0.1:{proxy_port}" not in proc.logs():
+            assert time.monotonic() < deadline, proc.logs()
+            time.sleep(0.1)
+        assert f"CA certificate is {certs / 'mitmproxy-ca-cert.pem'}" in proc.logs()
+        assert (certs / "mitmproxy-ca.pem").is_file() and os.stat(certs).st_mode & 0o777 == 0o700
+        assert (certs / "carrier-keys").read_text() == keys, "the carrier keys serve and mitm use"
+        assert not (home / ".mitmproxy").exists(), "mitmproxy's own CA was made"
+        with urllib.request.urlopen(f"http://127.0.0.1:{front_port}/healthz") as r:
+            assert r.status == 200
+    finally:
+        proc.stop()
 
 
 def test_parse(installed: dict) -> None:

@@ -1,6 +1,8 @@
 """The addon's options: declared by proxy/options.py (the one table `serve` and the config file use
 too), validated here once; parsed values are kept here for the other addons."""
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions
 
 from proxy import options
+from proxy.certs_dir import CERTS_DIR
 from proxy.config_file import ConfigError, addon_settings
 from proxy.intercept.journal_addon import RecorderRef
 from proxy.journal.recorder import Recorder
@@ -27,6 +30,7 @@ from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.routes import parse_upstream_api
 from proxy.upstream.vertex import vertex_credentials
 
+log = logging.getLogger(__name__)
 
 def option_kinds(typespecs: dict[str, Any]) -> dict[str, Any]:
     """Each option's kind as a config file may give it: "sequence", bool, int or str."""
@@ -88,6 +92,7 @@ class Options:
         self.recorder = RecorderRef()  # the journal and traces (journal/), remade when their options change
         self.store: Any = None  # the addon's session store (the journal is shared through it when it is Redis)
         self._flow: FlowOptions | None = None
+        self._defaults_set = False
 
     def load(self, loader: Any) -> None:
         # mitmdump holds `--set gtp_...` back (deferred) until the addon declares its options: what is
@@ -105,6 +110,41 @@ class Options:
         unset = {k: v for k, v in settings.items() if k not in self.given and not ctx.options.has_changed(k)}
         if unset:
             ctx.options.update(**unset)
+
+    def _set_defaults(self) -> None:
+        """What `gemini-tool-proxy mitm` passes, for a bare `mitmdump -s` of the addon, where the user
+        did not set it: loopback, not mitmproxy's every interface (refused anyway, without proxyauth);
+        the project's certs directory (its CA, made there if missing, and its carrier keys, the ones
+        `serve` and `mitm` use), not mitmproxy's ~/.mitmproxy with a CA of its own."""
+        opts, changes = ctx.options, {}
+        if not opts.has_changed("listen_host"):
+            changes["listen_host"] = "127.0.0.1"
+            # mitmdump loads a script while its servers start (addons/script.py's watcher): they may
+            # already listen on every interface. Started again, they listen where listen_host says.
+            server = ctx.master.addons.get("proxyserver")
+            if server is not None and getattr(server, "servers", None) is not None:
+                asyncio.get_running_loop().create_task(_listen_again(server))
+        if not opts.has_changed("confdir"):
+            from proxy.ca import ensure_ca  # the CA first: mitmproxy would make one of its own there
+
+            try:
+                ensure_ca(CERTS_DIR)
+            except OSError as e:
+                raise exceptions.OptionsError(f"confdir {CERTS_DIR}: cannot write the CA there: "
+                                              f"{e.strerror or e}") from None
+            changes["confdir"] = str(CERTS_DIR)
+        if changes:
+            ctx.options.update(**changes)
+
+    def running(self) -> None:
+        """One block at start: where the CA is and how clients trust it."""
+        from proxy.ca import CA_CERT
+
+        cert = Path(ctx.options.confdir).expanduser() / CA_CERT
+        log.info("the proxy's CA certificate is %s; clients trust it with:\n"
+                 "  Node (Codex, Claude Code, Gemini CLI): NODE_EXTRA_CA_CERTS=%s\n"
+                 "  Python (httpx, google-genai, urllib): SSL_CERT_FILE=%s (requests: REQUESTS_CA_BUNDLE=%s)\n"
+                 "  curl: --cacert %s", cert, cert, cert, cert, cert)
 
     def _refuse_open_binds(self) -> None:
         opts = ctx.options
@@ -139,6 +179,9 @@ class Options:
         opts = ctx.options
         if "gtp_config" in updated and opts.gtp_config:
             self._load_config(opts.gtp_config)
+        if not self._defaults_set:  # once, after the config file: what it sets is the user's
+            self._defaults_set = True
+            self._set_defaults()
         if "gtp_forced_choice" in updated and opts.gtp_forced_choice not in POLICIES:
             raise exceptions.OptionsError(f"gtp_forced_choice must be one of {', '.join(POLICIES)}")
         if "gtp_tools" in updated and opts.gtp_tools not in ("replace", "merge"):
@@ -226,6 +269,20 @@ class Options:
                 secrets=[*opts.gtp_api_key, *opts.gtp_gemini_key, *opts.gtp_carrier_key], store=self.store)
         if opts.gtp_upstream == "relay" and not opts.gtp_relay:
             raise exceptions.OptionsError("gtp_upstream=relay needs gtp_relay (a URL or a command line)")
+
+
+async def _listen_again(server: Any) -> None:
+    from mitmproxy.proxy.mode_specs import ProxyMode
+
+    while server.servers.is_updating:  # the start under way
+        await asyncio.sleep(0.01)
+    if all(a[0] in ("127.0.0.1", "::1") for a in server.listen_addrs()):
+        return
+    await server.servers.update([])
+    await server.servers.update([ProxyMode.parse(m) for m in ctx.options.mode])
+    log.warning("mitmdump listened on every interface until the addon loaded; it listens on 127.0.0.1 now "
+                "(pass --listen-host 127.0.0.1 to mitmdump to never listen wider, or --listen-host 0.0.0.0 "
+                "with proxyauth to serve other machines)")
 
 
 def _listen_hosts(modes: Sequence[str] | None, listen_host: str | None) -> list[tuple[str, str]]:

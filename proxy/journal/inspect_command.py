@@ -68,13 +68,14 @@ def run(url: str, key: str | None, last: int, exchange_id: str | None, session: 
         limit: int, out: TextIO = sys.stdout) -> int:
     key = key or os.environ.get(KEY_ENV)
     base = url.rstrip("/") + "/inspect/api/exchanges"
-    try:
+    try:  # only the reading: a closed stdout (BrokenPipeError, an OSError) is the CLI's (cli.main), not this
+        doc, rows = None, None
         if exchange_id:
-            _one(_get(f"{base}/{urllib.parse.quote(exchange_id)}", key), out, limit)
-            return 0
-        query = urllib.parse.urlencode({k: v for k, v in (("limit", str(last)), ("session", session),
-                                                          ("status", status)) if v})
-        rows = _get(f"{base}?{query}", key)["exchanges"]
+            doc = _get(f"{base}/{urllib.parse.quote(exchange_id)}", key)
+        else:
+            query = urllib.parse.urlencode({k: v for k, v in (("limit", str(last)), ("session", session),
+                                                              ("status", status)) if v})
+            rows = _get(f"{base}?{query}", key)["exchanges"]
     except urllib.error.HTTPError as e:
         detail = e.read().decode("utf-8", "replace")[:300]
         print(f"error: {url} answered {e.code}: {detail}", file=sys.stderr)
@@ -82,6 +83,9 @@ def run(url: str, key: str | None, last: int, exchange_id: str | None, session: 
     except (urllib.error.URLError, OSError) as e:
         print(f"error: cannot reach the proxy at {url}: {getattr(e, 'reason', e)}", file=sys.stderr)
         return 1
+    if rows is None:
+        _one(doc or {}, out, limit)
+        return 0
     for s in reversed(rows):
         out.write(_line(s) + "\n")
     if not rows:

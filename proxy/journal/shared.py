@@ -92,6 +92,8 @@ class Shared:
                         if kind == "subscribe" and message.get("data") == 2:  # both channels: heard from now on
                             assert self._ready is not None
                             self._ready.set()
+                            if self._broken:
+                                log.warning("the shared journal listens to Redis again")
                             self._broken = False
                             self._spawn(self._say({"op": "hello"}))  # followers, announce again
                         elif kind == "message":
@@ -101,8 +103,11 @@ class Shared:
             except Exception as e:
                 if self._ready is not None:
                     self._ready.clear()
+                # Once when Redis goes away, once when it is back: not every second while it is down.
+                log.log(logging.DEBUG if self._broken else logging.WARNING,
+                        "the shared journal lost Redis (%s); it tries again every second, and lists this "
+                        "instance's exchanges only until it is back", e)
                 self._broken = True
-                log.info("the shared journal stopped listening (%s); listening again in 1s", e)
                 await asyncio.sleep(1)
 
     def _heard(self, channel: bytes, data: bytes) -> None:
@@ -204,7 +209,8 @@ class Shared:
                         pipe.publish(self.announcements, data)
                     await pipe.execute()
             except Exception as e:  # those following see this instance's exchanges when they list them
-                log.info("could not announce %d exchange(s) to the shared journal: %s", len(batch), e)
+                log.log(logging.DEBUG if self._broken else logging.INFO,  # Redis down: said once, by _listen
+                        "could not announce %d exchange(s) to the shared journal: %s", len(batch), e)
 
     async def follow(self, scope: str) -> None:
         """Someone here follows `scope` live (Local.followed): tell the other instances, now (before
@@ -235,7 +241,8 @@ class Shared:
         try:
             await self.client.publish(self.asks, orjson.dumps({**message, "instance": self.instance}))
         except Exception as e:
-            log.info("could not publish to the shared journal: %s", e)
+            log.log(logging.DEBUG if self._broken else logging.INFO,  # Redis down: said once, by _listen
+                    "could not publish to the shared journal: %s", e)
 
     def _spawn(self, work: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(work)

@@ -31,8 +31,11 @@ CONTINUATIONS = web.AppKey("continuations", dict)
 FLAKY = web.AppKey("flaky", dict)  # request text -> how many times a `flaky` directive was seen
 SEEN = web.AppKey("seen", collections.deque)  # every request that reached the mock at all: "METHOD path?query"
 MODEL_NAME = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
-NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
-          "Please use API Key or other form of API consumer identity to call this API.")
+# Gemini's 403 for a request without a key, saying what to do about it (any key works with the mock).
+NO_KEY = ("No API key was sent (Gemini answers: Method doesn't allow unregistered callers). Set one with the "
+          "x-goog-api-key header, ?key= or Authorization: Bearer; through gemini-tool-proxy, with GEMINI_API_KEY "
+          "or --gemini-key, or as the client's own key (OPENAI_API_KEY, ANTHROPIC_API_KEY...). Any value works "
+          "with the mock.")
 MODELS = ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview", "gemma-3-27b-it"]
 EMBEDDING_MODELS = ["gemini-embedding-001"]
 GENERATE_METHODS = ["generateContent", "streamGenerateContent", "countTokens"]

@@ -95,7 +95,7 @@ def _write_private(path: Path, keys: list[str], replace: bool) -> None:
     """Write the keys file 0600 (never readable by others, not even for a moment), atomically;
     without `replace`, an existing file wins (FileExistsError): two instances starting at once
     end up with the same key."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private, as the CA's (certs_dir.py)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
