@@ -81,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     _global_arguments(common, suppressed)
     sub = _SubcommandsWith(sub, common)
 
-    serve = sub.add_parser("serve", help="run the OpenAI Responses / Gemini-native front-end")
+    serve = sub.add_parser("serve",
+                           help="run the front-end: OpenAI Responses and Chat, Anthropic Messages, Gemini-native")
     _config_argument(serve)
     options.add_arguments(serve, "serve", {"carrier-keys-file": str(CERTS_DIR / CARRIER_KEYS_FILE)})
 

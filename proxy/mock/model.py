@@ -3,6 +3,9 @@
 Behaviour, driven by the latest user text of the request:
 - tools declared and not disabled: call every declared tool whose name appears in the text
   (several at once = parallel calls); with mode ANY and none named, call the first allowed one;
+  with none named otherwise, a plain one-line prompt without directives ("Weather in Paris?") calls
+  the one tool (of at most 32) whose name's words (get_weather: "weather") or first description
+  sentence share a word with it, and nothing when several do (`_asked_for`);
   arguments are generated to satisfy the declared schema (`key=value` in the text fills fields);
 - after function responses: answer with text quoting every result (or call again, see `rounds`);
 - otherwise: a text answer echoing the prompt, streamed in several chunks.
@@ -356,6 +359,10 @@ def _choose_calls(body: dict[str, Any], text: str) -> list[dict[str, Any]]:
     allowed = get(fcc, "allowedFunctionNames") or [d.get("name") for d in decls]
     by_name = {d.get("name"): d for d in decls if d.get("name") in allowed}
     names = _mentioned(list(by_name), DIRECTIVE.sub("", text))
+    last = (get(body, "contents") or [{}])[-1]
+    if (not names and mode != "ANY" and not DIRECTIVE.search(text) and len(by_name) <= ASKED_FOR_MAX_TOOLS
+            and not any(get(p, "functionResponse") for p in get(last, "parts") or [])):
+        names = _asked_for(list(by_name.values()), text)
     if not names and mode == "ANY":
         names = [next(iter(by_name))] if by_name else []
     return [by_name[n] for n in names]
@@ -383,6 +390,40 @@ def _summarized_rounds(contents: list[dict[str, Any]], text: str) -> int:
     return sum(int(n) for c in contents if get(c, "role") == "user" for p in get(c, "parts") or []
                if isinstance(get(p, "text"), str) and get(p, "text").startswith(SUMMARY_INTRO)
                for asked, n in _ASKED.findall(get(p, "text")) if text.strip().startswith(asked.strip()))
+
+
+ASKED_FOR_MAX_TOOLS = 32  # an agent's catalogue (Codex, Claude Code) is not a question to match words against
+# Words that say nothing about which tool a prompt wants ("get_weather" is about "weather").
+_VAGUE = frozenset((
+    "get", "set", "list", "fetch", "read", "write", "make", "create", "update", "delete", "run", "call",
+    "tool", "tools", "function", "use", "the", "a", "an", "of", "for", "to", "in", "on", "at", "by", "with",
+    "from", "and", "or", "is", "are", "be", "it", "this", "that", "what", "which", "your", "my", "me", "you",
+    "do", "how", "why", "when", "where", "who", "can", "please", "not", "all", "any", "its", "has", "have", "was",
+    "will",
+))
+
+
+def _words(text: str) -> set[str]:
+    """Lowercased words of `text`, identifiers split (get_weather, getWeather -> get, weather), a plural's
+    trailing s dropped, vague words left out."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+            for w in re.findall(r"[a-z0-9]+", spaced.lower()) if len(w) > 2 and w not in _VAGUE}
+
+
+def _asked_for(decls: list[dict[str, Any]], text: str) -> list[str]:
+    """A plain question or request that names no tool ("Weather in Paris?") calls the one declared tool
+    whose name's words, or the first sentence of whose description, it shares a word with; never when
+    several tools match or the prompt is long or has several lines (a task, a pasted file: agents'
+    prompts). `_choose_calls` also leaves it out with directives, mode ANY, over ASKED_FOR_MAX_TOOLS
+    tools, and on a turn of function responses (whose sibling text is no prompt)."""
+    if len(text) > 200 or "\n" in text.strip():
+        return []
+    asked = _words(text)
+    matches = [get(d, "name") for d in decls
+               if asked & (_words(str(get(d, "name") or ""))
+                           | _words(str(get(d, "description") or "").split(". ")[0]))]
+    return matches if len(matches) == 1 else []
 
 
 SEARCH_TOOLS = ("tool_search", "ToolSearch")  # the proxy's and Codex's (tool_search*), Claude Code's own
