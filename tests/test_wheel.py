@@ -121,8 +121,8 @@ def test_ca_and_carrier_key(installed: dict) -> None:
     assert os.stat(tmp / "ck" / "carrier-keys").st_mode & 0o777 == 0o600
 
 
-def test_the_readme_s_bare_mitmdump_line_runs_as_written(installed: dict) -> None:
-    """`mitmdump -s "$(python -c ...find_spec("proxy.addon_script").origin)"`, the README's line, from the
+def test_the_guide_s_bare_mitmdump_line_runs_as_written(installed: dict) -> None:
+    """`mitmdump -s "$(python -c ...find_spec("proxy.addon_script").origin)"`, docs/mitm.md's line, from the
     installed venv: it listens on 127.0.0.1 (mitmdump's default is every interface), and uses the
     certs directory `gemini-tool-proxy mitm` and `serve` use (made 0700), not ~/.mitmproxy: the same CA
     and the same carrier keys. (Only a port and the front-end's port are added, to run beside others.)"""
@@ -133,8 +133,8 @@ def test_the_readme_s_bare_mitmdump_line_runs_as_written(installed: dict) -> Non
     assert r.returncode == 0 and f"made {certs} (mode 0700)" in r.stdout, (r.stdout, r.stderr)
     keys = (certs / "carrier-keys").read_text()
     proxy_port, front_port = free_port(), free_port()
-    line = ('mitmdump -s "$(python -c \'import importlib.util as u; '
-            'print(u.find_spec("proxy.addon_script").origin)\')"')
+    line = next(x for x in (Path(__file__).parents[1] / "docs" / "mitm.md").read_text().splitlines()
+                if x.startswith("mitmdump -s \"$(python"))  # as the MITM guide gives it
     env = {**installed["env"], "PATH": f"{installed['bin']}{os.pathsep}{installed['env']['PATH']}"}
     proc = Process(tmp, "bare-mitmdump", ["bash", "-c", f"exec {line} -p {proxy_port} --set "
                                                         f"gtp_frontend_port={front_port}"],
