@@ -21,6 +21,9 @@ from tests.servers import Process, proxy_instance
 pytestmark = pytest.mark.serial
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = 0.8  # seconds /healthz may wait while the proxy handles a 100 MB answer
+# Issue 60 item 7, with 2 busy loops beside the serial pass on 2 cores (load average 5-12): 0.31, 0.38, 0.54,
+# 0.82, 0.89 and 2.05 s (three over the bound). Not widened: 25 % over those would be past the 1.12 s the regression
+# this catches (the check and the writing in one stretch) took at load 4; a machine that loaded fails it.
 
 
 def test_a_large_answer_parses_as_orjson_does() -> None:

@@ -98,6 +98,7 @@ def test_aborted_and_stalled_streams_give_their_memory_back(served) -> None:
     for _ in range(2):  # (a leak grows with every batch: two show it)
         _batch(url, "abort")
         after.append(rss(pid))
+    # measured on two loaded cores (issue 60 item 7): 4.5-5.1 MiB after the aborted batches, 15.8-16.9 after the stalled
     assert max(after) - base < 48 * MB, [a // MB for a in [base, *after]]
     _batch(url, "stall")  # one batch of twenty stalled 5 MB streams, each cut by the watchdog
     after.append(rss(pid))
@@ -121,6 +122,7 @@ def test_completed_streams_and_big_requests_stay_within_the_store_limit(served) 
                     assert r.status == 200, await r.text()
     asyncio.run(big_requests())
     grew_more = rss(pid) - base
+    # measured on two loaded cores: grew -3.1-0 MiB, grew_more 14-18 MiB
     assert grew < 100 * MB and grew_more < 160 * MB, (grew // MB, grew_more // MB)
 
 
@@ -155,6 +157,7 @@ def test_streams_in_flight_cost_at_most_twice_their_bytes(served) -> None:
     asyncio.run(go(2))  # warm-up
     base = rss(pid)
     peak = asyncio.run(go(20))
+    # measured on two loaded cores: 6-46 MiB of the 191 MiB bound
     assert peak - base <= 2 * 20 * 5_000_000, ((peak - base) // MB, base // MB)
 
 
@@ -165,7 +168,7 @@ WARM_TURNS = 64
 def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None:
     """Issue 24 item 10: the budget counts what the process holds. Small turns used to cost 5x their
     JSON (orjson's 8 KiB buffers kept whole, uncounted per-entry objects): with a 2 MiB budget, 3,000
-    turns (the store full three times over) grow RSS by at most 1.3x the budget, plus 1.5 MiB (before,
+    turns (the store full three times over) grow RSS by at most 1.3x the budget, plus 2.5 MiB (before,
     the same turns grew it by about 10 MiB). The exchange journal (issue 28) keeps 1 MiB more beside
     it, and its bytes count the same way. Measured from after WARM_TURNS turns: what the first requests
     import and build is not what the store holds. Measured from start-up instead, the growth depended
@@ -200,10 +203,11 @@ def test_many_small_stored_turns_keep_rss_near_the_byte_budget(tmp_path) -> None
             base = rss(serve.pid)
             asyncio.run(turns(WARM_TURNS, 3000))
             grew = rss(serve.pid) - base
-            # 1.5 MiB over 1.3x the budgets: here 3.8-3.9 MiB grew in four quiet runs (bound 5.4), and once
-            # 5.0 MiB in a fresh-clone CI run (over the 4.9 MiB of a 1 MiB margin): a bound must hold on
-            # a loaded machine too.
-            assert grew <= 1.3 * (budget + journal) + 1.5 * MB, \
+            # 2.5 MiB over 1.3x the budgets (6.4 MiB): here 3.8-3.9 MiB grew in four quiet runs and in three
+            # with both cores loaded (issue 60 item 7), and 5.0 MiB once in a fresh-clone CI run, which failed
+            # the 4.9 MiB of a 1 MiB margin and came within 8 % of 1.5 MiB's 5.4: 6.4 is 28 % over it, and
+            # under the 10 MiB the same turns grew before.
+            assert grew <= 1.3 * (budget + journal) + 2.5 * MB, \
                 f"RSS grew {grew / MB:.1f} MiB for a {budget // MB} MiB budget and a {journal // MB} MiB journal"
         finally:
             for p in (serve, mock):

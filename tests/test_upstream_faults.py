@@ -186,7 +186,8 @@ def test_trickling_upstream_is_cut_by_the_deadline(mode: str, what: str) -> None
         took = time.monotonic() - start
         assert events[-1].type == "response.failed", [e.type for e in events]
         assert what in events[-1].response.error.message
-        assert took < 15  # bounded by the deadlines, not by the upstream (which never ends)
+        # bounded by the deadlines, not by the upstream (which never ends); measured on two loaded cores: 1.0-3.0 s
+        assert took < 15
     finally:
         close()
 
@@ -257,7 +258,7 @@ def test_whole_answers_keep_every_deadline(mode: str, what: str) -> None:
                     pool.submit(native_call, "generateContent"), pool.submit(native_call, "countTokens")]
             results = [j.result() for j in jobs]
         for status, message, took in results:
-            assert status == 504 and took < 6, (status, message, took)
+            assert status == 504 and took < 6, (status, message, took)  # measured on two loaded cores: 1.0 s
         assert all(what in m for _, m, _ in results[:3]), results  # countTokens is passed through: any deadline
     finally:
         close()
@@ -308,7 +309,7 @@ def test_a_long_delay_is_not_waited_out_with_one_key(pooled: Stack) -> None:
     with pytest.raises(openai.RateLimitError) as e:
         _pooled_client(pooled).responses.create(model="gemini-2.5-flash",
                                                 input=f"[[mock:flaky 1 429 {MAX_HINT + 30:g}s]] long")
-    assert _hits(pooled, before) == 1 and time.monotonic() - started < 5
+    assert _hits(pooled, before) == 1 and time.monotonic() - started < 5  # measured, two loaded cores: 0.3-0.5 s
     assert int(e.value.response.headers["retry-after"]) > MAX_HINT
     # the key rests that long: a second request is refused at once too, without asking Gemini
     with pytest.raises(openai.RateLimitError):

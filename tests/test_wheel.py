@@ -7,15 +7,19 @@ Every other test imports the source tree, which is how a missing package-data fi
 Lua script) reached users unseen.
 """
 
+import email.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import time
+import tomllib
 import urllib.request
 import zipfile
+from email.message import Message
 from pathlib import Path
 
 import anthropic
@@ -52,14 +56,76 @@ def _clean_copy(dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sdist and wheel as `python -m build` (PyPA's front-end) makes them, and its output ("log").
+    No isolation: the lock's setuptools, offline, and the same version each run, so a warning is the
+    project's and not a new release's (build still checks it is within [build-system]'s bound)."""
     out = tmp_path_factory.mktemp("dist")
     src = _clean_copy(tmp_path_factory.mktemp("src"))
+    # (where PYTHONDONTWRITEBYTECODE is set, as on these machines, setuptools warns it skips byte-compiling:
+    # the machine's doing, not the package's; a wheel holds no bytecode either way)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     # No --sdist/--wheel: the wheel is built from the sdist, as a release (and pip install of an sdist) does.
-    subprocess.run([str(UV), "build", "--out-dir", str(out), str(src)], check=True,
-                   capture_output=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
     [wheel] = out.glob("*.whl")
     [sdist] = out.glob("*.tar.gz")
-    return {"wheel": wheel, "sdist": sdist}
+    log = tmp_path_factory.mktemp("build-log") / "build.log"
+    log.write_text(r.stdout + r.stderr)
+    return {"wheel": wheel, "sdist": sdist, "log": log}
+
+
+# Lines of a build's output that only name the files it copies.
+LISTING = ("copying ", "adding '", "creating ", "removing ", "writing ", "reading ")
+
+
+def test_the_build_is_warning_free_and_twine_check_strict_passes(built: dict[str, Path]) -> None:
+    """What the ecosystem's checks ask (issue 60 item 5): no warning from the build (setuptools'
+    deprecations, a License classifier beside a license expression, a file the configuration names
+    and that is missing) and a clean `twine check --strict` of both files."""
+    log = built["log"].read_text()
+    assert "Successfully built" in log, log[-3000:]
+    warned = [line for line in log.splitlines() if not line.startswith(LISTING)
+              and (re.search(r"(?i)\bwarning\b|deprecat|\berror\b", line) or line.strip() == "!!")]
+    assert warned == [], "\n".join(warned)
+    r = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(built["sdist"]), str(built["wheel"])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.count("PASSED") == 2, r.stdout + r.stderr
+
+
+def _metadata(raw: bytes) -> Message:
+    return email.parser.BytesParser().parsebytes(raw)
+
+
+def test_the_metadata_has_the_license_expression_and_file_the_classifiers_and_urls(built: dict[str, Path]) -> None:
+    """PEP 639 (Metadata 2.4): `License-Expression: MIT`, the LICENSE file named and shipped
+    (`*.dist-info/licenses/LICENSE` in the wheel, at the top of the sdist), no License classifier;
+    the classifiers and URLs pyproject.toml declares; `Typing :: Typed` with the py.typed marker."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    licence = (ROOT / "LICENSE").read_bytes()
+    assert licence.startswith(b"MIT License") and b"The gemini-tool-proxy developers" in licence
+    with zipfile.ZipFile(built["wheel"]) as z:
+        [meta] = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        wheel_meta = _metadata(z.read(meta))
+        assert z.read(meta.replace("METADATA", "licenses/LICENSE")) == licence
+        assert "proxy/py.typed" in z.namelist()
+    with tarfile.open(built["sdist"]) as t:
+        top = t.getnames()[0].split("/")[0]
+        sdist_meta = _metadata(t.extractfile(f"{top}/PKG-INFO").read())
+        assert t.extractfile(f"{top}/LICENSE").read() == licence
+    for m in (wheel_meta, sdist_meta):
+        assert tuple(map(int, m["Metadata-Version"].split("."))) >= (2, 4), m["Metadata-Version"]
+        assert m["License-Expression"] == "MIT" and m.get_all("License-File") == ["LICENSE"]
+        assert m["License"] is None
+        classifiers = m.get_all("Classifier")
+        assert classifiers == project["classifiers"] and not [c for c in classifiers if c.startswith("License ::")]
+        for c in ("Programming Language :: Python :: 3.12", "Programming Language :: Python :: 3.13",
+                  "Framework :: AsyncIO", "Framework :: aiohttp", "Topic :: Internet :: Proxy Servers",
+                  "Typing :: Typed"):
+            assert c in classifiers, c
+        urls = dict(u.split(", ", 1) for u in m.get_all("Project-URL") or [])
+        assert urls == project.get("urls", {})
+        assert m["Requires-Python"] == project["requires-python"] and m["Author"] == project["authors"][0]["name"]
 
 
 @pytest.fixture(scope="module")
