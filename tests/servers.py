@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from aiohttp import web
+
 from tests.mitm_harness import ROOT, free_port, stop
 
 __all__ = ["HAProxy", "Process", "RedisServer", "free_port", "mock_gemini", "proxy_instance", "stop"]
@@ -195,3 +197,12 @@ backend proxies
 
     def stop(self) -> None:
         stop(self.proc, 10)
+
+
+async def loopback_site(app: web.Application) -> tuple[web.AppRunner, str]:
+    """An aiohttp app of a test's own (a collector, a forwarder) served on a free loopback port."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
