@@ -201,10 +201,10 @@ def test_keys_rest_per_model() -> None:
     key = pool.pick(PRO)
     pool.cool(key, 30, model=PRO)
     assert pool.pick(PRO) is None and pool.pick(FLASH3) is key and pool.soonest(PRO) == 30
-    pool.cool(key, 10, "refused")  # a refused credential rests for every model
+    pool.cool(key, 10, "refused")  # a refused credential rests for every model (this rest replaces theirs)
     assert pool.pick(FLASH3) is None
     now[0] = 11
-    assert pool.pick(FLASH3) is key and pool.pick(PRO) is None
+    assert pool.pick(FLASH3) is key and pool.pick(PRO) is key
 
 
 @pytest.mark.parametrize("spec", ["bad", "=gemini-2.5-flash", "gemini-3*=", "gemini-3*=a,,b", "gemini-3*=no such"])

@@ -77,8 +77,8 @@ class KeyPool:
                     if len(k.by_model) >= 64:  # model names come from clients: a bounded few
                         k.by_model = {m: t for m, t in k.by_model.items() if t > self.clock()}
                     k.by_model[model] = until
-                else:
-                    k.cooling_until = until
+                else:  # every model: this rest replaces the models' own
+                    k.cooling_until, k.by_model = until, {}
                 k.reason = reason
                 metrics.child(metrics.KEY_REQUESTS, k.label, reason).inc()
 
