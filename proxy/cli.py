@@ -181,7 +181,7 @@ def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser, arg
 def _model_rules(args: argparse.Namespace) -> ModelRules:
     try:
         return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools, args.tool_mode,
-                                args.rescue_text_calls, args.single_call, args.think_open)
+                                args.rescue_text_calls, args.single_call, args.think_open, args.fallback)
     except ValueError as e:
         _fail(str(e))
 
@@ -226,6 +226,7 @@ async def _serve(args: argparse.Namespace) -> None:
     from proxy.server.context import parse_aliases
 
     keys = _keys(args, args.host)
+    rules = _model_rules(args)  # (a bad rule exits before anything, the built-in mock too, listens)
     try:
         if Path(args.carrier_keys_file).expanduser().parent == CERTS_DIR and not (
                 args.carrier_key or os.environ.get(CARRIER_KEYS_ENV)):
@@ -271,7 +272,7 @@ async def _serve(args: argparse.Namespace) -> None:
     runner, port = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
                                               fill_missing=args.fill_missing_required,
                                               forced_choice=args.forced_choice, keys=keys, carrier=carrier,
-                                              limits=limits, rules=_model_rules(args), recorder=recorder,
+                                              limits=limits, rules=rules, recorder=recorder,
                                               passthrough_collections=passthrough, guard=guard),
                                      args.host, args.port, limits)
     runners.append(runner)

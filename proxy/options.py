@@ -201,6 +201,10 @@ OPTIONS: tuple[Option, ...] = (
            f"included (default {DEFAULT_TOTAL_TIMEOUT:g})"),
     Option("max-retries", "count", DEFAULT_MAX_RETRIES, f"retries of a 429/500/503 or failed connection before "
            f"anything reached the client, with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})"),
+    Option("fallback", "list", (), "when Gemini answers 429/503 (quota, overloaded; every pooled key resting) for a "
+           "model matching PATTERN before anything reached the client, ask these models in turn; the client keeps "
+           "its model name, x-gtp-served-model says which answered (repeatable, first match wins; the retries and "
+           "the deadline are shared along the chain)", metavar="PATTERN=MODEL[,MODEL...]"),
     # -- clients ---------------------------------------------------------------------------------------
     Option("api-key", "list", (), f"a key clients must present to the front-end (repeatable; also api-keys-file and "
            f"${KEYS_ENV}); Gemini is then called with the server's GEMINI_API_KEY, and sessions are per key",

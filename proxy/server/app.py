@@ -36,9 +36,11 @@ from proxy.server.workers import shutdown_workers
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
+from proxy.upstream.fallback import SERVED, SERVED_HEADER, FallbackUpstream
 from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
-from proxy.upstream.gemini import CLIENT_HEADERS, GeminiUpstream, client_headers
+from proxy.upstream.gemini import CLIENT_HEADERS, DEFAULT_TOTAL_TIMEOUT, GeminiUpstream, client_headers
 from proxy.upstream.observed import ObservedUpstream
+from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 from proxy.upstream.routes import RoutedUpstream
 from proxy.upstream.text_calls import TextCallsUpstream
 
@@ -186,6 +188,11 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     rules = rules or ModelRules()
     explicit_cache = _explicit_cache(upstream)
     upstream = ObservedUpstream(ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice))
+    if rules.fallback:  # outside the observer: each model tried is a call of its own in the journal
+        policy = getattr(gemini, "retry", None)
+        upstream = FallbackUpstream(upstream, rules.fallback,
+                                    policy.max_retries if policy is not None else DEFAULT_MAX_RETRIES,
+                                    getattr(gemini, "total_timeout", DEFAULT_TOTAL_TIMEOUT))
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
@@ -225,6 +232,13 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
         if recorder is not None:
             recorder.start()
 
+    async def served_model(_: web.Request, response: web.StreamResponse) -> None:
+        """Which model answered, on a model with a fallback chain (its stream's header: after the choice)."""
+        served = SERVED.get()
+        if served is not None:
+            response.headers[SERVED_HEADER] = served.model
+
+    app.on_response_prepare.append(served_model)
     app.on_startup.append(start_recorder)
     app.on_shutdown.append(end_requests)
     app.on_cleanup.append(close_upstream)
