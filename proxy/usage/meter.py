@@ -1,4 +1,5 @@
 """Usage counters per client key id (`k-...`/scope, never the key) x model x UTC day, with cost.
+The core of issue 61 item 1: no route records into it and no option reads a prices file yet.
 
 Cost is computed per answer, when it is recorded, not on the day's sums: Gemini's long-context tier
 applies to a whole request whose prompt crosses the threshold (genai-prices' TieredPrices are that
