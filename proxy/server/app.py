@@ -173,7 +173,8 @@ def drain(app: web.Application) -> None:
 
 async def _close_while_draining(request: web.Request, response: web.StreamResponse) -> None:
     if request.app[CONTEXT].in_flight.draining and not isinstance(response, web.WebSocketResponse):
-        response.force_close()
+        response.force_close()  # the connection ends after this answer
+        response.headers["Connection"] = "close"  # and says so: aiohttp wrote its own before this hook
 
 
 def _explicit_cache(upstream: Upstream) -> Callable[[str], GeminiUpstream | None]:
