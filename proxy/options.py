@@ -49,6 +49,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def wait_seconds(text: str) -> float:
+    """Seconds that may be 0 (no wait), for a wait rather than a defence."""
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be 0 or a positive, finite number of seconds, not {text}")
+    return value
+
+
 def port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
@@ -89,6 +97,7 @@ class Option:
     addon: str | None = ""          # the addon's name ("": gtp_ + name; None: the addon has no such option)
     addon_default: Any = ...        # where the addon's default differs (...: the same)
     serve: bool = True              # an option of `serve`
+    type: Callable[[str], Any] | None = None  # the command line's value type, where the kind's (TYPES) is not it
     mitm: bool = False              # also one of `mitm`, which passes it to the addon as --set
 
     @property
@@ -226,8 +235,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("client-timeout", "seconds", DEFAULT_CLIENT_TIMEOUT, f"seconds a client has to send a request's headers, "
            f"again for its body, and the longest a stream waits on a client that stopped reading (default "
            f"{DEFAULT_CLIENT_TIMEOUT:g})", mitm=True),
-    Option("shutdown-timeout", "seconds", DEFAULT_SHUTDOWN_TIMEOUT, f"seconds from SIGTERM to exit; requests still "
-           f"running then end with their protocol's failure (default {DEFAULT_SHUTDOWN_TIMEOUT:g})", mitm=True),
+    Option("shutdown-timeout", "seconds", DEFAULT_SHUTDOWN_TIMEOUT, f"seconds from SIGTERM (after serve's drain) "
+           f"to exit; requests still running then end with their protocol's failure (default "
+           f"{DEFAULT_SHUTDOWN_TIMEOUT:g})", mitm=True),
+    Option("drain-seconds", "seconds", 0.0, "seconds from SIGTERM during which /readyz answers 503 but the front-end "
+           "still accepts and serves, so a load balancer's health checks take it out before connections are refused; "
+           "set it above the balancer's check interval x fall count (default 0: no drain; SIGINT never drains)",
+           addon=None, type=wait_seconds),
     Option("background-lease", "seconds", DEFAULT_BACKGROUND_LEASE, f"seconds after which a background response or "
            f"interaction whose instance stopped renewing it is reported failed (default "
            f"{DEFAULT_BACKGROUND_LEASE:g})", mitm=True),
@@ -302,7 +316,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: Literal["serve", "mi
         elif o.kind == "list":
             parser.add_argument(flag, action="append", default=[], metavar=o.metavar, help=o.help)
         else:
-            parser.add_argument(flag, type=TYPES.get(o.kind), default=default, metavar=o.metavar,
+            parser.add_argument(flag, type=o.type or TYPES.get(o.kind), default=default, metavar=o.metavar,
                                 choices=o.choices, help=o.help)
 
 

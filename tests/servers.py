@@ -167,33 +167,54 @@ def proxy_instance(tmp: Path, name: str, upstream: str, *extra: str) -> tuple[Pr
 
 
 class HAProxy:
-    """haproxy in front of `backends`, round robin, as a user would run it (see README)."""
+    """haproxy in front of `backends`, round robin, as a user would run it (see README). `check`: each
+    server's health-check options; `defaults`: lines of the defaults section; `health`: the path
+    checked. Its stats socket says what it makes of each server (`status`)."""
 
-    def __init__(self, tmp: Path, backends: list[str]) -> None:
+    def __init__(self, tmp: Path, backends: list[str], check: str = "check inter 1s",
+                 defaults: str = "option http-server-close", health: str = "/healthz") -> None:
         self.port = free_port()
-        servers = "\n".join(f"    server p{i} {b.removeprefix('http://')} check inter 1s"
+        self.socket = tmp / "haproxy.sock"
+        servers = "\n".join(f"    server p{i} {b.removeprefix('http://')} {check}"
                             for i, b in enumerate(backends))
-        cfg = tmp / "haproxy.cfg"
+        cfg = self.config_path = tmp / "haproxy.cfg"
         cfg.write_text(f"""global
     maxconn 4096
+    stats socket {self.socket} level admin
 defaults
     mode http
     timeout connect 5s
     timeout client 300s
     timeout server 300s
-    option http-server-close
+    {defaults}
 frontend gtp
     bind 127.0.0.1:{self.port}
     default_backend proxies
 backend proxies
     balance roundrobin
-    option httpchk GET /healthz
+    option httpchk GET {health}
 {servers}
 """)
         self.proc = subprocess.Popen([_which("haproxy"), "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         _wait_port(self.port, self.proc, "haproxy")
         self.url = f"http://127.0.0.1:{self.port}"
+
+    def status(self, server: str) -> str:
+        """What haproxy makes of `server` (p0, p1...) now: UP, DOWN, "DOWN 1/2"..., from `show stat`."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(str(self.socket))
+            s.sendall(b"show stat\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        lines = data.decode().splitlines()
+        head = lines[0].lstrip("# ").split(",")
+        for line in lines[1:]:
+            row = dict(zip(head, line.split(","), strict=False))
+            if row.get("pxname") == "proxies" and row.get("svname") == server:
+                return row["status"]
+        raise KeyError(server)
 
     def stop(self) -> None:
         stop(self.proc, 10)
