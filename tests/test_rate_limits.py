@@ -56,8 +56,9 @@ def test_malformed_limit_exits_2_with_one_line_before_listening() -> None:
     import subprocess
     import sys
     from pathlib import Path
-    done = subprocess.run([str(Path(sys.executable).with_name("gemini-tool-proxy")), "serve", "--upstream", "mock", "--port", "0",
-                           "--limit", "*=rpm:zero"], capture_output=True, text=True, timeout=60)
+    cli = str(Path(sys.executable).with_name("gemini-tool-proxy"))
+    done = subprocess.run([cli, "serve", "--upstream", "mock", "--port", "0", "--limit", "*=rpm:zero"],
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "--limit" in lines[0] and "rpm" in lines[0], done.stderr
