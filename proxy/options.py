@@ -259,6 +259,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-background-per-key", "count", DEFAULT_BACKGROUND_PER_KEY, f"background responses and interactions "
            f"one client key may have running at once; more get a 429 (default {DEFAULT_BACKGROUND_PER_KEY}; 0: no "
            f"cap)", addon=None),
+    Option("limit", "list", (), "a client's budget: requests and tokens per minute, USD per day and month, for "
+           "ID (its c-... id, or '*' for every client without its own) (repeatable; not yet enforced: issue 61)",
+           metavar="ID=rpm:N,tpm:N,usd_day:X,usd_month:X", addon=None),
     # -- state -----------------------------------------------------------------------------------------
     Option("store", "text", "memory", "where sessions live: this process's memory (default) or a Redis shared by "
            "several instances, redis://HOST:PORT/DB (rediss:// for TLS, unix://)",

@@ -50,3 +50,16 @@ def test_redis_gcra_is_shared_exactly(tmp_path) -> None:
 def test_cost_of_prices_gemini() -> None:
     assert cost_of("gemini-2.5-flash", {"input_tokens": 1000, "output_tokens": 1000}) > 0
     assert cost_of("no-such-model-xyz", {"input_tokens": 1000, "output_tokens": 1000}) == 0.0
+
+
+def test_malformed_limit_exits_2_with_one_line_before_listening() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+    cli = str(Path(sys.executable).with_name("gemini-tool-proxy"))
+    done = subprocess.run([cli, "serve", "--upstream", "mock", "--port", "0", "--limit", "*=rpm:zero"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--limit" in lines[0] and "rpm" in lines[0], done.stderr
+    assert "ready on" not in done.stdout

@@ -1,5 +1,4 @@
-"""Budgets and rate limits per client (issue 61 item 2) -- the core only: no option declares it and no
-route calls it yet, so nothing is limited; the `--limit` grammar it will read is
+"""Budgets and rate limits per client (issue 61 item 2) -- the core only, not yet wired into the routes.
 
 `--limit 'ID=rpm:60,tpm:100000,usd_day:5,usd_month:50'`: ID is a client's id as fair_share.client_of
 names it (`c-` + 12 hex digits under --api-key), or `*` for every client without its own entry.
