@@ -245,15 +245,20 @@ async def _serve(args: argparse.Namespace) -> None:
     from proxy.server import make_app  # the routes and wire models: only what serves needs them
     from proxy.server.collections import parse_passthrough
     from proxy.server.context import parse_aliases
-    from proxy.server.rate_limits import parse_limits
+    from proxy.usage.ledger import Ledger
+    from proxy.usage.limits import parse_limits
+    from proxy.usage.meter import PriceError, Prices
 
     keys = _keys(args, args.host)
     rules = _model_rules(args)  # (a bad rule exits before anything, the built-in mock too, listens)
     try:
-        if parse_limits(args.limit):
-            log.warning("--limit is parsed but not yet enforced (issue 61 item 2 is unfinished)")
-    except ValueError as e:
+        budgets = parse_limits(args.limit)
+        prices = Prices.load(args.prices)
+    except (ValueError, PriceError) as e:
         _fail(str(e))
+    admins = [keys.scope(k) for k in args.admin_key]
+    if None in admins:
+        _fail("--admin-key: each admin key must also be a client key (--api-key, --api-keys-file or $GTP_API_KEYS)")
     try:
         if Path(args.carrier_keys_file).expanduser().parent == CERTS_DIR and not (
                 args.carrier_key or os.environ.get(CARRIER_KEYS_ENV)):
@@ -298,7 +303,8 @@ async def _serve(args: argparse.Namespace) -> None:
         _fail(f"--allowed-origin: {e}")
     app = make_app(store, upstream, aliases=aliases, schema_modes=modes, fill_missing=args.fill_missing_required,
                    forced_choice=args.forced_choice, keys=keys, carrier=carrier, limits=limits,
-                   rules=rules, recorder=recorder, passthrough_collections=passthrough, guard=guard)
+                   rules=rules, recorder=recorder, passthrough_collections=passthrough, guard=guard,
+                   usage=Ledger.open(args.store, prices, budgets, admins=admins))
     runner, port = await _start_site(app, args.host, args.port, limits)
     runners.append(runner)
     gemini = getattr(upstream, "default", upstream)

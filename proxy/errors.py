@@ -61,6 +61,15 @@ class UpstreamError(ProxyError):
 
 
 @dataclass
+class RateLimited(ProxyError):
+    """A client key over its own budget (--limit): each protocol's rate-limit error; Gemini's carries
+    RetryInfo and a QuotaFailure naming the limit, as Google's own 429s do."""
+
+    retry_after: float = 0.0
+    quota: str = ""  # the limit's kind: rpm, tpm, usd_day, usd_month
+
+
+@dataclass
 class PairingError(ProxyError):
     """A function call without its output, or an output without its call (each API words it its own way)."""
 

@@ -141,6 +141,7 @@ class RequestRecord:
     failed: bool = False   # a stream that ended with its protocol's failure (its status was already 200)
     client_model: str = ""  # the model name the client asked for (before aliases)
     secrets: tuple[str, ...] = ()  # what it sent that is a secret (a key as the model name): never logged
+    client: str = ""       # who asked (fair_share.client_of: a scope or key digest, never the key)
     input_tokens: int | None = None
     output_tokens: int | None = None
 

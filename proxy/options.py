@@ -259,9 +259,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-background-per-key", "count", DEFAULT_BACKGROUND_PER_KEY, f"background responses and interactions "
            f"one client key may have running at once; more get a 429 (default {DEFAULT_BACKGROUND_PER_KEY}; 0: no "
            f"cap)", addon=None),
-    Option("limit", "list", (), "a client's budget: requests and tokens per minute, USD per day and month, for "
-           "ID (its c-... id, or '*' for every client without its own) (repeatable; not yet enforced: issue 61)",
-           metavar="ID=rpm:N,tpm:N,usd_day:X,usd_month:X", addon=None),
+    Option("limit", "list", (), "a client key's budget, checked before Gemini is asked and shared by a fleet "
+           "through a Redis store: requests and tokens per minute, USD per UTC day and month, for ID (its k-... key "
+           "id as /v1/usage shows it, or '*' for every key without its own); over it, the protocol's own 429 "
+           "(repeatable)", metavar="ID=rpm:N,tpm:N,usd_day:X,usd_month:X", addon=None),
+    Option("prices", "text", None, "a JSON file of per-model prices (USD per million tokens: input_mtok, "
+           "cache_read_mtok, output_mtok; a number or {base, tiers}) overriding genai-prices' for the models it "
+           "names, in usage costs and USD budgets", metavar="FILE", addon=None),
+    Option("admin-key", "list", (), f"a client key that reads every key's usage (GET /v1/usage, the inspector's "
+           f"Usage view) rather than only its own; it must be one of the client keys ({KEYS_ENV}, --api-key) "
+           f"(repeatable)", metavar="KEY", addon=None),
     # -- state -----------------------------------------------------------------------------------------
     Option("store", "text", "memory", "where sessions live: this process's memory (default) or a Redis shared by "
            "several instances, redis://HOST:PORT/DB (rediss:// for TLS, unix://)",

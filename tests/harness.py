@@ -46,7 +46,8 @@ class Stack:
 
     def __init__(self, max_body: int | None = None, wrap: Any = None, keys: list[str] | None = None,
                  limits: ServerLimits | None = None, rules: ModelRules | None = None, journal: bool = True,
-                 passthrough_collections: frozenset[str] = frozenset(), guard: RequestGuard | None = None) -> None:
+                 passthrough_collections: frozenset[str] = frozenset(), guard: RequestGuard | None = None,
+                 usage: Any = None) -> None:
         """`wrap(upstream) -> upstream` puts a stand-in between the front-end and the mock (fault injection).
         `journal`: exchanges are recorded, as `serve` records them by default (read them with `exchange()`).
         `guard`: the Host and Origin allow-lists (default: a loopback bind's)."""
@@ -67,6 +68,8 @@ class Stack:
             kwargs["recorder"] = Recorder(Journal())
         if passthrough_collections:
             kwargs["passthrough_collections"] = passthrough_collections
+        if usage is not None:
+            kwargs["usage"] = usage  # a usage.ledger.Ledger (limits, prices, admin keys, a Redis)
         # gemini-3-pro-preview declares tools as parametersJsonSchema here, every other model as `parameters`.
         upstream = wrap(self.upstream) if wrap else self.upstream
         # Codex's and Claude Code's model names, served by Gemini models (--model-alias).

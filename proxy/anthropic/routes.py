@@ -117,6 +117,7 @@ async def _answer(request: web.Request, req: MessagesRequest, session: str,
     ctx: Context = request.app[CONTEXT]
     prior = thread.prior if thread is not None else None
     model, tools, body, conv, report = await _prepare(request, req, prior)
+    await ctx.admit(request, "anthropic")
     if thread is not None:  # before Gemini is asked: a turn too large to hold is not billed and lost
         ctx.store.refuse_unkeepable(conv.contents[len(prior.contents) if prior else 0:], "This turn", "messages")
     key = api_key_of(request)

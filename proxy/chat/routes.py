@@ -37,6 +37,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     items = own_items(chat_messages_to_items(req.messages))
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
+    await ctx.admit(request, "openai")
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items,
                                             web_search=req.web_search_options is not None)
     try:

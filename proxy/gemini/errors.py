@@ -1,8 +1,9 @@
 """Gemini's error shape, for every Gemini-native route (REST, `/v1/gemini`, the object routes)."""
 
+import math
 from typing import Any
 
-from proxy.errors import ProxyError, UpstreamError, gemini_status
+from proxy.errors import ProxyError, RateLimited, UpstreamError, gemini_status
 from proxy.server.collections import KNOWN
 from proxy.server.errors import ErrorShape
 
@@ -22,7 +23,13 @@ def gemini_error_body(e: ProxyError) -> dict[str, Any]:
         if not (isinstance(err.get("code"), int) and 400 <= err["code"] < 600):
             err["code"] = e.status
         return {"error": err}
-    return {"error": {"code": e.status, "message": e.message, "status": gemini_status(e.status)}}
+    body: dict[str, Any] = {"code": e.status, "message": e.message, "status": gemini_status(e.status)}
+    if isinstance(e, RateLimited):
+        body["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+             "violations": [{"quotaMetric": "gemini-tool-proxy/client_key_budget", "quotaId": e.quota}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{max(1, math.ceil(e.retry_after))}s"}]
+    return {"error": body}
 
 
 SHAPE = ErrorShape(is_gemini_path, gemini_error_body)

@@ -81,6 +81,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     history = await ctx.store.get_conversation(session, req.conversation, model) if req.conversation else []
     body = prepared_body(ctx, _gemini_body(req, history + _new_contents(req)), model)
     await object_owners.refuse_foreign(request, body)
+    await ctx.admit(request, "gemini")
     sign_unsigned_turns(body["contents"], model)  # the whole kept history, not only the current turn
     added = body["contents"][len(history):]
     if req.conversation:
@@ -123,6 +124,7 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
         raise ProxyError("Invalid JSON payload received. Expected an object.")
     body = prepared_body(ctx, raw, model)
     await object_owners.refuse_foreign(request, body)
+    await ctx.admit(request, "gemini")
     key = api_key_of(request)
     if method == "generateContent":
         data = checked(await ctx.upstream.generate(model, body, key))

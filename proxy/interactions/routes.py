@@ -160,6 +160,7 @@ async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
 async def create_interaction(request: web.Request) -> web.StreamResponse:
     req = validate(CreateInteraction, await read_json(request))
     turn = await _prepare(request, req)
+    await request.app[CONTEXT].admit(request, "gemini")
     key = api_key_of(request)
     headers = warning_headers(turn.warnings)
     if req.background:

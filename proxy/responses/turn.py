@@ -187,6 +187,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
     loaded = loaded_in_contents(prior.contents) if prior else set()  # deferred tools it loaded
+    await ctx.admit(request, "openai")
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items, loaded=loaded)
     seal = ctx.seal(request, model)
     summaries, compacted = open_compactions(seal, items)

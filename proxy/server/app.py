@@ -23,11 +23,11 @@ from proxy.journal.recorder import UNRECORDED, Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
 from proxy.responses import routes as responses_routes
-from proxy.server import background, object_owners, recording
+from proxy.server import background, object_owners, recording, usage_route
 from proxy.server.auth import COOKIE_SECRET, ClientKeys, admit, authenticate, cookie_secret, presented_key
-from proxy.server.context import CONTEXT, Context
+from proxy.server.context import CONTEXT, RATE_HEADERS, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
-from proxy.server.fair_share import FAIR, FairShare, fair_share_middleware
+from proxy.server.fair_share import FAIR, FairShare, client_of, fair_share_middleware
 from proxy.server.guard import RequestGuard
 from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
@@ -43,6 +43,7 @@ from proxy.upstream.observed import ObservedUpstream
 from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 from proxy.upstream.routes import RoutedUpstream
 from proxy.upstream.text_calls import TextCallsUpstream
+from proxy.usage.ledger import Ledger
 
 # Request bodies above this are refused with a 413 in the caller's protocol. Agent histories with
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
@@ -74,6 +75,9 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
             admit(request, scope)
             return await handler(request)
     authenticate(request, keys, request.app[COOKIE_SECRET])
+    record = metrics.CURRENT.get()
+    if record is not None:
+        record.client = client_of(request)  # whose usage its answers are (usage/ledger.py)
     return await handler(request)
 
 
@@ -194,7 +198,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              keys: ClientKeys | None = None, carrier: CarrierKeys | None = None,
              limits: ServerLimits | None = None, rules: ModelRules | None = None,
              recorder: Recorder | None = None, guard: RequestGuard | None = None,
-             passthrough_collections: frozenset[str] = frozenset()) -> web.Application:
+             passthrough_collections: frozenset[str] = frozenset(), usage: Ledger | None = None) -> web.Application:
     """`guard`: who may reach it from a browser (guard.py); by default what a loopback bind allows."""
     app = web.Application(middlewares=[observe_middleware, error_middleware, guard_middleware, auth_middleware,
                                        fair_share_middleware, identity_middleware], client_max_size=max_body)
@@ -203,7 +207,9 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     rest = gemini if isinstance(gemini, GeminiUpstream) else None
     rules = rules or ModelRules()
     explicit_cache = _explicit_cache(upstream)
-    upstream = ObservedUpstream(ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice))
+    usage = usage or Ledger()
+    upstream = ObservedUpstream(ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice),
+                                usage)
     if rules.fallback:  # outside the observer: each model tried is a call of its own in the journal
         policy = getattr(gemini, "retry", None)
         upstream = FallbackUpstream(upstream, rules.fallback,
@@ -213,7 +219,8 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
                            limits=limits or ServerLimits(), rules=rules, rest=rest, recorder=recorder,
-                           passthrough_collections=passthrough_collections, explicit_cache=explicit_cache)
+                           passthrough_collections=passthrough_collections, explicit_cache=explicit_cache,
+                           usage=usage)
     app[COOKIE_SECRET] = cookie_secret(app[CONTEXT].carrier)
     ctx_limits = app[CONTEXT].limits
     app[FAIR] = FairShare(ctx_limits.max_in_flight_per_key, ctx_limits.max_background_per_key)
@@ -222,6 +229,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     app.router.add_get("/metrics", metrics_route)
     app.router.add_get("/v1/models", list_models)
     add_session_routes(app)
+    usage_route.add_routes(app)
     add_inspect_routes(app)
     quota_routes.add_routes(app)
     # One line per client protocol: its routes, and its error shape for its paths (Interactions' before
@@ -232,6 +240,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
 
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()
+        await usage.close()
         shutdown_workers()
         if recorder is not None:
             recorder.close()
@@ -254,7 +263,13 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
         if served is not None:
             response.headers[SERVED_HEADER] = served.model
 
+    async def rate_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
+        """An admitted turn's answer says where its client key stands (Context.admit)."""
+        for name, value in request.get(RATE_HEADERS, {}).items():
+            response.headers[name] = value
+
     app.on_response_prepare.append(served_model)
+    app.on_response_prepare.append(rate_limit_headers)
     app.on_startup.append(start_recorder)
     app.on_response_prepare.append(_close_while_draining)
     app.on_shutdown.append(end_requests)

@@ -104,7 +104,8 @@ def launch(request: web.Request, store: SessionStore, session: str, iid: str, wo
     run's tokens and upstream time, status 499 when it was cancelled."""
     run = recording.begin_run(recorder, iid)
     method, path, asked = request.method, request.path, metrics.CURRENT.get()  # (not the request: it is over soon)
-    record = RunRecord(asked.route if asked is not None else path, client_model=asked.client_model if asked else "")
+    record = RunRecord(asked.route if asked is not None else path, client_model=asked.client_model if asked else "",
+                       client=asked.client if asked else "")
 
     async def supervised() -> None:
         job = asyncio.current_task()

@@ -7,12 +7,13 @@ from typing import Any
 from aiohttp import web
 
 from proxy import metrics
-from proxy.errors import ProxyError
+from proxy.errors import ProxyError, RateLimited
 from proxy.journal import exchange
 from proxy.journal.exchange import Exchange
 from proxy.journal.recorder import Recorder
 from proxy.model_rules import ModelRules
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
+from proxy.server.fair_share import client_of
 from proxy.server.in_flight import InFlight
 from proxy.server.site import ServerLimits
 from proxy.signatures.call_record import CallRecord
@@ -26,6 +27,8 @@ from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
 from proxy.upstream.fallback import served_model
 from proxy.upstream.gemini import GeminiUpstream
+from proxy.usage.ledger import Ledger, LimitsUnavailable
+from proxy.usage.limits import rate_headers, refusal_text
 from proxy.wire.model_name import check_model_name, credential_like, credential_refusal
 from proxy.wire.responses import (
     CustomToolCallItem,
@@ -44,6 +47,9 @@ DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", 
 MAX_REQUEST_SECRETS = 8
 # Input items that refer to an earlier call (their records are looked up before translating).
 _REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem, ToolSearchCallItem)
+
+
+RATE_HEADERS = "gtp_rate_headers"  # (request key) the admitted turn's rate-limit headers, for its answer
 
 
 @dataclass
@@ -69,6 +75,7 @@ class Context:
     # The Gemini Developer API upstream that serves `model` and can hold its explicit caches
     # (cachedContents), or None (Vertex, Interactions, an OpenAI-compatible or relay upstream).
     explicit_cache: Callable[[str], GeminiUpstream | None] = field(default=lambda model: None)
+    usage: Ledger = field(default_factory=Ledger)  # usage and cost per key, and the keys' limits
 
     def __post_init__(self) -> None:
         # The models this front-end serves by name are the metrics' model labels from the start.
@@ -85,6 +92,25 @@ class Context:
             records = [r if r.model else replace(r, model=model) for r in records]
         await self.store.put_calls(session, records)
         metrics.child(metrics.TOOL_CALLS, route).inc(len(calls))
+
+    async def admit(self, request: web.Request, protocol: str) -> None:
+        """A turn's place in its client key's limits (--limit), before Gemini is asked: refused in
+        the protocol's own rate-limit error, or admitted with the protocol's rate-limit headers
+        (`protocol`: openai, anthropic or gemini). When the limits a fleet shares are unreachable, a
+        limited key is refused (503) rather than let through; keys without limits never ask."""
+        try:
+            verdict = await self.usage.admit(client_of(request))
+        except LimitsUnavailable:
+            raise ProxyError("This client key has a budget (--limit) and the store that keeps budgets is "
+                             "unreachable; retry when it is back.", status=503, code="store_unavailable",
+                             type="server_error", headers={"Retry-After": "1"}) from None
+        if verdict is None:
+            return
+        headers = rate_headers(verdict, protocol)
+        if not verdict.allowed:
+            raise RateLimited(refusal_text(verdict), status=429, type="rate_limit_error", code="rate_limit_exceeded",
+                              headers=headers, retry_after=verdict.retry_after, quota=verdict.refused_by)
+        request[RATE_HEADERS] = headers
 
     async def count_tokens(self, model: str, body: dict[str, Any], api_key: str | None) -> int:
         """Gemini's countTokens for the body the proxy would send (Responses' input_tokens, Anthropic's

@@ -10,6 +10,8 @@ from typing import Any
 from proxy import metrics
 from proxy.journal.exchange import CURRENT
 from proxy.upstream.base import Upstream
+from proxy.usage.ledger import Ledger
+from proxy.usage.meter import AnswerUsage
 
 USAGE_KINDS = (("promptTokenCount", "input"), ("candidatesTokenCount", "output"), ("thoughtsTokenCount", "thinking"),
                ("cachedContentTokenCount", "cached"))
@@ -38,9 +40,30 @@ def _count_usage(model: str, usage: Any) -> None:
             metrics.child(metrics.TOKENS, key, model, kind).inc(value)
 
 
+def _calls_in(answer: Any) -> int:
+    """The function calls in a Gemini answer or chunk (a streamed call's later pieces carry no name)."""
+    n = 0
+    for cand in (answer.get("candidates") or []) if isinstance(answer, dict) else []:
+        for part in ((cand or {}).get("content") or {}).get("parts") or []:
+            call = part.get("functionCall") if isinstance(part, dict) else None
+            n += bool(isinstance(call, dict) and call.get("name"))
+    return n
+
+
+def _ledger_note(ledger: Ledger | None, model: str, usage: Any, calls: int, error: bool) -> None:
+    if ledger is None:
+        return
+    record = metrics.CURRENT.get()
+    meta = usage if isinstance(usage, dict) else None
+    ledger.answered(record.client if record is not None else "", model,
+                    AnswerUsage.from_gemini(meta, calls) if meta is not None or calls else None, error,
+                    label=metrics.MODELS(model))
+
+
 class ObservedUpstream:
-    def __init__(self, inner: Upstream) -> None:
+    def __init__(self, inner: Upstream, ledger: Ledger | None = None) -> None:
         self.inner = inner
+        self.ledger = ledger  # each answer's usage counted per client key (usage/ledger.py)
 
     async def close(self) -> None:
         await self.inner.close()
@@ -57,6 +80,7 @@ class ObservedUpstream:
         except Exception as e:
             if ex is not None:  # the last call's (a retry has a call of its own: forced_choice.py)
                 ex.upstreams[-1].error = getattr(e, "message", None) or repr(e)[:500]
+            _ledger_note(self.ledger, model, None, 0, True)
             raise
         finally:
             metrics.add_upstream_time(time.perf_counter() - start)
@@ -70,6 +94,7 @@ class ObservedUpstream:
                 call.learn(answer)
         _answered(model)
         _count_usage(model, answer.get("usageMetadata"))
+        _ledger_note(self.ledger, model, answer.get("usageMetadata"), _calls_in(answer), False)
         return answer
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
@@ -84,11 +109,12 @@ class ObservedUpstream:
         except Exception as e:
             if ex is not None:  # the last call's (a retry has a call of its own: forced_choice.py)
                 ex.upstreams[-1].error = getattr(e, "message", None) or repr(e)[:500]
+            _ledger_note(self.ledger, model, None, 0, True)
             raise
         finally:
             metrics.add_upstream_time(time.perf_counter() - start)
         # The chunks are the last call's: a retry made while opening the stream has a call of its own.
-        return _timed(chunks, model, ex.upstreams[-1] if ex is not None else None)
+        return _timed(chunks, model, ex.upstreams[-1] if ex is not None else None, self.ledger)
 
 
 def _note_model(model: str) -> None:
@@ -97,9 +123,9 @@ def _note_model(model: str) -> None:
         record.model = model
 
 
-async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = None
+async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = None, ledger: Ledger | None = None
                  ) -> AsyncIterator[dict[str, Any]]:
-    usage = None
+    usage, calls, failed = None, 0, False  # failed: the upstream's stream broke (not the reader stopping)
     try:
         while True:
             start = time.perf_counter()
@@ -108,10 +134,14 @@ async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = 
             except StopAsyncIteration:
                 _answered(model)
                 break
+            except Exception:
+                failed = True
+                raise
             finally:
                 metrics.add_upstream_time(time.perf_counter() - start)
             if isinstance(chunk, dict) and chunk.get("usageMetadata"):
                 usage = chunk["usageMetadata"]  # each chunk repeats the running totals: the last counts
+            calls += _calls_in(chunk)
             if call is not None:
                 if call.raw:  # the upstream keeps the chunks as they came: what the proxy read from them
                     call.learn(chunk)
@@ -123,3 +153,4 @@ async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = 
         if aclose is not None:
             await aclose()
         _count_usage(model, usage)
+        _ledger_note(ledger, model, usage, calls, failed)
