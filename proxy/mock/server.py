@@ -129,11 +129,14 @@ async def cloudcode(request: web.Request) -> web.StreamResponse:
     return await _answer(request, None, method, "v1internal", cloudcode=True)
 
 
-def _remember(request: web.Request, model: str | None, method: str, body: Any, **extra: Any) -> None:
+def _remember(request: web.Request, model: str | None, method: str, body: Any, **extra: Any) -> dict[str, Any]:
     """Keep an accepted request where tests can see what really arrived (and, for one that names a
-    cache, `answered`: the request the cache's prefix made of it)."""
-    request.app[RECEIVED].append({"model": model, "method": method, "body": body, "key": _api_key(request),
-                                  "path": request.path_qs, "headers": dict(request.headers), **extra})
+    cache, `answered`: the request the cache's prefix made of it; once answered, `usage`: the
+    usageMetadata it billed)."""
+    record = {"model": model, "method": method, "body": body, "key": _api_key(request), "path": request.path_qs,
+              "headers": dict(request.headers), **extra}
+    request.app[RECEIVED].append(record)
+    return record
 
 
 def _key_problem(request: web.Request) -> GeminiRejection | None:
@@ -242,9 +245,9 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
                             else (body, 0))
     except GeminiRejection as e:
         return _error(e)
-    _remember(request, model, method, body, **({"envelope": {k: v for k, v in envelope.items() if k != "request"},
-                                              "raw": raw} if envelope is not None else {}),
-              **({"answered": answered} if answered is not body else {}))
+    record = _remember(request, model, method, body,
+                       **({"envelope": {k: v for k, v in envelope.items() if k != "request"}, "raw": raw}
+                          if envelope is not None else {}), **({"answered": answered} if answered is not body else {}))
     request.app[ACCEPTED][0] += 1
     flaky = _flaky(request, body) or _exhausted(request, model if envelope is not None else None)
     if flaky:
@@ -266,6 +269,8 @@ async def _answer(request: web.Request, model: str | None, method: str, version:
     if reply.error:
         status, name, message = reply.error
         return _error(GeminiRejection(status, message, name, retry_delay=reply.retry_delay))
+    billed = [c["usageMetadata"] for c in reply.chunks if isinstance(c.get("usageMetadata"), dict)]
+    record["usage"] = billed[-1] if billed else None
 
     def wrap(chunk: dict[str, Any]) -> dict[str, Any]:
         return {"response": chunk, "traceId": "mock-trace"} if cloudcode and "error" not in chunk else chunk

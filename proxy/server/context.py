@@ -49,7 +49,7 @@ MAX_REQUEST_SECRETS = 8
 _REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem, ToolSearchCallItem)
 
 
-RATE_HEADERS = "gtp_rate_headers"  # (request key) the admitted turn's rate-limit headers, for its answer
+RATE_HEADERS = web.RequestKey("gtp_rate_headers", dict)  # an admitted turn's rate-limit headers, for its answer
 
 
 @dataclass

@@ -142,6 +142,7 @@ async def _timed(chunks: AsyncIterator[dict[str, Any]], model: str, call: Any = 
             if isinstance(chunk, dict) and chunk.get("usageMetadata"):
                 usage = chunk["usageMetadata"]  # each chunk repeats the running totals: the last counts
             calls += _calls_in(chunk)
+            failed = failed or (isinstance(chunk, dict) and "error" in chunk)  # a stream's failure is a chunk
             if call is not None:
                 if call.raw:  # the upstream keeps the chunks as they came: what the proxy read from them
                     call.learn(chunk)

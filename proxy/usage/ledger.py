@@ -94,20 +94,23 @@ class Ledger:
             await self.counters.add(kid, model, day_of(), inc, answer_id)
             if charge is not None:
                 await self.limiter.charge(*charge, answer_id=answer_id)
-        except Exception as e:  # noqa: BLE001 - counted and logged; the answer was already given
+        except (Exception, asyncio.CancelledError) as e:  # noqa: BLE001 - counted and logged; the answer was given
             self.lost += 1
-            log.warning("usage of one answer for %s (%s) not counted: %s", kid, model, e)
+            log.warning("usage of one answer for %s (%s) not counted: %s", kid, model, e or "shut down first")
 
     async def rows(self, start: str, end: str, key: str | None = None) -> list[dict[str, Any]]:
         return await self.counters.rows(start, end, key)
 
-    async def flush(self) -> None:
-        """Every write started so far, finished (shutdown; tests reading right after an answer)."""
-        while self.pending:
-            await asyncio.gather(*list(self.pending), return_exceptions=True)
+    async def flush(self, timeout: float = 2.0) -> None:
+        """The writes started so far, finished (a read right after an answer sees it), waiting at most
+        `timeout` (a write retries while Redis restarts: a read or a shutdown does not wait that long)."""
+        if self.pending:
+            await asyncio.wait(list(self.pending), timeout=timeout)
 
     async def close(self) -> None:
-        await self.flush()
+        await self.flush(5.0)
+        for task in list(self.pending):
+            task.cancel()  # (still retrying: counted lost by _write)
         for part in (self.counters, self.limiter):
             client = getattr(part, "client", None)
             if client is not None:
