@@ -45,6 +45,10 @@ WEBSOCKET_MESSAGES = Counter("gtp_websocket_messages", "Messages on the Response
                              "before a response started)", ["type"], registry=REGISTRY)
 TOKENS = Counter("gtp_tokens", "Tokens Gemini reported, by upstream key, model and kind", ["key", "model", "kind"],
                  registry=REGISTRY)
+RATE_LIMITED = Counter("gtp_rate_limited", "Requests a client key's --limit refused, by the limit's kind", ["kind"],
+                       registry=REGISTRY)
+USAGE_UNRECORDED = Counter("gtp_usage_unrecorded", "Answers whose usage could not be counted (the store was "
+                           "unreachable longer than the retries)", registry=REGISTRY)
 STORE_ENTRIES = Gauge("gtp_store_entries", "Entries in the session store", registry=REGISTRY)
 STORE_BYTES = Gauge("gtp_store_bytes", "Bytes (as JSON) in the session store", registry=REGISTRY)
 JOURNAL_BYTES = Gauge("gtp_journal_bytes", "Bytes the exchange journal holds (bounded by --journal-max-bytes)",

@@ -3,7 +3,10 @@ and in Redis's one script agreeing case by case (GCRA requests, the tokens' slid
 day and month); two instances sharing one real Redis exactly; a charge sent again applied once."""
 
 import asyncio
+import subprocess
+import sys
 
+import openai
 import pytest
 import redis
 
@@ -18,7 +21,7 @@ from proxy.usage.limits import (
     openai_reset,
     parse_limits,
 )
-from tests.servers import RedisServer
+from tests.servers import ROOT, Process, RedisServer
 
 KID = "k-0123456789ab"
 
@@ -37,17 +40,41 @@ def test_malformed_limit_is_one_line(bad: str) -> None:
     assert "\n" not in str(e.value) and "--limit" in str(e.value)
 
 
-def test_malformed_limit_exits_2_with_one_line_before_listening() -> None:
-    import subprocess
-    import sys
-    from pathlib import Path
-    cli = str(Path(sys.executable).with_name("gemini-tool-proxy"))
-    done = subprocess.run([cli, "serve", "--upstream", "mock", "--port", "0", "--limit", "*=rpm:zero"],
-                          capture_output=True, text=True, timeout=60)
+def _serve(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--limit", "*=rpm:zero"], ("--limit", "rpm")),
+    (["--prices", "/nonexistent/prices.json"], ("prices file", "/nonexistent/prices.json")),
+    (["--admin-key", "the-admin-key-of-16-chars"], ("--admin-key", "client key")),
+])
+def test_a_bad_limit_prices_file_or_admin_key_exits_2_with_one_line_before_listening(args, words) -> None:
+    done = _serve(*args)
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "--limit" in lines[0] and "rpm" in lines[0], done.stderr
-    assert "ready on" not in done.stdout
+    assert len(lines) == 1 and all(w in lines[0] for w in words), done.stderr
+    assert "ready on" not in done.stdout + done.stderr
+
+
+def test_limits_from_the_config_file_are_enforced_by_serve(tmp_path) -> None:
+    """The config file's `limit` (as the command line's --limit) on a real `serve`."""
+    config = tmp_path / "gtp.toml"
+    config.write_text('limit = ["*=rpm:1"]\nadmin-key = ["the-admin-key-of-16-chars"]\n')
+    proc = Process(tmp_path, "serve", [sys.executable, "-m", "proxy", "serve", "--upstream", "mock", "--port", "0",
+                                        "--config", str(config), "--api-key", "a-client-key-of-16-chars",
+                                        "--api-key", "the-admin-key-of-16-chars",
+                                        "--carrier-keys-file", str(tmp_path / "keys")], "ready",
+                   env={"GEMINI_API_KEY": "test-key"})
+    try:
+        c = openai.OpenAI(base_url=f"{proc.url()}/v1", api_key="a-client-key-of-16-chars", max_retries=0)
+        c.responses.create(model="gemini-2.5-flash", input="hello")
+        with pytest.raises(openai.RateLimitError) as e:
+            c.responses.create(model="gemini-2.5-flash", input="hello")
+        assert e.value.response.headers["x-ratelimit-limit-requests"] == "1"
+    finally:
+        proc.stop()
 
 
 # -- the decision: in-process and in Redis's script, case by case ---------------------------------------

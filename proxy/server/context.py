@@ -108,6 +108,7 @@ class Context:
             return
         headers = rate_headers(verdict, protocol)
         if not verdict.allowed:
+            metrics.child(metrics.RATE_LIMITED, verdict.refused_by).inc()
             raise RateLimited(refusal_text(verdict), status=429, type="rate_limit_error", code="rate_limit_exceeded",
                               headers=headers, retry_after=verdict.retry_after, quota=verdict.refused_by)
         request[RATE_HEADERS] = headers

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from proxy import metrics
 from proxy.usage.counters import MemoryCounters, RedisCounters
 from proxy.usage.limits import Limit, MemoryLimiter, RedisLimiter, Verdict, key_id, limit_for
 from proxy.usage.meter import AnswerUsage, Prices, day_of, increments
@@ -96,6 +97,7 @@ class Ledger:
                 await self.limiter.charge(*charge, answer_id=answer_id)
         except (Exception, asyncio.CancelledError) as e:  # noqa: BLE001 - counted and logged; the answer was given
             self.lost += 1
+            metrics.USAGE_UNRECORDED.inc()
             log.warning("usage of one answer for %s (%s) not counted: %s", kid, model, e or "shut down first")
 
     async def rows(self, start: str, end: str, key: str | None = None) -> list[dict[str, Any]]:
