@@ -272,3 +272,21 @@ def test_two_instances_on_one_redis_share_limits_and_counters_and_an_outage_fail
                 stack.close()
         if redis.proc.poll() is None:
             redis.proc.terminate()
+
+
+def test_rpm_on_the_websocket_is_an_error_event_and_the_socket_stays_open() -> None:
+    s = limited([f"{KID}=rpm:1"])
+    try:
+        ends = []
+        with oai(s).responses.connect() as conn:
+            for _ in range(2):
+                conn.send({"type": "response.create", "model": FLASH, "store": False, "input": "hello"})
+                for event in conn:
+                    if event.type in ("response.completed", "response.failed", "error"):
+                        ends.append(event)
+                        break
+        assert ends[0].type == "response.completed"
+        assert ends[1].type == "error" and ends[1].error.code == "rate_limit_exceeded"
+        assert "requests per minute" in ends[1].error.message
+    finally:
+        s.close()
