@@ -10,8 +10,9 @@ from google import genai
 from google.genai._gaos.lib.compat_errors import APIError  # what client.interactions raises (3.x)
 from google.genai.interactions import CreateModelInteraction
 
-from proxy.interactions_upstream.request import interactions_request, openapi_to_json_schema
+from proxy.interactions_upstream.request import interactions_request
 from proxy.mock.validate import sign
+from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
 from proxy.upstream.interactions_api import InteractionsUpstream
 from proxy.upstream.routes import RoutedUpstream, parse_upstream_api
 from tests.harness import Stack
@@ -437,7 +438,7 @@ def test_upstream_requests_are_valid_sdk_requests() -> None:
     assert [s["type"] for s in req["input"]] == ["user_input", "thought", "function_call", "function_result"]
     assert req["tools"][0]["parameters"]["properties"]["a"]["type"] == ["integer", "null"]
     assert req["generation_config"]["tool_choice"] == {"allowed_tools": {"mode": "any", "tools": ["f"]}}
-    assert openapi_to_json_schema({"type": "ARRAY", "items": {"type": "STRING"}}) == {"type": "array",
+    assert gemini_to_json_schema({"type": "ARRAY", "items": {"type": "STRING"}}) == {"type": "array",
                                                                                        "items": {"type": "string"}}
 
 

@@ -8,30 +8,10 @@ from typing import Any
 
 from proxy import fast_json
 from proxy.dialects.base import Call, Dialect, Result, ToolSpec
+from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
 
 # Gemini accepts at most 5 stop sequences; the dialect's are added only while there is room.
 MAX_STOP_SEQUENCES = 5
-
-
-def json_schema(schema: Any) -> Any:
-    """Gemini's OpenAPI-subset Schema (upper-case types) as the JSON Schema the templates render."""
-    if isinstance(schema, list):
-        return [json_schema(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, str):
-            out[key] = value.lower()
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {k: json_schema(v) for k, v in value.items()}
-        elif key in ("items", "anyOf", "any_of", "oneOf"):
-            out["anyOf" if key == "any_of" else key] = json_schema(value)
-        elif key == "propertyOrdering":
-            continue
-        else:
-            out[key] = value
-    return out
 
 
 def tool_specs(body: dict[str, Any]) -> list[ToolSpec]:
@@ -42,7 +22,7 @@ def tool_specs(body: dict[str, Any]) -> list[ToolSpec]:
             if not isinstance(decl, dict):
                 continue
             params = decl.get("parametersJsonSchema")
-            params = params if isinstance(params, dict) else json_schema(decl.get("parameters"))
+            params = params if isinstance(params, dict) else gemini_to_json_schema(decl.get("parameters"))
             specs.append(ToolSpec(decl.get("name", ""), decl.get("description") or "",
                                   params if isinstance(params, dict) else None))
     return specs

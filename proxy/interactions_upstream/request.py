@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from proxy.errors import ProxyError
+from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
 
 _LEVELS = {"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high", "XHIGH": "xhigh"}
 _MODES = {"AUTO": "auto", "ANY": "any", "NONE": "none", "VALIDATED": "validated"}
@@ -124,32 +125,6 @@ def _model_steps(part: dict[str, Any], where: str, minted_id: str | None) -> lis
     return steps
 
 
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_MAPS = ("properties", "$defs", "definitions")
-
-
-def openapi_to_json_schema(schema: Any) -> Any:
-    """Gemini's OpenAPI-subset schema (`"type": "STRING"`, `nullable`) as the JSON Schema the
-    Interactions API takes (`"type": "string"`, a "null" type)."""
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, str):
-            out[key] = value.lower()
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {k: openapi_to_json_schema(v) for k, v in value.items()}
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
-            out[key] = [openapi_to_json_schema(v) for v in value]
-        elif key in ("items", "additionalProperties", "not"):
-            out[key] = openapi_to_json_schema(value)
-        elif key != "nullable":
-            out[key] = value
-    if schema.get("nullable") is True and isinstance(out.get("type"), str):
-        out["type"] = [out["type"], "null"]
-    return out
-
-
 def tools_of(body: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for i, tool in enumerate(body.get("tools") or []):
@@ -162,7 +137,7 @@ def tools_of(body: dict[str, Any]) -> list[dict[str, Any]]:
                     if decl.get("parametersJsonSchema") is not None:
                         fn["parameters"] = decl["parametersJsonSchema"]
                     elif decl.get("parameters") is not None:
-                        fn["parameters"] = openapi_to_json_schema(decl["parameters"])
+                        fn["parameters"] = gemini_to_json_schema(decl["parameters"])
                     out.append(fn)
             elif key == "googleSearch":
                 out.append({"type": "google_search"})

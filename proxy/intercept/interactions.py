@@ -17,12 +17,13 @@ from mitmproxy import http
 
 from proxy import fast_json
 from proxy.errors import ProxyError
-from proxy.interactions_upstream.request import generation_of, openapi_to_json_schema
+from proxy.interactions_upstream.request import generation_of
 from proxy.intercept.capture import record_round
 from proxy.intercept.flow_selection import destination
 from proxy.intercept.options import FlowOptions, Options
 from proxy.intercept.refusal import gemini_error_response
 from proxy.pattern_rules import matches
+from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import SessionStore
@@ -105,7 +106,7 @@ def session_tools(tools: list[dict[str, Any]] | None, tctx: ToolContext, merge: 
             fn["description"] = d["description"]
         params = d.get("parametersJsonSchema")
         if params is None and d.get("parameters") is not None:
-            params = openapi_to_json_schema(d["parameters"])
+            params = gemini_to_json_schema(d["parameters"])
         if params is not None:
             fn["parameters"] = params
         mine.append(fn)

@@ -6,8 +6,8 @@ naming the field, never dropped. Pure."""
 import json
 from typing import Any
 
-from proxy.dialects.render_request import json_schema
 from proxy.errors import ProxyError
+from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
 
 # generationConfig fields and their Chat Completions names.
 GENERATION = {"temperature": "temperature", "topP": "top_p", "maxOutputTokens": "max_tokens", "seed": "seed",
@@ -100,7 +100,7 @@ def _tools(body: dict[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(decl, dict):
                 raise _refuse(f"tools[{i}].functionDeclarations", "a declaration that is not an object")
             params = decl.get("parametersJsonSchema")
-            params = params if isinstance(params, dict) else json_schema(decl.get("parameters"))
+            params = params if isinstance(params, dict) else gemini_to_json_schema(decl.get("parameters"))
             fn: dict[str, Any] = {"name": decl.get("name", ""), "parameters": params or {"type": "object",
                                                                                          "properties": {}}}
             if decl.get("description"):
@@ -130,7 +130,7 @@ def chat_request(model: str, body: dict[str, Any], stream: bool) -> dict[str, An
             if value == "application/json" and "responseJsonSchema" not in config and "responseSchema" not in config:
                 req["response_format"] = {"type": "json_object"}
         elif key in ("responseJsonSchema", "responseSchema"):
-            schema = value if key == "responseJsonSchema" else json_schema(value)
+            schema = value if key == "responseJsonSchema" else gemini_to_json_schema(value)
             req["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
         elif key not in IGNORED_GENERATION:
             raise _refuse(f"generationConfig.{key}", "this setting")
