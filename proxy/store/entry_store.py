@@ -279,6 +279,14 @@ class LazyToolContext(ToolContext):
         self.rounds = []
         self._head: dict[str, Any] | None = None
 
+    def __eq__(self, other: object) -> bool:  # equal to the ToolContext of the same fields, as an eager one
+        if not isinstance(other, ToolContext):
+            return NotImplemented
+        return (self.declarations, self.tool_config, self.client_names, self.rounds) == (
+            other.declarations, other.tool_config, other.client_names, other.rounds)
+
+    __hash__ = None  # type: ignore[assignment]
+
     def _read(self) -> dict[str, Any]:
         if self._head is None:
             head = fast_json.loads(self.version or b"{}")
