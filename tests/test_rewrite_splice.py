@@ -137,7 +137,7 @@ def test_new_session_tools_are_sent_at_once(loop: asyncio.AbstractEventLoop) -> 
 
 
 def test_the_reused_members_are_bounded() -> None:
-    assert sum(size for size, _ in rewrite._rewritten_rests.values()) <= rewrite.REWRITTEN_CACHE_BYTES
+    assert sum(size for size, _, _ in rewrite._rewritten_rests.values()) <= rewrite.REWRITTEN_CACHE_BYTES
 
 
 async def test_lazy_tool_context_is_the_stored_context() -> None:

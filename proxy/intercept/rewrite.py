@@ -11,7 +11,6 @@ that needs nothing is remembered as such too: its app's bytes go out without a c
 
 import contextlib
 import logging
-from typing import Any
 
 from cachetools import LRUCache
 from mitmproxy import http
@@ -36,7 +35,7 @@ log = logging.getLogger(__name__)
 # None when they stay as sent. Bounded by the texts' length.
 REWRITTEN_CACHE_BYTES = 4 * 1024 * 1024
 _Key = tuple[bytes, bytes | None, str, bool]
-_rewritten_rests: LRUCache[_Key, tuple[int, bytes | None]] = LRUCache(REWRITTEN_CACHE_BYTES,
+_rewritten_rests: LRUCache[_Key, tuple[int, bytes | None, frozenset[str] | None]] = LRUCache(REWRITTEN_CACHE_BYTES,
                                                                       getsizeof=lambda v: v[0])
 
 
@@ -109,23 +108,18 @@ class Rewrite:
             key = (req.rest_raw, tool_ctx.version if tool_ctx is not None else None, req.model, merge)
             found = _rewritten_rests.get(key)
             if found is not None:
-                _note_app_repairs(req.inner, tool_ctx, merge)  # the journal's notes, as apply_session_tools makes
-                return found[1]
+                _, rest, dropped = found
+                if dropped is not None and exchange.recording():  # the notes apply_session_tools makes
+                    note_repairs(req.inner.get("tools") or [], dropped=dropped)
+                return rest
         rewritten = apply_session_tools(req.inner, tool_ctx, merge=merge, model=req.model)
         rest = None if rewritten == req.inner else fast_json.dumps(rewritten)
         if key is not None:
+            # apply_session_tools notes the app's tools' repairs but for those the session's replace; none
+            # when the session's tools replace all of them
+            dropped: frozenset[str] | None = frozenset()
+            if tool_ctx is not None and tool_ctx.declarations:
+                dropped = frozenset(d["name"] for d in tool_ctx.declarations) if merge else None
             with contextlib.suppress(ValueError):  # larger than the whole cache: worked out again next time
-                _rewritten_rests[key] = (len(key[0]) + len(key[1] or b"") + len(rest or b""), rest)
+                _rewritten_rests[key] = (len(key[0]) + len(key[1] or b"") + len(rest or b""), rest, dropped)
         return rest
-
-
-def _note_app_repairs(inner: dict[str, Any], ctx: ToolContext | None, merge: bool) -> None:
-    """What apply_session_tools notes on the exchange about the app's tools (session/app_tools.py)."""
-    app = inner.get("tools") or []
-    if not app:
-        return  # nothing to note (and the session's tools stay unparsed)
-    if ctx is not None and ctx.declarations:
-        if merge:
-            note_repairs(app, dropped={d["name"] for d in ctx.declarations})
-    else:
-        note_repairs(app)
