@@ -38,8 +38,9 @@ def start(tmp: Path, name: str, *args: str) -> tuple[subprocess.Popen, str, Path
     log = open(tmp / f"{name}.log", "w+")  # noqa: SIM115 - the process's; closed with it
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(MITMDUMP),
                              "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", "flow_detail=0",
+                             "--set", f"confdir={tmp / 'mitm-ca'}",
                              "--set", "connection_strategy=eager", *args], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 1800  # start-up under callgrind: minutes on a loaded machine
     while "proxy listening" not in (tmp / f"{name}.log").read_text():
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError((tmp / f"{name}.log").read_text())
