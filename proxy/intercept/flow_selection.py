@@ -48,6 +48,7 @@ class GeminiRequest:
     # The contents as the app sent them, when they are text turns nothing changes (text_history.py):
     # then `inner` holds every other member and no "contents".
     contents_raw: bytes | None = None
+    rest_raw: bytes | None = None  # with contents_raw: the request's other members as sent (a JSON object)
 
 
 @dataclass
@@ -167,7 +168,7 @@ def _split(target: Target, outer: dict[str, Any] | None, model: str, rest: bytes
     if body is None or inner is None:
         return None
     if text_history.untouched(contents_raw, model, placeholder):
-        return GeminiRequest(target, _wrapped(outer, body), inner, model, None, False, contents_raw)
+        return GeminiRequest(target, _wrapped(outer, body), inner, model, None, False, contents_raw, rest)
     try:
         contents = to_camel_request(parse_json(b'{"contents":' + contents_raw + b"}")["contents"])
         check_generate_request({"contents": contents})

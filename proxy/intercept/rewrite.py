@@ -1,10 +1,18 @@
 """`Rewrite`: apply the bound session's tool context to an owned request (tool_context.py) and make
 its answer readable for the capture (identity encoding). Unchanged requests keep the app's bytes.
 A model name shaped like a credential (an app's swapped variables) is refused, in Gemini's shape and
-without echoing it: it is neither sent on nor recorded (the journal scrubs it from the flow's URL)."""
+without echoing it: it is neither sent on nor recorded (the journal scrubs it from the flow's URL).
 
+A history of text turns (text_history.py) goes out as the app's bytes, spliced after the request's
+other members as rewritten; those depend only on their own text, the session's stored tools, the
+model and gtp_merge_tools, so they are worked out once per distinct (text, tools, model, merge) and
+reused (issue 62: a session's 20 tools were applied and serialized again on every request). A flow
+that needs nothing is remembered as such too: its app's bytes go out without a comparison."""
+
+import contextlib
 import logging
 
+from cachetools import LRUCache
 from mitmproxy import http
 
 from proxy import fast_json
@@ -14,6 +22,7 @@ from proxy.intercept.flow_selection import META, REFUSED, FlowState, GeminiReque
 from proxy.intercept.options import Options
 from proxy.intercept.refusal import gemini_error_response
 from proxy.journal import exchange, redact
+from proxy.session.app_tools import note_repairs
 from proxy.session.placeholders import placeholder_count
 from proxy.session.session_tools import ToolContext
 from proxy.session.tool_context import apply_session_tools, apply_tool_context
@@ -21,6 +30,13 @@ from proxy.store.base import SessionStore
 from proxy.wire.model_name import credential_like, credential_refusal
 
 log = logging.getLogger(__name__)
+
+# (the other members' text, the session's stored tools, model, merge) -> those members rewritten, or
+# None when they stay as sent. Bounded by the texts' length.
+REWRITTEN_CACHE_BYTES = 4 * 1024 * 1024
+_Key = tuple[bytes, bytes | None, str, bool]
+_rewritten_rests: LRUCache[_Key, tuple[int, bytes | None, frozenset[str] | None]] = LRUCache(REWRITTEN_CACHE_BYTES,
+                                                                      getsizeof=lambda v: v[0])
 
 
 class Rewrite:
@@ -70,10 +86,10 @@ class Rewrite:
         """The body to send, or None when the app's bytes go out exactly as sent."""
         o = self.options.flow
         if req.contents_raw is not None:  # text turns only: they stay the app's bytes (text_history.py)
-            rewritten = apply_session_tools(req.inner, tool_ctx, merge=o.merge_tools, model=req.model)
-            if rewritten == req.inner:
+            rest = self._rest(req, tool_ctx)
+            if rest is None:
                 return None
-            request = text_history.join(fast_json.dumps(rewritten), req.contents_raw)
+            request = text_history.join(rest, req.contents_raw)
             if req.target.kind != "cloudcode":
                 return request
             return text_history.join(fast_json.dumps({k: v for k, v in req.body.items() if k != "request"}), request,
@@ -83,3 +99,27 @@ class Rewrite:
         if rewritten == req.inner and not req.marked:
             return None
         return fast_json.dumps({**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten)
+
+    def _rest(self, req: GeminiRequest, tool_ctx: ToolContext | None) -> bytes | None:
+        """The members other than the contents as they go out, or None when they stay as sent."""
+        merge = self.options.flow.merge_tools
+        key = None
+        if req.rest_raw is not None and (tool_ctx is None or tool_ctx.version is not None):
+            key = (req.rest_raw, tool_ctx.version if tool_ctx is not None else None, req.model, merge)
+            found = _rewritten_rests.get(key)
+            if found is not None:
+                _, rest, dropped = found
+                if dropped is not None and exchange.recording():  # the notes apply_session_tools makes
+                    note_repairs(req.inner.get("tools") or [], dropped=dropped)
+                return rest
+        rewritten = apply_session_tools(req.inner, tool_ctx, merge=merge, model=req.model)
+        rest = None if rewritten == req.inner else fast_json.dumps(rewritten)
+        if key is not None:
+            # apply_session_tools notes the app's tools' repairs but for those the session's replace; none
+            # when the session's tools replace all of them
+            dropped: frozenset[str] | None = frozenset()
+            if tool_ctx is not None and tool_ctx.declarations:
+                dropped = frozenset(d["name"] for d in tool_ctx.declarations) if merge else None
+            with contextlib.suppress(ValueError):  # larger than the whole cache: worked out again next time
+                _rewritten_rests[key] = (len(key[0]) + len(key[1] or b"") + len(rest or b""), rest, dropped)
+        return rest

@@ -19,9 +19,14 @@ class ToolContext:
     tool_config: dict[str, Any] | None = None
     client_names: dict[str, str] = field(default_factory=dict)  # Gemini name -> the client's name
     rounds: list[ToolRound] = field(default_factory=list)
+    # The stored text the declarations, tool_config and client_names were read from (entry_store.py),
+    # or None: the same text means the same tools, so the addon reuses what it made of them (rewrite.py).
+    version: bytes | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        del d["version"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ToolContext":

@@ -219,8 +219,11 @@ class EntryStore:
         docs = await self.backend.tail((session, "rounds", ""), -1 if rounds is None else rounds)
         if tools is None and docs is None:
             return None
-        head = fast_json.loads(tools[0]) if tools else {}
-        ctx = ToolContext(head.get("declarations") or [], head.get("tool_config"), head.get("client_names") or {})
+        if tools and type(tools[0]) is bytes:
+            ctx: ToolContext = LazyToolContext(tools[0])
+        else:
+            head = fast_json.loads(tools[0]) if tools else {}
+            ctx = ToolContext(head.get("declarations") or [], head.get("tool_config"), head.get("client_names") or {})
         if docs:
             results: dict[str, Any] = {}
             for doc in await self._get((session, "results", "")) or []:
@@ -263,3 +266,54 @@ class EntryStore:
     async def drop_tool_context(self, session: str) -> None:
         for kind in ("tools", "rounds", "results"):
             await self.backend.pop((session, kind, ""))
+
+
+class LazyToolContext(ToolContext):
+    """A ToolContext whose tools are read from their stored text when first asked for: the addon
+    asks only for `version` when it already made a request of these very tools (intercept/rewrite.py),
+    and parsing a session's 20 declarations cost more than the rest of its request hook. Each
+    instance parses its own copy, as ToolContext's callers expect (they may change it)."""
+
+    def __init__(self, text: bytes) -> None:  # noqa: D107 (ToolContext's fields, read from `text`)
+        self.version = text
+        self.rounds = []
+        self._head: dict[str, Any] | None = None
+
+    def __eq__(self, other: object) -> bool:  # equal to the ToolContext of the same fields, as an eager one
+        if not isinstance(other, ToolContext):
+            return NotImplemented
+        return (self.declarations, self.tool_config, self.client_names, self.rounds) == (
+            other.declarations, other.tool_config, other.client_names, other.rounds)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _read(self) -> dict[str, Any]:
+        if self._head is None:
+            head = fast_json.loads(self.version or b"{}")
+            self._head = {"declarations": head.get("declarations") or [], "tool_config": head.get("tool_config"),
+                          "client_names": head.get("client_names") or {}}
+        return self._head
+
+    @property  # type: ignore[override]
+    def declarations(self) -> list[dict[str, Any]]:
+        return self._read()["declarations"]
+
+    @declarations.setter
+    def declarations(self, value: list[dict[str, Any]]) -> None:
+        self._read()["declarations"] = value
+
+    @property  # type: ignore[override]
+    def tool_config(self) -> dict[str, Any] | None:
+        return self._read()["tool_config"]
+
+    @tool_config.setter
+    def tool_config(self, value: dict[str, Any] | None) -> None:
+        self._read()["tool_config"] = value
+
+    @property  # type: ignore[override]
+    def client_names(self) -> dict[str, str]:
+        return self._read()["client_names"]
+
+    @client_names.setter
+    def client_names(self, value: dict[str, str]) -> None:
+        self._read()["client_names"] = value

@@ -1,0 +1,122 @@
+"""Instructions per flow (valgrind's callgrind), plain mitmdump against the addon, on the small
+plaintext flow of bench_mitm.py's rows: repeatable while other processes load the machine, where
+CPU-time ratios are not. Each mitmdump runs under callgrind; after a warm-up its counters are zeroed
+(callgrind_control -z), N flows are sent one at a time, and the counters dumped (-d): instructions
+of those N flows only, start-up excluded. The canned upstream (bench_mitm.py) answers.
+
+`python scripts/callgrind_mitm.py [N]` prints the table (ratios against plain mitmdump, same run);
+CALLGRIND_ADDON_ROOT=DIR runs the addon of another checkout (an earlier commit's `git archive`), for
+a before/after.
+"""
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from scripts.bench import tools  # noqa: E402
+from scripts.bench_mitm import GL, SESSION, small_body  # noqa: E402
+from tests.mitm_harness import MITMDUMP  # noqa: E402
+from tests.servers import Process, free_port  # noqa: E402
+
+ADDON_ROOT = Path(os.environ.get("CALLGRIND_ADDON_ROOT") or ROOT)
+URL = GL.replace("https://", "http://") + "/v1beta/models/gemini-2.5-flash:generateContent"
+
+
+def start(tmp: Path, name: str, *args: str) -> tuple[subprocess.Popen, str, Path]:
+    port = free_port()
+    out = tmp / f"{name}.callgrind"
+    log = open(tmp / f"{name}.log", "w+")  # noqa: SIM115 - the process's; closed with it
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(MITMDUMP),
+                             "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", "flow_detail=0",
+                             "--set", f"confdir={tmp / 'mitm-ca'}",
+                             "--set", "connection_strategy=eager", *args], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 1800  # start-up under callgrind: minutes on a loaded machine
+    while "proxy listening" not in (tmp / f"{name}.log").read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError((tmp / f"{name}.log").read_text())
+        time.sleep(0.5)
+    return proc, f"http://127.0.0.1:{port}", out
+
+
+def instructions(pid: int, out: Path, label: str) -> int:
+    subprocess.run(["callgrind_control", "-d", label, str(pid)], check=True, capture_output=True)
+    dumps = sorted(out.parent.glob(out.name + ".*"), key=lambda p: p.stat().st_mtime)
+    text = dumps[-1].read_text(errors="replace")
+    return int(re.search(r"^(?:summary|totals): (\d+)", text, re.M).group(1))
+
+
+async def flows(via: str, body: dict, session: bool, n: int) -> None:
+    headers = {"x-goog-api-key": "bench-key", "content-type": "application/json",
+               **({"x-gtp-session": SESSION} if session else {})}
+    import json
+    data = json.dumps(body).encode()
+    async with aiohttp.ClientSession() as s:
+        for _ in range(n):
+            async with s.post(URL, data=data, headers=headers, proxy=via) as r:
+                await r.read()
+                assert r.status == 200, await r.text()
+
+
+def measure(proc: subprocess.Popen, via: str, out: Path, body: dict, session: bool, n: int, label: str) -> float:
+    asyncio.run(flows(via, body, session, 20))  # warm-up: connections, caches
+    subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
+    asyncio.run(flows(via, body, session, n))
+    return instructions(proc.pid, out, label) / n
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    tmp = Path(tempfile.mkdtemp(prefix="gtp-callgrind-"))
+    http_port, tls_port = free_port(), free_port()
+    canned = Process(tmp, "canned", [sys.executable, str(ROOT / "scripts" / "bench_mitm.py"), "canned",
+                                     str(http_port), str(tls_port), str(tmp)], "ready")
+    route = f"127.0.0.1:{http_port}"
+    front = free_port()
+    procs = []
+    try:
+        plain = start(tmp, "plain", "-s", str(ROOT / "scripts" / "bench_route.py"), "--set", f"bench_route={route}")
+        procs.append(plain[0])
+        addon = start(tmp, "addon", "-s", str(ADDON_ROOT / "addons" / "gemini_tools.py"), "--set", f"gtp_route={route}",
+                      "--set", f"gtp_frontend_port={front}")
+        procs.append(addon[0])
+
+        async def set_tools() -> None:
+            for _ in range(600):
+                try:
+                    async with aiohttp.ClientSession() as s, s.put(
+                            f"http://127.0.0.1:{front}/v1/sessions/{SESSION}/tools", json={"tools": tools(20)}) as r:
+                        assert r.status == 200, await r.text()
+                        return
+                except aiohttp.ClientConnectorError:
+                    await asyncio.sleep(0.5)
+        asyncio.run(set_tools())
+        lines = ["| flow (plaintext, canned upstream) | app's own tools | tools injected | plain mitmdump "
+                 "instructions/flow | addon instructions/flow | addon vs plain |", "|---|---|---|---|---|---|"]
+        for app_tools in (True, False):
+            body = small_body(app_tools)
+            base = measure(*plain, body, False, n, f"plain-{app_tools}")
+            for injected in (0, 20):
+                got = measure(*addon, body, injected > 0, n, f"addon-{app_tools}-{injected}")
+                lines.append(f"| plaintext | {'present' if app_tools else 'absent'} | {injected} | "
+                             f"{base / 1e6:.2f} M | {got / 1e6:.2f} M | {got / base:.2f}× |")
+                print(lines[-1], flush=True)
+        print("\n".join(lines))
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(30)
+        canned.stop()
+
+
+if __name__ == "__main__":
+    main()
