@@ -133,6 +133,19 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--status", choices=("ok", "error"), help="only successful or only failed exchanges")
     inspect.add_argument("--body-chars", type=int, default=4000, help="characters shown of each body (default 4000)")
 
+    usage = sub.add_parser("usage", help="print a running proxy's usage and cost per key, model and day",
+                           description="Reads GET /v1/usage of a running proxy: an admin key (--admin-key) sees "
+                                       "every key, another key only its own.")
+    usage.add_argument("--url", default=f"http://127.0.0.1:{options.DEFAULT_PORT}",
+                       help="the proxy's front-end (default %(default)s)")
+    usage.add_argument("--key", help="a client key, when the proxy has keys (default $GTP_ADMIN_KEY, then "
+                                     "$GTP_INSPECT_KEY, then $GTP_API_KEY)")
+    usage.add_argument("--from", dest="start", metavar="YYYY-MM-DD", help="first UTC day (default 29 days before --to)")
+    usage.add_argument("--to", dest="end", metavar="YYYY-MM-DD", help="last UTC day (default today)")
+    usage.add_argument("--group-by", action="append", metavar="key,model,day",
+                       help="the rows' columns, comma separated or repeated (default all three)")
+    usage.add_argument("--json", action="store_true", help="print the proxy's answer as it is (JSON)")
+
     mock = sub.add_parser("mock", help="run the mock Gemini API on its own")
     mock.add_argument("--host", default="127.0.0.1")
     mock.add_argument("--port", type=options.port, default=DEFAULT_MOCK_PORT,
@@ -587,6 +600,9 @@ def _main(argv: list[str] | None) -> None:
         from proxy.journal import inspect_command
         raise SystemExit(inspect_command.run(args.url, args.key, args.last, args.exchange, args.session, args.status,
                                              args.body_chars))
+    if args.command == "usage":
+        from proxy import usage_command
+        raise SystemExit(usage_command.run(args.url, args.key, args.start, args.end, args.group_by, args.json))
     with contextlib.suppress(KeyboardInterrupt):
         run = _serve(args) if args.command == "serve" else _mock(args)
         asyncio.run(run, loop_factory=_loop_factory(args.event_loop))

@@ -86,6 +86,7 @@
       rows.unshift(s);
       if (rows.length > 1000) rows.pop();
       if (matches(s)) tbody.prepend(row(s));
+      document.getElementById("usage-view").refresh?.();
     });
   }
 
@@ -245,6 +246,7 @@
     const typing = e.target.matches("input, select, textarea");
     if (e.key === "Escape") { if (typing) e.target.blur(); close(); return; }
     if (typing) return;
+    if (!document.getElementById("usage-view").hidden) return;  // the list's keys move the list only
     // The arrows, Home and End scroll a body or a pane that has the focus; j, k, g and G always move.
     const inList = e.target === document.body || e.target.matches("#exchanges tr, #list-pane");
     const key = e.key;
@@ -277,4 +279,160 @@
   }
   loadQuota();
   setInterval(loadQuota, 15000);
+
+  // The Usage view: tokens (bars, stacked by model or key) and cost (a line) per UTC day, from
+  // /inspect/api/usage (GET /v1/usage with the sign-in cookie: an admin key sees every key, another
+  // key only its own), and a table per key x model for the range. Plain SVG made here.
+  const SVG = "http://www.w3.org/2000/svg";
+  const COLORS = ["#2457c5", "#1f7a3f", "#c26a00", "#8e3bb5", "#b3261e", "#00838f", "#6d4c41", "#5b6475"];
+  const exchangesView = document.getElementById("exchanges-view");
+  const usageView = document.getElementById("usage-view");
+  const controls = document.getElementById("usage-controls");
+  const chart = document.getElementById("usage-chart");
+  const usageSource = document.getElementById("usage-source");
+  const tabs = {exchanges: document.getElementById("tab-exchanges"), usage: document.getElementById("tab-usage")};
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return node;
+  }
+
+  // USD with 4 significant digits (at least cents), trailing zeros dropped, as `gemini-tool-proxy usage`.
+  function money(v) {
+    if (!v) return "$0";
+    let t = v.toFixed(Math.min(20, Math.max(2, 3 - Math.floor(Math.log10(Math.abs(v))))));
+    if (t.includes(".")) { const [w, f] = t.split("."); t = w + "." + f.replace(/0+$/, "").padEnd(2, "0"); }
+    return "$" + t;
+  }
+
+  const tokensOf = (r) => r.input_tokens + r.thinking_tokens + r.output_tokens;  // input includes the cached
+
+  function utcDays(n) {
+    const now = new Date();
+    const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+    return Array.from({length: n}, (_, i) => new Date(today - (n - 1 - i) * 86400000).toISOString().slice(0, 10));
+  }
+
+  function drawChart(days, rows, by) {
+    const W = 960, H = 280, left = 64, right = 72, top = 12, bottom = 30;
+    const plotW = W - left - right, plotH = H - top - bottom, slot = plotW / days.length;
+    const series = [...new Set(rows.map((r) => r[by]))].sort();
+    const color = (name) => COLORS[series.indexOf(name) % COLORS.length];
+    const perDay = Object.fromEntries(days.map((d) => [d, {tokens: 0, cost: 0}]));
+    for (const r of rows) { perDay[r.day].tokens += tokensOf(r); perDay[r.day].cost += r.cost_usd; }
+    const maxTokens = Math.max(1, ...days.map((d) => perDay[d].tokens));
+    const maxCost = Math.max(...days.map((d) => perDay[d].cost)) || 1e-6;
+    chart.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    const parts = [svg("line", {class: "axis", x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH}),
+      svg("text", {x: left - 6, y: top + 10, "text-anchor": "end"}, maxTokens.toLocaleString()),
+      svg("text", {x: left - 6, y: top + plotH, "text-anchor": "end"}, "0"),
+      svg("text", {x: 4, y: top + plotH / 2}, "tokens"),
+      svg("text", {x: left + plotW + 6, y: top + 10}, money(maxCost)),
+      svg("text", {x: left + plotW + 6, y: top + plotH}, "$0"),
+      svg("text", {x: left + plotW + 6, y: top + plotH / 2}, "USD")];
+    const every = Math.ceil(days.length / 10);
+    days.forEach((d, i) => {
+      const x = left + i * slot;
+      if (i % every === 0 || i === days.length - 1) {
+        parts.push(svg("text", {x: x + slot / 2, y: H - 10, "text-anchor": "middle"}, d.slice(5)));
+      }
+      let y = top + plotH;
+      for (const name of series) {
+        const mine = rows.filter((r) => r.day === d && r[by] === name);
+        const tokens = mine.reduce((n, r) => n + tokensOf(r), 0);
+        const cost = mine.reduce((n, r) => n + r.cost_usd, 0);
+        if (!mine.length) continue;
+        const h = tokens / maxTokens * plotH;
+        y -= h;
+        parts.push(svg("rect", {class: "bar", x: x + slot * .15, y, width: slot * .7, height: Math.max(h, 1),
+          fill: color(name), "data-day": d, "data-series": name, "data-tokens": tokens, "data-cost": cost},
+        svg("title", {}, `${d} · ${name}: ${tokens.toLocaleString()} tokens, ${money(cost)}, ` +
+                         `${mine.reduce((n, r) => n + r.requests, 0)} request(s)`)));
+      }
+    });
+    const point = (d, i) => [left + i * slot + slot / 2, top + plotH - perDay[d].cost / maxCost * plotH];
+    parts.push(svg("polyline", {class: "cost", points: days.map((d, i) => point(d, i).join(",")).join(" ")}));
+    days.forEach((d, i) => {
+      const [cx, cy] = point(d, i);
+      parts.push(svg("circle", {class: "cost-point", cx, cy, r: days.length > 40 ? 1.5 : 2.5, "data-day": d,
+        "data-cost": perDay[d].cost}, svg("title", {}, `${d}: ${money(perDay[d].cost)}`)));
+    });
+    if (!rows.length) {
+      parts.push(svg("text", {x: left + plotW / 2, y: top + plotH / 2, "text-anchor": "middle"},
+                     "no usage in this range"));
+    }
+    chart.replaceChildren(...parts);
+    const swatch = (fill, line) => svg("svg", {width: 12, height: 12, "aria-hidden": "true"},
+      line ? svg("line", {x1: 0, y1: 6, x2: 12, y2: 6, stroke: fill, "stroke-width": 2})
+        : svg("rect", {width: 12, height: 12, fill}));
+    document.getElementById("usage-legend").replaceChildren(
+      ...series.map((name) => el("span", {class: "series"}, swatch(color(name)), name)),
+      el("span", {}, swatch("#1d2330", true), "cost (USD, right axis)"),
+      el("span", {}, "bars: input + thinking + output tokens (input includes the cached)"));
+  }
+
+  const COUNTS = ["requests", "input_tokens", "cached_tokens", "thinking_tokens", "output_tokens", "tool_calls", "errors"];
+  function cells(r) {
+    return [...COUNTS.map((f) => el("td", {class: "num"}, r[f].toLocaleString("en-US"))),
+            el("td", {class: "num", title: String(r.cost_usd)}, money(r.cost_usd))];
+  }
+
+  async function readUsage(days, groups) {
+    const q = new URLSearchParams({from: days[0], to: days[days.length - 1], group_by: groups});
+    const r = await fetch("/inspect/api/usage?" + q, {credentials: "same-origin"});
+    const doc = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error((doc.error && doc.error.message) || "cannot read the usage: " + r.status);
+    return doc;
+  }
+
+  let usageAsked = 0;  // the latest reading: an older one that answers after it is dropped
+  async function loadUsage() {
+    const asked = ++usageAsked;
+    const days = utcDays(Number(controls.elements.days.value));
+    const by = controls.elements.series.value;
+    let perDay, table;
+    try {
+      [perDay, table] = await Promise.all([readUsage(days, "day," + by), readUsage(days, "key,model")]);
+    } catch (e) {
+      if (asked !== usageAsked) return;
+      usageSource.textContent = e.message;
+      usageSource.className = "problem";
+      return;
+    }
+    if (asked !== usageAsked) return;
+    usageSource.className = "muted";
+    usageSource.textContent = `${table.from} … ${table.to} (UTC days) · cost in ${table.currency} from ` +
+      table.price_source + (table.totals.unpriced_requests ? ` · ${table.totals.unpriced_requests} request(s) ` +
+                                                             "of a model without a price are not in the cost" : "");
+    drawChart(days, perDay.data, by);
+    document.querySelector("#usage-table tbody").replaceChildren(...(table.data.length ? table.data.map(
+      (r) => el("tr", {"data-key": r.key, "data-model": r.model}, el("td", {}, r.key), el("td", {}, r.model),
+                ...cells(r)))
+      : [el("tr", {}, el("td", {colspan: "10", class: "muted"}, "no usage in this range"))]));
+    document.querySelector("#usage-table tfoot").replaceChildren(
+      el("tr", {}, el("td", {colspan: "2"}, "total"), ...cells(table.totals)));
+  }
+
+  function show(view) {
+    const usage = view === "usage";
+    exchangesView.hidden = usage;
+    usageView.hidden = !usage;
+    tabs.usage.setAttribute("aria-selected", String(usage));
+    tabs.exchanges.setAttribute("aria-selected", String(!usage));
+    history.replaceState(null, "", usage ? "#usage" : location.pathname);
+    if (usage) loadUsage();
+  }
+  tabs.exchanges.addEventListener("click", () => show("exchanges"));
+  tabs.usage.addEventListener("click", () => show("usage"));
+  controls.addEventListener("change", () => loadUsage());
+  controls.addEventListener("submit", (e) => e.preventDefault());
+  if (location.hash === "#usage") show("usage");
+  // New answers are counted as they come: the view follows the live stream, a second behind it.
+  let usageTimer = null;
+  usageView.refresh = () => {
+    if (usageView.hidden || usageTimer) return;
+    usageTimer = setTimeout(() => { usageTimer = null; loadUsage(); }, 1000);
+  };
 })();
