@@ -36,7 +36,8 @@ class Ledger:
         self.prices = prices or Prices()
         self.limits = limits or {}
         self.limiter = limiter or MemoryLimiter()
-        self.admins = frozenset(key_id(a) for a in admins if a)  # key ids that read every key's usage
+        # Who reads every key's usage: the admin keys' scopes (auth.scope_of(key), as serve passes them), never keys.
+        self.admins = frozenset(key_id(a) for a in admins if a)
         self.pending: set[asyncio.Task[None]] = set()
         self.lost = 0  # answers whose increments could not be written (the store was down too long)
         self.key_ids: set[str] = set()
