@@ -67,7 +67,7 @@ async def chain(url: str, turns: int, size: int = SIZE, session: str = "mem") ->
 async def metrics(url: str) -> dict[str, float]:
     async with aiohttp.ClientSession() as s, s.get(url + "/metrics") as r:
         text = await r.text()
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(gtp_\w*bytes\w*) (\S+)$", text, re.M)}
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(gtp_\w*bytes\w*(?:\{[^}]*\})?) (\S+)$", text, re.M)}
 
 
 def serve(tmp: Path, upstream: str, *extra: str):
@@ -102,8 +102,9 @@ def measure(turns: int, size: int = SIZE, *extra: str, tmp: Path | None = None) 
 def main() -> None:
     for turns in [int(a) for a in sys.argv[1:]] or [150, 600]:
         m = measure(turns)
-        print(f"{turns} turns x {SIZE // 1000} KB: sent {m['sent'] / 1e6:.1f} MB, RSS +{(m['after'] - m['before']) / 1e6:.1f}"
-              f" MB ({m['ratio']:.2f}x), {', '.join(f'{k}={v / 1e6:.1f}M' for k, v in m.items() if k.startswith('gtp_'))}")
+        gauges = ", ".join(f"{k}={v / 1e6:.1f}M" for k, v in m.items() if k.startswith("gtp_"))
+        print(f"{turns} turns x {SIZE // 1000} KB: sent {m['sent'] / 1e6:.1f} MB, "
+              f"RSS +{(m['after'] - m['before']) / 1e6:.1f} MB ({m['ratio']:.2f}x), {gauges}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from proxy.signatures.call_record import CallRecord
 from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput
 from proxy.store.entries import Entries, Evicted, Key, TooLarge
-from proxy.store.history_cache import HistoryCache
+from proxy.store.history_cache import HISTORY_CACHE_BYTES, HistoryCache
 from proxy.store.shared_input import restore_shared, strip_shared
 
 DEFAULT_MAX_ROUNDS = 4096  # captured tool rounds kept per session (the oldest go first)
@@ -35,7 +35,8 @@ def _evicted(conversation: str, how: str) -> ProxyError:
                       code="conversation_evicted")
 
 
-_SPLICED = ("response", "contents", "system", "input", "input_shared")  # the stored response's fields _response_doc joins in
+# The stored response's fields _response_doc joins in.
+_SPLICED = ("response", "contents", "system", "input", "input_shared")
 
 
 def _response_doc(stored: StoredResponse, known: TurnInput | None, response_json: bytes | None = None) -> bytes:
@@ -74,9 +75,11 @@ def read_response(doc: bytes) -> StoredResponse:
 class EntryStore:
     """SessionStore over `entries`; every method is one or a few atomic entry operations."""
 
-    def __init__(self, entries: Entries, max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
+    def __init__(self, entries: Entries, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                 history_bytes: int = HISTORY_CACHE_BYTES) -> None:
         self.backend, self.max_rounds = entries, max_rounds
-        self.histories = HistoryCache()  # whole histories of recent chains (this process; see history_cache.py)
+        # Whole histories of recent chains (this process's own; see history_cache.py).
+        self.histories = HistoryCache(history_bytes)
 
     async def close(self) -> None:
         """Let go of the backend's connections (Redis); nothing to do in memory."""

@@ -27,9 +27,16 @@ from proxy import fast_json
 from proxy.store.byte_lru import ByteLRU, TooLarge
 from proxy.to_gemini.conversation import Conversation
 
-# What the cache may hold in all; one history may take at most half of it. The newest heads of the
-# longest chains fit (a 1 MB history 32 times), and older heads fall back to the walk.
+# What the cache may hold in all, at most; one history may take at most half of it. The newest heads
+# of the longest chains fit (a 1 MB history 32 times), and older heads fall back to the walk. A store
+# gives it a quarter of its own budget when that is less (cache_bytes): the process's memory is its
+# budgets', store, journal and caches, summed (gtp_cache_bytes in /metrics).
 HISTORY_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def cache_bytes(store_bytes: int) -> int:
+    """The history cache's budget beside a store of `store_bytes`."""
+    return min(HISTORY_CACHE_BYTES, store_bytes // 4)
 KIND = "history"
 # Parents whose entry a child replaced, remembered (an id each, about 150 bytes) so that a second
 # child shows the parent is branched from; the oldest marks go first.
@@ -59,6 +66,10 @@ class HistoryCache:
         self.lru = ByteLRU(max_bytes, max_bytes // 2, ttl, **extra)
         self._continued: OrderedDict[tuple[str, str], None] = OrderedDict()  # parents a child replaced
         self._branched: OrderedDict[tuple[str, str], None] = OrderedDict()  # parents continued twice
+
+    @property
+    def max_bytes(self) -> int:
+        return self.lru.max_bytes
 
     @property
     def bytes(self) -> int:
