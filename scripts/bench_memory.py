@@ -73,7 +73,8 @@ async def metrics(url: str) -> dict[str, float]:
 def serve(tmp: Path, upstream: str, *extra: str):
     from tests.servers import Process
     return Process(tmp, "mem-proxy", [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve",
-                                      "--port", "0", "--upstream", upstream, "--journal", "off", *extra], "ready")
+                                      "--port", "0", "--upstream", upstream, "--journal", "off", *extra], "ready",
+                   timeout=120)  # a loaded machine starts it slowly
 
 
 async def _warm(url: str) -> None:
