@@ -51,6 +51,10 @@ USAGE_UNRECORDED = Counter("gtp_usage_unrecorded", "Answers whose usage could no
                            "unreachable longer than the retries)", registry=REGISTRY)
 STORE_ENTRIES = Gauge("gtp_store_entries", "Entries in the session store", registry=REGISTRY)
 STORE_BYTES = Gauge("gtp_store_bytes", "Bytes (as JSON) in the session store", registry=REGISTRY)
+CACHE_BYTES = Gauge("gtp_cache_bytes", "Bytes a cache of this process holds (history: whole histories of "
+                    "previous_response_id chains' heads)", ["cache"], registry=REGISTRY)
+CACHE_MAX_BYTES = Gauge("gtp_cache_max_bytes", "Bytes a cache of this process may hold", ["cache"],
+                        registry=REGISTRY)
 JOURNAL_BYTES = Gauge("gtp_journal_bytes", "Bytes the exchange journal holds (bounded by --journal-max-bytes)",
                       registry=REGISTRY)
 KEY_REQUESTS = Counter("gtp_key_requests", "Upstream requests by pool key and outcome", ["key", "outcome"],

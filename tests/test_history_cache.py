@@ -151,3 +151,51 @@ def test_a_cached_history_expires_once_unused_for_its_ttl() -> None:
     assert cache.get("s", "r1") is not None
     now[0] += 61
     assert cache.get("s", "r1") is None
+
+
+def test_a_linear_chain_keeps_one_entry_its_head() -> None:
+    """Issue 62: a child replaces its parent's entry; 150 histories of one chain were near-copies."""
+    async def go() -> None:
+        from proxy.store import MemoryStore
+        store = MemoryStore()
+        await chain(store, 1)
+        await conversation_at(store, "s", "resp_1")  # cached by the walk
+        for i in range(2, 30):
+            await store.put_response("s", StoredResponse(f"resp_{i}", {"id": f"resp_{i}", "status": "completed"},
+                                                         turn(i), parent=f"resp_{i - 1}"), chained=True)
+        assert len(store.histories.lru) == 1 and store.histories.get("s", "resp_29") is not None
+        assert store.histories.bytes == store.histories.lru.total > 0
+        gets = CountingGets(store)
+        assert (await conversation_at(store, "s", "resp_29")).contents == expected(29)
+        assert gets.count == 0
+    asyncio.run(go())
+
+
+def test_a_parent_branched_from_keeps_its_entry_beside_its_children() -> None:
+    async def go() -> None:
+        from proxy.store import MemoryStore
+        store = MemoryStore()
+        await chain(store, 1)
+        await conversation_at(store, "s", "resp_1")
+        for i in range(2, 6):
+            await store.put_response("s", StoredResponse(f"resp_{i}", {"id": f"resp_{i}", "status": "completed"},
+                                                         turn(i), parent=f"resp_{i - 1}"), chained=True)
+        # resp_3 asked again: walked once (its entry was replaced), then kept beside both children.
+        gets = CountingGets(store)
+        assert (await conversation_at(store, "s", "resp_3")).contents == expected(3)
+        assert gets.count == 3
+        await store.put_response("s", StoredResponse("resp_b", {"id": "resp_b", "status": "completed"}, turn(99),
+                                                     parent="resp_3"), chained=True)
+        assert store.histories.get("s", "resp_3") is not None and store.histories.get("s", "resp_b") is not None
+        gets.count = 0
+        assert (await conversation_at(store, "s", "resp_3")).contents == expected(3)
+        assert (await conversation_at(store, "s", "resp_b")).contents == expected(3) + turn(99)
+        assert (await conversation_at(store, "s", "resp_5")).contents == expected(5)
+        assert gets.count == 0
+    asyncio.run(go())
+
+
+def test_the_history_cache_budget_is_a_quarter_of_a_small_store() -> None:
+    from proxy.store import MemoryStore
+    assert MemoryStore(max_bytes=16 << 20, session_bytes=8 << 20).histories.max_bytes == 4 << 20
+    assert MemoryStore().histories.max_bytes == 64 << 20

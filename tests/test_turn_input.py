@@ -9,7 +9,7 @@ import pytest
 
 from proxy import fast_json
 from proxy.errors import ProxyError
-from proxy.store import MemoryStore
+from proxy.store import MemoryStore, entry_store
 from proxy.store.base import StoredResponse
 from proxy.store.entry_store import _response_doc
 
@@ -32,7 +32,8 @@ def test_a_spliced_document_reads_back_as_the_whole_one(added: list[Any], turn: 
     known = MemoryStore().turn_input(added, system, ITEMS, "This turn's input", "input")
     stored = _stored(added + ([turn] if turn else []), system=system)
     doc = _response_doc(stored, known)
-    assert fast_json.loads(doc) == fast_json.loads(fast_json.dumps(vars(stored)))
+    read_back = fast_json.loads(fast_json.dumps(vars(entry_store.read_response(doc))))  # its input items whole again
+    assert read_back == fast_json.loads(fast_json.dumps(vars(stored)))
 
 
 def test_the_known_input_is_spliced_in_not_serialized_again() -> None:
@@ -60,3 +61,23 @@ def test_an_input_too_large_to_keep_is_refused_with_its_size() -> None:
     with pytest.raises(ProxyError) as e:
         store.turn_input([{"role": "user", "parts": [{"text": "x" * 2_000}]}], [], ITEMS, "This turn's input", "input")
     assert e.value.status == 413 and e.value.param == "input" and "too large to keep" in e.value.message
+
+
+def test_a_long_input_is_stored_once_and_read_back_whole() -> None:
+    """Issue 62: a 40 KB message was kept twice (as its input item and as a Gemini content)."""
+    text = "a long message " * 3000
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+             {"type": "message", "role": "user", "content": "short"}]
+    for sent, contents in ((text, [{"role": "user", "parts": [{"text": text}]}]),
+                           (items, [{"role": "user", "parts": [{"text": text}, {"text": "short"}]}])):
+        store = MemoryStore()
+        known = store.turn_input(contents, [], sent, "This turn's input", "input")
+        assert len(known.input) < 200 and text.encode() not in known.input  # the string is in the contents only
+        stored = _stored(contents + [{"role": "model", "parts": [{"text": "ok"}]}], items=sent)
+        doc = _response_doc(stored, known)
+        assert len(text) < len(doc) < len(text) + 1000
+        assert sent is not items or sent[0]["content"][0]["text"] == text  # what was sent is not changed
+        asyncio.run(store.put_response("s", stored, known=known))
+        back = asyncio.run(store.get_response("s", "resp_1"))
+        assert back.input == sent and back.input_shared is None
+        assert back.contents == stored.contents

@@ -123,6 +123,10 @@ class Context:
 
     async def store_gauges(self) -> None:
         """Set the store's gauges for a scrape (a shared store is asked; unreachable leaves them)."""
+        histories = getattr(self.store, "histories", None)
+        if histories is not None:  # this process's own, whatever the store's backend
+            metrics.CACHE_BYTES.labels("history").set(histories.bytes)
+            metrics.CACHE_MAX_BYTES.labels("history").set(histories.max_bytes)
         usage = getattr(self.store, "usage", None)
         if usage is None:
             return

@@ -33,6 +33,8 @@ class StoredResponse:
     # The Gemini model its contents were sent to and answered by: their thought signatures are bound
     # to it (model_bound.py). None: not known (stored before turns named their model).
     model: str | None = None
+    # Where the strings left out of `input` are in `contents` (shared_input.py): put back when read.
+    input_shared: list[list[Any]] | None = None
 
 
 # A chain longer than this is refused rather than walked (a loop in stored data, or a client that
@@ -128,7 +130,8 @@ class TurnInput:
     contents: bytes  # the contents the turn's input added (a JSON array; the model's turn is added when stored)
     count: int       # how many
     system: bytes    # the system parts it added
-    input: bytes     # its input items as sent
+    input: bytes     # its input items as sent, without the strings its contents hold (shared_input.py)
+    shared: bytes = b"[]"  # where those strings are in the contents
 
 
 class SessionStore(Protocol):

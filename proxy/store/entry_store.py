@@ -18,7 +18,8 @@ from proxy.signatures.call_record import CallRecord
 from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput
 from proxy.store.entries import Entries, Evicted, Key, TooLarge
-from proxy.store.history_cache import HistoryCache
+from proxy.store.history_cache import HISTORY_CACHE_BYTES, HistoryCache
+from proxy.store.shared_input import restore_shared, strip_shared
 
 DEFAULT_MAX_ROUNDS = 4096  # captured tool rounds kept per session (the oldest go first)
 EVICTED = "was evicted to stay within the store's memory limits; start a new one (or resend its history)."
@@ -34,7 +35,8 @@ def _evicted(conversation: str, how: str) -> ProxyError:
                       code="conversation_evicted")
 
 
-_SPLICED = ("response", "contents", "system", "input")  # the stored response's fields _response_doc joins in
+# The stored response's fields _response_doc joins in.
+_SPLICED = ("response", "contents", "system", "input", "input_shared")
 
 
 def _response_doc(stored: StoredResponse, known: TurnInput | None, response_json: bytes | None = None) -> bytes:
@@ -55,17 +57,29 @@ def _response_doc(stored: StoredResponse, known: TurnInput | None, response_json
             else:
                 return b"".join((memoryview(head)[:-1], b',"response":', response_json, b',"contents":',
                                  *fast_json.array_pieces(known.contents, more), b',"system":', known.system,
-                                 b',"input":', known.input, b"}"))
+                                 b',"input":', known.input,
+                                 *((b',"input_shared":', known.shared) if known.shared != b"[]" else ()), b"}"))
     # vars(), not asdict(): asdict deep-copies the whole response only to serialize it.
     return fast_json.dumps(vars(stored))
+
+
+def read_response(doc: bytes) -> StoredResponse:
+    """A stored response's document as the response, its input items whole again (shared_input.py)."""
+    stored = StoredResponse(**fast_json.loads(doc))
+    if stored.input_shared:
+        stored.input = restore_shared(stored.input, stored.contents, stored.input_shared)
+        stored.input_shared = None
+    return stored
 
 
 class EntryStore:
     """SessionStore over `entries`; every method is one or a few atomic entry operations."""
 
-    def __init__(self, entries: Entries, max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
+    def __init__(self, entries: Entries, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                 history_bytes: int = HISTORY_CACHE_BYTES) -> None:
         self.backend, self.max_rounds = entries, max_rounds
-        self.histories = HistoryCache()  # whole histories of recent chains (this process; see history_cache.py)
+        # Whole histories of recent chains (this process's own; see history_cache.py).
+        self.histories = HistoryCache(history_bytes)
 
     async def close(self) -> None:
         """Let go of the backend's connections (Redis); nothing to do in memory."""
@@ -123,8 +137,11 @@ class EntryStore:
                    what: str, param: str) -> TurnInput:
         """A turn's stored input, serialized now (TurnInput), and refused with a 413 naming `param`
         when it is already more than one session may keep (refuse_unkeepable)."""
-        known = TurnInput(fast_json.dumps(contents), len(contents), fast_json.dumps(system), fast_json.dumps(items))
-        self._refuse_size(len(known.contents) + len(known.system) + len(known.input) + 4, what, param)  # (one array)
+        kept, shared = strip_shared(items, contents)
+        known = TurnInput(fast_json.dumps(contents), len(contents), fast_json.dumps(system), fast_json.dumps(kept),
+                          fast_json.dumps(shared))
+        self._refuse_size(len(known.contents) + len(known.system) + len(known.input) + len(known.shared) + 4,
+                          what, param)  # (one array)
         return known
 
     async def put_response(self, session: str, stored: StoredResponse, chained: bool = False,
@@ -147,7 +164,7 @@ class EntryStore:
 
     async def get_response(self, session: str, response_id: str) -> StoredResponse | None:
         found = await self._get((session, "response", response_id))
-        return StoredResponse(**fast_json.loads(found[0])) if found else None
+        return read_response(found[0]) if found else None
 
     async def all_stored(self, session: str, response_ids: list[str]) -> bool:
         """Whether every one of these responses is still stored, in one step (one Redis round trip)."""

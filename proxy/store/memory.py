@@ -8,6 +8,7 @@ An evicted conversation or response is reported as evicted, never continued as i
 from proxy.store.byte_lru import ByteLRU
 from proxy.store.entries import MemoryEntries
 from proxy.store.entry_store import DEFAULT_MAX_ROUNDS, EntryStore
+from proxy.store.history_cache import cache_bytes
 
 # Defaults sized for a machine of 2 GB: the budget counts what the process holds for the store
 # (byte_lru.py), so its RSS stays within about 1.3x of it.
@@ -24,4 +25,4 @@ class MemoryStore(EntryStore):
         if session_bytes > max_bytes:
             raise ValueError(f"a session's limit ({session_bytes} bytes) exceeds the store's ({max_bytes} bytes)")
         self.entries = ByteLRU(max_bytes, session_bytes, ttl)
-        super().__init__(MemoryEntries(self.entries), max_rounds)
+        super().__init__(MemoryEntries(self.entries), max_rounds, cache_bytes(max_bytes))

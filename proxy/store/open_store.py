@@ -47,6 +47,7 @@ def open_store(url: str = "memory", max_bytes: int = DEFAULT_MAX_BYTES, session_
         raise ValueError(f"a session's limit ({session_bytes} bytes) exceeds the store's ({max_bytes} bytes)")
     if url == "memory":
         return MemoryStore(max_bytes, session_bytes, ttl, max_rounds)
+    from proxy.store.history_cache import cache_bytes
     from proxy.store.redis_entries import RedisEntries  # redis is imported only when used
 
-    return EntryStore(RedisEntries(url, max_bytes, session_bytes, ttl), max_rounds)
+    return EntryStore(RedisEntries(url, max_bytes, session_bytes, ttl), max_rounds, cache_bytes(max_bytes))

@@ -1,0 +1,64 @@
+"""Issue 62: a stored previous_response_id chain costs memory linear in what was sent, measured from
+outside in bytes: a real `serve` subprocess (journal off) over the mock in its own process, RSS read
+from /proc (scripts/bench_memory.py). Bytes, not time: the margins were measured with the machine
+loaded (docs/benchmarks.md, "Memory of a stored chain")."""
+
+import asyncio
+import sys
+
+import pytest
+
+from scripts.bench_memory import SIZE, chain, measure, metrics, rss, serve
+from tests.servers import mock_gemini
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID/status")]
+
+
+def test_a_150_turn_chain_keeps_its_input_once_and_one_history(tmp_path) -> None:
+    m = measure(150, SIZE, tmp=tmp_path)
+    # What the store keeps of 150 turns: each turn's input once (it was twice).
+    assert m["gtp_store_bytes"] < 1.2 * m["sent"], m
+    # The history cache: one entry, the chain's head (it was a near-copy per turn).
+    assert m['gtp_cache_bytes{cache="history"}'] < 1.2 * m["sent"], m
+    growth = m["after"] - m["before"]
+    # Measured under load: 4.3x (the release before: 8.15x, its store holding 2x the bytes sent).
+    assert growth <= 6 * m["sent"], m
+    if growth > 2.5 * m["sent"]:  # issue 62's goal, not reached yet: what is left is each turn's own
+        # working memory (the whole history parsed, built into Gemini's request and serialized).
+        pytest.xfail(f"RSS grew {growth / m['sent']:.2f}x the bytes sent (the goal: 2.5x)")
+
+
+STORE, SESSION, JOURNAL = 16 << 20, 4 << 20, 8 << 20
+CACHE = STORE // 4  # the history cache's share (history_cache.cache_bytes)
+
+
+async def _load(url: str) -> int:
+    """Many sessions' chains, past every budget: the store and the cache evict, the journal drops."""
+    sent = 0
+    for wave in range(4):
+        sent += sum(await asyncio.gather(*(chain(url, 4, 5 * SIZE, session=f"load-{wave}-{i}") for i in range(21))))
+    return sent
+
+
+def test_after_a_load_past_its_budgets_what_is_kept_stays_within_them(tmp_path) -> None:
+    mock, mock_url = mock_gemini(tmp_path)
+    proc = serve(tmp_path, mock_url, "--store-max-bytes", str(STORE), "--session-max-bytes", str(SESSION),
+                 "--journal", "on", "--journal-max-bytes", str(JOURNAL))
+    try:
+        url = proc.url()
+        idle = rss(proc.proc.pid)
+        sent = asyncio.run(_load(url))
+        after = rss(proc.proc.pid)
+        gauges = asyncio.run(metrics(url))
+    finally:
+        proc.stop()
+        mock.stop()
+    budgets = STORE + JOURNAL + CACHE
+    assert sent > 2 * budgets  # the load is past the budgets: what is kept is what they allow
+    assert gauges["gtp_store_bytes"] <= STORE and gauges["gtp_journal_bytes"] <= JOURNAL
+    assert gauges['gtp_cache_bytes{cache="history"}'] <= CACHE
+    assert gauges['gtp_cache_max_bytes{cache="history"}'] == CACHE
+    # The process's memory over what it holds idle (the interpreter, its modules: about 80 MB).
+    if after - idle > 1.3 * budgets:  # issue 62's goal, not reached: 21 turns of 200 KB in flight at once
+        # each hold their request, its history and Gemini's body several times over (not budgeted).
+        pytest.xfail(f"RSS grew {(after - idle) / budgets:.2f}x the budgets' sum (the goal: 1.3x)")
