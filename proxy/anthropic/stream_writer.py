@@ -3,11 +3,11 @@ end's `message_stop` is held until the turn is kept; a failure is the `error` ev
 sends nothing (a long think), a `ping` goes out every PING_SECONDS, as Anthropic's own streams do,
 so neither the client nor a proxy between gives up on a quiet connection."""
 
-from typing import Any
+from collections.abc import Sequence
 
 from proxy.anthropic.translator import AnthropicTranslator
 from proxy.errors import ProxyError
-from proxy.server.translator_writer import Frames, TranslatorWriter, sse_events
+from proxy.server.translator_writer import Event, Frames, TranslatorWriter, sse_events
 from proxy.wire.sse import sse_event
 
 PING_SECONDS = 10.0
@@ -23,7 +23,7 @@ class AnthropicWriter(TranslatorWriter):
     t: AnthropicTranslator
     SUCCESS = ("type", frozenset({"message_stop"}))
 
-    def _frame(self, events: list[dict[str, Any]]) -> Frames:
+    def _frame(self, events: Sequence[Event]) -> Frames:
         return sse_events(events)
 
     @property
@@ -31,7 +31,8 @@ class AnthropicWriter(TranslatorWriter):
         return self.t.failed
 
     def finish(self) -> Frames:
-        return self._frame(self._hold(self.t.finish()))
+        events = self._hold(self.t.finish())  # (apart: typed from its argument, not from _frame's)
+        return self._frame(events)
 
     def end(self) -> Frames:
         event = self._take_end()

@@ -16,6 +16,17 @@ import json
 from typing import Any
 
 from proxy import ids
+from proxy.anthropic.events import (
+    AnthropicEvent,
+    BetaRawMessageDeltaEvent,
+    ErrorResponse,
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawContentBlockStopEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
+    RawMessageStopEvent,
+)
 from proxy.errors import ProxyError
 from proxy.from_gemini.answer_check import AnswerCheck, refuse_unrepresented
 from proxy.from_gemini.client_call import client_call, match_name
@@ -29,7 +40,7 @@ from proxy.tools.prepare_tools import PreparedTools
 from proxy.tools.tool_names import qualified
 from proxy.wire.gemini import first_candidate_parts
 
-Event = dict[str, Any]
+Event = AnthropicEvent
 
 
 def tool_use_id() -> str:
@@ -87,9 +98,9 @@ class AnthropicTranslator:
     # -- events ---------------------------------------------------------------------------------
 
     def start(self) -> list[Event]:
-        return [{"type": "message_start", "message": {
+        return [RawMessageStartEvent(type="message_start", message={
             "id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}]
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}})]
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         if self.done:
@@ -129,18 +140,19 @@ class AnthropicTranslator:
             out += self._signed_block("", self._seal.encode(self.calls + self.hosted))
         self.done = True
         usage = usage_of(self.check.usage, self.cache_written)
-        delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": self.stop_reason,
-                                                                    "stop_sequence": None}, "usage": usage}
-        if self.context_management is not None:
-            delta["context_management"] = self.context_management
-        return out + [delta, {"type": "message_stop"}]
+        delta = {"stop_reason": self.stop_reason, "stop_sequence": None}
+        end: RawMessageDeltaEvent | BetaRawMessageDeltaEvent = (
+            RawMessageDeltaEvent(type="message_delta", delta=delta, usage=usage) if self.context_management is None
+            else BetaRawMessageDeltaEvent(type="message_delta", delta=delta, usage=usage,
+                                          context_management=self.context_management))
+        return out + [end, RawMessageStopEvent(type="message_stop")]
 
     def fail(self, error: ProxyError) -> list[Event]:
         """The stream's failure: Anthropic's `error` event (the SDKs raise on it)."""
         if self.failed:
             return []
         self.done = self.failed = True
-        return [{"type": "error", "error": {"type": error_type(error.status), "message": error.message}}]
+        return [ErrorResponse(type="error", error={"type": error_type(error.status), "message": error.message})]
 
     def model_content(self) -> list[dict[str, Any]]:
         """The model turn for a held history: parts exactly as received (the proxy's searches split it
@@ -173,11 +185,16 @@ class AnthropicTranslator:
 
     def _begin(self, block: dict[str, Any]) -> list[Event]:
         self.content.append(block)
-        return [{"type": "content_block_start", "index": len(self.content) - 1,
-                 "content_block": {**block, **({"input": {}} if "input" in block else {})}}]
+        return [RawContentBlockStartEvent(type="content_block_start", index=len(self.content) - 1,
+                                          content_block={**block, **({"input": {}} if "input" in block else {})})]
 
     def _stop(self) -> Event:
-        return {"type": "content_block_stop", "index": len(self.content) - 1}
+        return RawContentBlockStopEvent(type="content_block_stop", index=len(self.content) - 1)
+
+    def _delta(self, delta: dict[str, Any], index: int | None = None) -> Event:
+        """A delta of the last block (or of block `index`)."""
+        return RawContentBlockDeltaEvent(type="content_block_delta",
+                                         index=len(self.content) - 1 if index is None else index, delta=delta)
 
     def _close(self) -> list[Event]:
         """End the open text or thinking block (a thinking block gets its signature first)."""
@@ -190,16 +207,14 @@ class AnthropicTranslator:
         else:
             block["thinking"] = "".join(self._pieces)
             block["signature"] = self._seal.encode([])
-            out.append({"type": "content_block_delta", "index": len(self.content) - 1,
-                        "delta": {"type": "signature_delta", "signature": block["signature"]}})
+            out.append(self._delta({"type": "signature_delta", "signature": block["signature"]}))
         self._pieces = []
         return out + [self._stop()]
 
     def _signed_block(self, thinking: str, signature: str) -> list[Event]:
         out = self._begin({"type": "thinking", "thinking": "", "signature": ""})
         self.content[-1].update(thinking=thinking, signature=signature)
-        return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
-                       "delta": {"type": "signature_delta", "signature": signature}}, self._stop()]
+        return out + [self._delta({"type": "signature_delta", "signature": signature}), self._stop()]
 
     def _text(self, kind: str, text: str) -> list[Event]:
         out: list[Event] = []
@@ -210,7 +225,7 @@ class AnthropicTranslator:
             out += self._begin(self._open)
         self._pieces.append(text)
         delta = {"type": "text_delta", "text": text} if kind == "text" else {"type": "thinking_delta", "thinking": text}
-        return out + [{"type": "content_block_delta", "index": len(self.content) - 1, "delta": delta}]
+        return out + [self._delta(delta)]
 
     def _part(self, part: dict[str, Any]) -> list[Event]:
         fc = part.get("functionCall")
@@ -226,9 +241,8 @@ class AnthropicTranslator:
             block = {"type": "tool_use", "id": call.call_id, "name": qualified(call.ref.name, call.ref.namespace),
                      "input": call.args}
             out = self._close() + self._begin(block)
-            return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
-                           "delta": {"type": "input_json_delta",
-                                     "partial_json": json.dumps(call.args, ensure_ascii=False)}}, self._stop()]
+            return out + [self._delta({"type": "input_json_delta",
+                                       "partial_json": json.dumps(call.args, ensure_ascii=False)}), self._stop()]
         if self._before_call.hold(part):  # a search's parts: its blocks, and the next call's record
             return self._search(part)
         text = part.get("text")
@@ -245,7 +259,7 @@ class AnthropicTranslator:
         out = self._close() + self._begin({"type": "server_tool_use", "id": call.call_id, "name": call.ref.name,
                                            "input": call.args})
         delta = {"type": "input_json_delta", "partial_json": json.dumps(call.args, ensure_ascii=False)}
-        return out + [{"type": "content_block_delta", "index": len(self.content) - 1, "delta": delta}, self._stop()]
+        return out + [self._delta(delta), self._stop()]
 
     def _tool_search_result(self, result: dict[str, Any]) -> list[Event]:
         block_id = self._open_searches.pop(0) if self._open_searches else None
@@ -262,7 +276,8 @@ class AnthropicTranslator:
 
     def _whole_block(self, block: dict[str, Any]) -> list[Event]:
         self.content.append(block)
-        return [{"type": "content_block_start", "index": len(self.content) - 1, "content_block": block}, self._stop()]
+        return [RawContentBlockStartEvent(type="content_block_start", index=len(self.content) - 1,
+                                          content_block=block), self._stop()]
 
     def _search(self, part: dict[str, Any]) -> list[Event]:
         """Google Search as Anthropic's web search: `server_tool_use` for Gemini's toolCall, then
@@ -274,8 +289,7 @@ class AnthropicTranslator:
             query = search_call(part)["action"]["query"]
             out = self._close() + self._begin({"type": "server_tool_use", "id": block_id, "name": "web_search",
                                                "input": {"query": query}})
-            return out + [{"type": "content_block_delta", "index": len(self.content) - 1,
-                           "delta": {"type": "input_json_delta", "partial_json": json.dumps({"query": query})}},
+            return out + [self._delta({"type": "input_json_delta", "partial_json": json.dumps({"query": query})}),
                           self._stop()]
         found = self._searches.pop(part["toolResponse"].get("id"), None)
         if found is None:  # a result without its call in this answer: it rides on the next call's record
@@ -303,8 +317,9 @@ class AnthropicTranslator:
                 if self._first_only and self.calls:
                     continue
                 ref = self._tools.names.ref(match_name(self._tools, ev.call.name))
-                block = {"type": "tool_use", "id": tool_use_id(), "name": qualified(ref.name, ref.namespace),
-                         "input": {}}
+                block: dict[str, Any] = {"type": "tool_use", "id": tool_use_id(),
+                                         "name": qualified(ref.name, ref.namespace),
+                                         "input": {}}
                 out += self._close() + self._begin(block)
                 self._streaming = (ev.call, block, [])
                 continue
@@ -318,12 +333,12 @@ class AnthropicTranslator:
             _, block, pieces = self._streaming
             if ev.text:
                 pieces.append(ev.text)
-                out.append({"type": "content_block_delta", "index": self.content.index(block),
-                            "delta": {"type": "input_json_delta", "partial_json": ev.text}})
+                out.append(self._delta({"type": "input_json_delta", "partial_json": ev.text},
+                                       self.content.index(block)))
             if ev.kind == "end":
                 self._streaming = None
                 call = client_call(self._tools, ev.call.whole_part(), block["id"])
                 block["input"] = json.loads("".join(pieces) or "{}")
                 self.calls.append(self._before_call.onto(call.record))
-                out.append({"type": "content_block_stop", "index": self.content.index(block)})
+                out.append(RawContentBlockStopEvent(type="content_block_stop", index=self.content.index(block)))
         return out

@@ -1,15 +1,15 @@
 """Interactions' side of the stream pipeline: named SSE events with ids (resumable) ending in
 `[DONE]`; failure is an `error` event with Google's status name and the message."""
 
-from typing import Any
+from collections.abc import Sequence
 
 from proxy.errors import ProxyError
 from proxy.interactions.translator import InteractionsTranslator
-from proxy.server.translator_writer import DONE, TranslatorWriter
+from proxy.server.translator_writer import DONE, Event, TranslatorWriter
 from proxy.wire.sse import sse_event
 
 
-def interaction_events(events: list[dict[str, Any]]) -> bytes:
+def interaction_events(events: Sequence[Event]) -> bytes:
     """Interactions' SSE framing: the event type and its resumable id on every event."""
     return b"".join(sse_event(e, e["event_type"], event_id=e["event_id"]) for e in events)
 
@@ -17,7 +17,7 @@ def interaction_events(events: list[dict[str, Any]]) -> bytes:
 class InteractionsWriter(TranslatorWriter):
     t: InteractionsTranslator
 
-    def _frame(self, events: list[dict[str, Any]]) -> bytes:
+    def _frame(self, events: Sequence[Event]) -> bytes:
         return interaction_events(events)
 
     @property
@@ -27,7 +27,8 @@ class InteractionsWriter(TranslatorWriter):
     SUCCESS = ("event_type", frozenset({"interaction.completed"}))
 
     def finish(self) -> bytes:
-        events = interaction_events(self._hold(self.t.finish()))
+        held = self._hold(self.t.finish())  # (apart: typed from its argument, not from the framing's)
+        events = interaction_events(held)
         return events if self._end else events + DONE
 
     def end(self) -> bytes:

@@ -23,11 +23,20 @@ from proxy.from_gemini.finish_reason import map_finish_reason
 from proxy.from_gemini.model_turn import ModelTurn
 from proxy.from_gemini.partial_args import PartialCalls
 from proxy.from_gemini.server_tools import SERVER_PARTS
+from proxy.interactions.events import (
+    ErrorEvent,
+    InteractionCompletedEvent,
+    InteractionCreatedEvent,
+    InteractionsEvent,
+    StepDelta,
+    StepStart,
+    StepStop,
+)
 from proxy.signatures.call_record import CallRecord
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.gemini import first_candidate_parts
 
-Event = dict[str, Any]
+Event = InteractionsEvent
 
 
 def interaction_usage(meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -72,18 +81,17 @@ def step_events(index: int, step: dict[str, Any], after: int | None = None) -> l
     """A whole step's events (`after`: characters of its payload the client already has)."""
     events: list[Event] = []
     if after is None:
-        events.append({"event_type": "step.start", "index": index, "step": _start_shape(step),
-                       "event_id": str(index)})
+        events.append(StepStart(event_type="step.start", index=index, step=_start_shape(step), event_id=str(index)))
         after = 0
     payload = _payload(step)
     if payload[after:]:
-        events.append({"event_type": "step.delta", "index": index, "delta": _delta(step, payload[after:]),
-                       "event_id": f"{index}.{len(payload)}"})
+        events.append(StepDelta(event_type="step.delta", index=index, delta=_delta(step, payload[after:]),
+                                event_id=f"{index}.{len(payload)}"))
     if step["type"] == "thought" and step.get("signature"):
-        events.append({"event_type": "step.delta", "index": index,
-                       "delta": {"type": "thought_signature", "signature": step["signature"]},
-                       "event_id": f"{index}.{len(payload)}s"})
-    events.append({"event_type": "step.stop", "index": index, "event_id": f"{index}.stop"})
+        events.append(StepDelta(event_type="step.delta", index=index,
+                                delta={"type": "thought_signature", "signature": step["signature"]},
+                                event_id=f"{index}.{len(payload)}s"))
+    events.append(StepStop(event_type="step.stop", index=index, event_id=f"{index}.stop"))
     return events
 
 
@@ -98,11 +106,12 @@ def replay(interaction: dict[str, Any], output_steps: list[dict[str, Any]], last
     """The events of a stored interaction, after `last_event_id` (all of them when None)."""
     whole = summary(interaction)
     started = {k: v for k, v in whole.items() if k != "usage"}
-    events: list[Event] = [{"event_type": "interaction.created",
-                            "interaction": {**started, "status": "in_progress"}, "event_id": "created"}]
+    events: list[Event] = [InteractionCreatedEvent(event_type="interaction.created",
+                                                   interaction={**started, "status": "in_progress"},
+                                                   event_id="created")]
     for i, step in enumerate(output_steps):
         events += step_events(i, step)
-    events.append({"event_type": "interaction.completed", "interaction": whole, "event_id": "done"})
+    events.append(InteractionCompletedEvent(event_type="interaction.completed", interaction=whole, event_id="done"))
     if last_event_id is None:
         return events
     head, _, tail = last_event_id.partition(".")
@@ -142,7 +151,8 @@ class InteractionsTranslator:
     # -- public API ---------------------------------------------------------------------------
 
     def start(self) -> list[Event]:
-        return [{"event_type": "interaction.created", "interaction": summary(self.interaction), "event_id": "created"}]
+        return [InteractionCreatedEvent(event_type="interaction.created", interaction=summary(self.interaction),
+                                        event_id="created")]
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         if self.done:
@@ -181,12 +191,10 @@ class InteractionsTranslator:
             if self.check.finish_message:
                 msg = f"{msg}: {self.check.finish_message}"
             return events + self.fail(ProxyError(msg, status=502, type="server_error"))
-        if status == "completed" and self.calls:
-            status = "requires_action"
-        self.interaction["status"] = status
+        self.interaction["status"] = "requires_action" if status == "completed" and self.calls else status
         self.done = True
-        return events + [{"event_type": "interaction.completed", "interaction": summary(self.interaction),
-                          "event_id": "done"}]
+        return events + [InteractionCompletedEvent(event_type="interaction.completed",
+                                                   interaction=summary(self.interaction), event_id="done")]
 
     def fail(self, error: ProxyError) -> list[Event]:
         """End the interaction as failed: Interactions' `error` event (status code name and message)."""
@@ -195,15 +203,15 @@ class InteractionsTranslator:
         events = self._close()
         self.interaction["status"] = "failed"
         self.done = True
-        return events + [{"event_type": "error", "error": {"code": gemini_status(error.status),
-                                                            "message": error.message}, "event_id": "error"}]
+        return events + [ErrorEvent(event_type="error", error={"code": gemini_status(error.status),
+                                                            "message": error.message}, event_id="error")]
 
     def revoke(self, error: ProxyError) -> list[Event]:
         """A whole answer that could not be kept (the store failed): ended as failed after all."""
         self.interaction["status"] = "failed"
         self.done = True
-        return [{"event_type": "error", "error": {"code": gemini_status(error.status), "message": error.message},
-                 "event_id": "error"}]
+        return [ErrorEvent(event_type="error", error={"code": gemini_status(error.status), "message": error.message},
+                           event_id="error")]
 
     def model_content(self) -> dict[str, Any] | None:
         """The model turn for history: Gemini's parts exactly as received."""
@@ -233,14 +241,14 @@ class InteractionsTranslator:
     def _open_step(self, step: dict[str, Any]) -> list[Event]:
         self.steps.append(step)
         self._open, self._sent = step, 0
-        return [{"event_type": "step.start", "index": len(self.steps) - 1, "step": _start_shape(step),
-                 "event_id": str(len(self.steps) - 1)}]
+        return [StepStart(event_type="step.start", index=len(self.steps) - 1, step=_start_shape(step),
+                          event_id=str(len(self.steps) - 1))]
 
     def _close(self) -> list[Event]:
         if self._open is None:
             return []
         self._open = None
-        return [{"event_type": "step.stop", "index": len(self.steps) - 1, "event_id": f"{len(self.steps) - 1}.stop"}]
+        return [StepStop(event_type="step.stop", index=len(self.steps) - 1, event_id=f"{len(self.steps) - 1}.stop")]
 
     def _stream_text(self, kind: str, text: str) -> list[Event]:
         events: list[Event] = []
@@ -256,8 +264,8 @@ class InteractionsTranslator:
             pieces.append({"type": "text", "text": text})
         self._sent += len(text)
         index = len(self.steps) - 1
-        events.append({"event_type": "step.delta", "index": index, "delta": _delta(step, text),
-                       "event_id": f"{index}.{self._sent}"})
+        events.append(StepDelta(event_type="step.delta", index=index, delta=_delta(step, text),
+                                event_id=f"{index}.{self._sent}"))
         return events
 
     def _sign(self, signature: str) -> list[Event]:
@@ -265,9 +273,9 @@ class InteractionsTranslator:
         assert step is not None and step["type"] == "thought"
         step["signature"] = signature
         index = len(self.steps) - 1
-        return [{"event_type": "step.delta", "index": index,
-                 "delta": {"type": "thought_signature", "signature": signature},
-                 "event_id": f"{index}.{self._sent}s"}]
+        return [StepDelta(event_type="step.delta", index=index,
+                          delta={"type": "thought_signature", "signature": signature},
+                          event_id=f"{index}.{self._sent}s")]
 
     def _function_call(self, part: dict[str, Any]) -> list[Event]:
         events = self._close()

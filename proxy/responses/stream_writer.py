@@ -2,23 +2,23 @@
 object. How events are framed is the transport's: SSE blocks for HTTP, a list of events (one text
 frame each) for WebSocket (websocket.py)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from proxy.errors import ProxyError
 from proxy.responses.translator import ResponsesTranslator
-from proxy.server.translator_writer import TranslatorWriter, sse_events
+from proxy.server.translator_writer import Event, TranslatorWriter, sse_events
 
 
 class ResponsesWriter(TranslatorWriter):
     t: ResponsesTranslator
 
     def __init__(self, translator: ResponsesTranslator,
-                 frame: Callable[[list[dict[str, Any]]], Any] = sse_events) -> None:
+                 frame: Callable[[Sequence[Event]], Any] = sse_events) -> None:
         super().__init__(translator)
         self._framing = frame
 
-    def _frame(self, events: list[dict[str, Any]]) -> Any:
+    def _frame(self, events: Sequence[Event]) -> Any:
         return self._framing(events)
 
     @property
@@ -28,7 +28,8 @@ class ResponsesWriter(TranslatorWriter):
     SUCCESS = ("type", frozenset({"response.completed", "response.incomplete"}))
 
     def finish(self) -> Any:
-        return self._frame(self._hold(self.t.finish()))
+        events = self._hold(self.t.finish())  # (apart: typed from its argument, not from _frame's)
+        return self._frame(events)
 
     def end(self) -> Any:
         event = self._take_end()

@@ -32,13 +32,39 @@ from proxy.from_gemini.server_tools import (
     web_sources,
 )
 from proxy.from_gemini.usage import added_usage, map_usage
+from proxy.responses.events import (
+    ResponseCompletedEvent,
+    ResponseContentPartAddedEvent,
+    ResponseContentPartDoneEvent,
+    ResponseCreatedEvent,
+    ResponseCustomToolCallInputDeltaEvent,
+    ResponseCustomToolCallInputDoneEvent,
+    ResponseFailedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionCallArgumentsDoneEvent,
+    ResponseIncompleteEvent,
+    ResponseInProgressEvent,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseOutputTextAnnotationAddedEvent,
+    ResponseReasoningSummaryPartAddedEvent,
+    ResponseReasoningSummaryPartDoneEvent,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseReasoningSummaryTextDoneEvent,
+    ResponsesEvent,
+    ResponseTextDeltaEvent,
+    ResponseTextDoneEvent,
+    ResponseWebSearchCallCompletedEvent,
+    ResponseWebSearchCallInProgressEvent,
+    ResponseWebSearchCallSearchingEvent,
+)
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.tools.tool_names import ToolRef
 from proxy.wire.gemini import first_candidate_parts, grounding_of
 
-Event = dict[str, Any]
+Event = ResponsesEvent
 log = logging.getLogger(__name__)
 
 
@@ -100,7 +126,9 @@ class ResponsesTranslator:
         snapshot = self._snapshot()
         if self.preface:  # (the server's snapshot is the response itself, written after the items join it)
             snapshot = {**snapshot, "output": []}
-        events = [self._ev("response.created", response=snapshot), self._ev("response.in_progress", response=snapshot)]
+        events: list[Event] = [
+            ResponseCreatedEvent(type="response.created", sequence_number=self._next(), response=snapshot),
+            ResponseInProgressEvent(type="response.in_progress", sequence_number=self._next(), response=snapshot)]
         for item in self.preface:
             events += self._add_item(item) + self._done_item(item)
         return events
@@ -146,8 +174,11 @@ class ResponsesTranslator:
         if status == "incomplete":
             self.response["incomplete_details"] = {"reason": detail}
         self.done = True
-        kind = "response.completed" if status == "completed" else "response.incomplete"
-        return events + [self._ev(kind, response=self._snapshot())]
+        if status == "completed":
+            return events + [ResponseCompletedEvent(
+                type="response.completed", sequence_number=self._next(), response=self._snapshot())]
+        return events + [ResponseIncompleteEvent(
+            type="response.incomplete", sequence_number=self._next(), response=self._snapshot())]
 
     def complete_empty(self) -> list[Event]:
         """A response made without asking Gemini (`generate: false`): created and completed, no output
@@ -157,7 +188,8 @@ class ResponsesTranslator:
         if self.preface_usage:
             self.response["usage"] = map_usage(self.preface_usage)
         self.done = True
-        return events + [self._ev("response.completed", response=self._snapshot())]
+        return events + [ResponseCompletedEvent(
+            type="response.completed", sequence_number=self._next(), response=self._snapshot())]
 
     def fail(self, message: str, code: str = "server_error") -> list[Event]:
         """End the response as failed (upstream error mid-stream, or an unusable finish)."""
@@ -168,7 +200,8 @@ class ResponsesTranslator:
         if self.response.get("usage") is None and self.check.usage:
             self.response["usage"] = map_usage(self.check.usage)
         self.done = True
-        return events + [self._ev("response.failed", response=self._snapshot())]
+        return events + [ResponseFailedEvent(
+            type="response.failed", sequence_number=self._next(), response=self._snapshot())]
 
     def revoke(self, message: str, code: str = "server_error") -> list[Event]:
         """A whole answer that could not be kept (the store failed): ended as failed after all, since
@@ -176,7 +209,7 @@ class ResponsesTranslator:
         self.response.update(status="failed", error={"code": code, "message": message})
         self.response.update(incomplete_details=None, completed_at=None)
         self.done = True
-        return [self._ev("response.failed", response=self._snapshot())]
+        return [ResponseFailedEvent(type="response.failed", sequence_number=self._next(), response=self._snapshot())]
 
     def model_content(self) -> list[dict[str, Any]]:
         """The model turn for history: parts exactly as received (signatures on the same parts); the
@@ -215,30 +248,33 @@ class ResponsesTranslator:
         events: list[Event] = []
         if self._open is None or self._open["type"] != "message":
             events += self._close_open()
-            item = {"id": ids.message_id(), "type": "message", "role": "assistant", "status": "in_progress",
-                    "content": []}
+            item: dict[str, Any] = {"id": ids.message_id(), "type": "message", "role": "assistant",
+                                    "status": "in_progress", "content": []}
             events += self._add_item(item)
-            events.append(self._ev("response.content_part.added", item_id=item["id"], output_index=self._index,
-                                   content_index=0, part={"type": "output_text", "text": "", "annotations": []}))
+            events.append(ResponseContentPartAddedEvent(
+                type="response.content_part.added", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index, content_index=0, part={"type": "output_text", "text": "", "annotations": []}))
             self._open = {**item, "_text": []}
         self._open["_text"].append(text)
-        events.append(self._ev("response.output_text.delta", item_id=self._open["id"], output_index=self._index,
-                               content_index=0, delta=text, logprobs=[]))
+        events.append(ResponseTextDeltaEvent(
+            type="response.output_text.delta", sequence_number=self._next(), item_id=self._open["id"],
+            output_index=self._index, content_index=0, delta=text, logprobs=[]))
         return events
 
     def _reasoning_delta(self, text: str) -> list[Event]:
         events: list[Event] = []
         if self._open is None or self._open["type"] != "reasoning":
             events += self._close_open()
-            item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": []}
+            item: dict[str, Any] = {"id": ids.reasoning_id(), "type": "reasoning", "summary": []}
             events += self._add_item(item)
-            events.append(self._ev("response.reasoning_summary_part.added", item_id=item["id"],
-                                   output_index=self._index, summary_index=0,
-                                   part={"type": "summary_text", "text": ""}))
+            events.append(ResponseReasoningSummaryPartAddedEvent(
+                type="response.reasoning_summary_part.added", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index, summary_index=0, part={"type": "summary_text", "text": ""}))
             self._open = {**item, "_text": []}
         self._open["_text"].append(text)
-        events.append(self._ev("response.reasoning_summary_text.delta", item_id=self._open["id"],
-                               output_index=self._index, summary_index=0, delta=text))
+        events.append(ResponseReasoningSummaryTextDeltaEvent(
+            type="response.reasoning_summary_text.delta", sequence_number=self._next(), item_id=self._open["id"],
+            output_index=self._index, summary_index=0, delta=text))
         return events
 
     def _function_call(self, part: dict[str, Any]) -> list[Event]:
@@ -252,10 +288,12 @@ class ResponsesTranslator:
             item = self._call_item(call.call_id, ref, call.record.gemini_name)
             events += self._add_item(item)
             # Gemini sends a call whole (no argument deltas on the Developer API): one delta carries it.
-            events.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
-                                   output_index=self._index, delta=args))
-            events.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
-                                   output_index=self._index, arguments=args))
+            events.append(ResponseFunctionCallArgumentsDeltaEvent(
+                type="response.function_call_arguments.delta", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index, delta=args))
+            events.append(ResponseFunctionCallArgumentsDoneEvent(
+                type="response.function_call_arguments.done", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index, arguments=args))
             events += self._done_item({**item, "status": "completed", "arguments": args})
         self.calls.append(self._before_call.onto(call.record))
         return events
@@ -294,8 +332,13 @@ class ResponsesTranslator:
         self._before_call.add(part)
         events = self._close_open() + self._add_item(item)
         self._searches[part["toolCall"].get("id")] = _Search(item, self._index, [copy.deepcopy(part)])
-        return events + [self._ev("response.web_search_call.in_progress", item_id=item["id"], output_index=self._index),
-                         self._ev("response.web_search_call.searching", item_id=item["id"], output_index=self._index)]
+        return events + [
+            ResponseWebSearchCallInProgressEvent(type="response.web_search_call.in_progress",
+                                                 sequence_number=self._next(), item_id=item["id"],
+                                                 output_index=self._index),
+            ResponseWebSearchCallSearchingEvent(type="response.web_search_call.searching",
+                                                sequence_number=self._next(), item_id=item["id"],
+                                                output_index=self._index)]
 
     def _search_answered(self, part: dict[str, Any]) -> list[Event]:
         self._before_call.add(part)
@@ -304,8 +347,9 @@ class ResponsesTranslator:
             log.info("a toolResponse without a matching toolCall: kept in history, no item")
             return []
         search.parts.append(copy.deepcopy(part))
-        return [self._ev("response.web_search_call.completed", item_id=search.item["id"],
-                         output_index=search.index)] + self._end_search(search, "completed")
+        return [ResponseWebSearchCallCompletedEvent(
+            type="response.web_search_call.completed", sequence_number=self._next(), item_id=search.item["id"],
+            output_index=search.index)] + self._end_search(search, "completed")
 
     def _end_search(self, search: _Search, status: str) -> list[Event]:
         self.hosted.append(hosted_record(search.item["id"], search.parts))
@@ -324,7 +368,9 @@ class ResponsesTranslator:
             if self._sources:
                 item["action"]["sources"] = web_sources(self._grounding)
             events += self._add_item({**item, "status": "in_progress"})
-            events.append(self._ev("response.web_search_call.completed", item_id=item["id"], output_index=self._index))
+            events.append(ResponseWebSearchCallCompletedEvent(
+                type="response.web_search_call.completed", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index))
             self.hosted.append(hosted_record(item["id"], []))
             events += self._done_item(item)
         return events
@@ -372,8 +418,9 @@ class ResponsesTranslator:
             if streaming is None or streaming.call is not ev.call:
                 continue  # a later call of parallel_tool_calls=false
             if ev.text and streaming.item is not None:
-                events.append(self._ev("response.function_call_arguments.delta", item_id=streaming.item["id"],
-                                       output_index=self._index, delta=ev.text))
+                events.append(ResponseFunctionCallArgumentsDeltaEvent(
+                    type="response.function_call_arguments.delta", sequence_number=self._next(),
+                    item_id=streaming.item["id"], output_index=self._index, delta=ev.text))
             if ev.kind == "end":
                 events += self._end_streamed(streaming)
         return events
@@ -392,16 +439,18 @@ class ResponsesTranslator:
         if call.args != json.loads(args):
             log.warning("streamed arguments of %s differ from their schema repair; sent as streamed", call.ref.name)
         item = streaming.item
-        return [self._ev("response.function_call_arguments.done", item_id=item["id"], output_index=self._index,
-                         arguments=args)] + self._done_item({**item, "status": "completed", "arguments": args})
+        return [ResponseFunctionCallArgumentsDoneEvent(
+            type="response.function_call_arguments.done", sequence_number=self._next(), item_id=item["id"],
+            output_index=self._index, arguments=args)
+        ] + self._done_item({**item, "status": "completed", "arguments": args})
 
     def _call_item(self, call_id: str, ref: ToolRef, gemini_name: str) -> dict[str, Any]:
         """A function_call item as it opens. A tool whose schema marks parameters `encrypted` (Codex
         MultiAgentV2's collaboration tools) gets `encrypted_function_args: []`: Gemini wrote its
         arguments in plain text and nothing in them is ciphertext, which Codex then delivers as
         plain text (openai/codex PR #35845) instead of as an `encrypted_content` part."""
-        item = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
-                "call_id": call_id, "name": ref.name, "arguments": ""}
+        item: dict[str, Any] = {"id": ids.function_item_id(), "type": "function_call", "status": "in_progress",
+                                "call_id": call_id, "name": ref.name, "arguments": ""}
         if ref.namespace:
             item["namespace"] = ref.namespace
         if gemini_name in self._tools.encrypted_params():
@@ -417,10 +466,12 @@ class ResponsesTranslator:
         if ref.namespace:
             item["namespace"] = ref.namespace
         events = self._add_item(item)
-        events.append(self._ev("response.custom_tool_call_input.delta", item_id=item["id"],
-                               output_index=self._index, delta=text))
-        events.append(self._ev("response.custom_tool_call_input.done", item_id=item["id"],
-                               output_index=self._index, input=text))
+        events.append(ResponseCustomToolCallInputDeltaEvent(
+            type="response.custom_tool_call_input.delta", sequence_number=self._next(), item_id=item["id"],
+            output_index=self._index, delta=text))
+        events.append(ResponseCustomToolCallInputDoneEvent(
+            type="response.custom_tool_call_input.done", sequence_number=self._next(), item_id=item["id"],
+            output_index=self._index, input=text))
         return events + self._done_item({**item, "input": text})
 
     # -- items --------------------------------------------------------------------------------
@@ -431,12 +482,15 @@ class ResponsesTranslator:
 
     def _add_item(self, item: dict[str, Any]) -> list[Event]:
         self.response["output"].append(self._copy(item))
-        return [self._ev("response.output_item.added", output_index=self._index, item=self._copy(item))]
+        return [ResponseOutputItemAddedEvent(
+            type="response.output_item.added", sequence_number=self._next(), output_index=self._index,
+            item=self._copy(item))]
 
     def _done_item(self, item: dict[str, Any], index: int | None = None) -> list[Event]:
         index = self._index if index is None else index
         self.response["output"][index] = item
-        return [self._ev("response.output_item.done", output_index=index, item=self._copy(item))]
+        return [ResponseOutputItemDoneEvent(
+            type="response.output_item.done", sequence_number=self._next(), output_index=index, item=self._copy(item))]
 
     def _copy(self, item: dict[str, Any]) -> dict[str, Any]:
         """An item as it is now, for an event a caller may keep. Every item is built fresh and
@@ -452,29 +506,36 @@ class ResponsesTranslator:
         if item["type"] == "message":
             annotations = item.pop("_annotations", [])
             part = {"type": "output_text", "text": text, "annotations": annotations}
-            events = [self._ev("response.output_text.annotation.added", item_id=item["id"], output_index=self._index,
-                               content_index=0, annotation_index=n, annotation=a) for n, a in enumerate(annotations)]
+            events: list[Event] = [ResponseOutputTextAnnotationAddedEvent(
+                type="response.output_text.annotation.added", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index, content_index=0, annotation_index=n,
+                annotation=a) for n, a in enumerate(annotations)]
             events += [
-                self._ev("response.output_text.done", item_id=item["id"], output_index=self._index,
-                         content_index=0, text=text, logprobs=[]),
-                self._ev("response.content_part.done", item_id=item["id"], output_index=self._index,
-                         content_index=0, part=part),
+                ResponseTextDoneEvent(
+                    type="response.output_text.done", sequence_number=self._next(), item_id=item["id"],
+                    output_index=self._index, content_index=0, text=text, logprobs=[]),
+                ResponseContentPartDoneEvent(
+                    type="response.content_part.done", sequence_number=self._next(), item_id=item["id"],
+                    output_index=self._index, content_index=0, part=part),
             ]
             return events + self._done_item({**item, "status": "completed", "content": [part]})
         summary = {"type": "summary_text", "text": text}
         events = [
-            self._ev("response.reasoning_summary_text.done", item_id=item["id"], output_index=self._index,
-                     summary_index=0, text=text),
-            self._ev("response.reasoning_summary_part.done", item_id=item["id"], output_index=self._index,
-                     summary_index=0, part=summary),
+            ResponseReasoningSummaryTextDoneEvent(
+                type="response.reasoning_summary_text.done", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index, summary_index=0, text=text),
+            ResponseReasoningSummaryPartDoneEvent(
+                type="response.reasoning_summary_part.done", sequence_number=self._next(), item_id=item["id"],
+                output_index=self._index, summary_index=0, part=summary),
         ]
         return events + self._done_item({**item, "summary": [summary]})
 
     def _snapshot(self) -> dict[str, Any]:
         return fast_json.clone(self.response) if self._snapshots else self.response
 
-    def _ev(self, kind: str, **fields: Any) -> Event:
-        event = {"type": kind, "sequence_number": self._seq, **fields}
+    def _next(self) -> int:
+        """The next event's sequence_number (each event takes one, in the order they are made)."""
+        seq = self._seq
         self._seq += 1
-        return event
+        return seq
 

@@ -5,7 +5,7 @@ that terminal event, `end` gives it once the route has stored the turn, and a fa
 becomes the protocol's failure instead (`fail` after `finish`), never a success. Each protocol's
 writer lives in its folder (responses/, chat/, gemini/, interactions/)."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from proxy.wire.sse import sse_event
@@ -15,6 +15,9 @@ DONE = b"data: [DONE]\n\n"
 
 
 Frames = bytes | Iterator[bytes]  # what a writer gives stream.py's sender: bytes, or blocks made as written
+# An event as the writers take it: any protocol's (the translators' TypedDicts, responses/events.py and
+# its siblings, are plain dicts at run time; Mapping is what a TypedDict is to the type checker).
+Event = Mapping[str, Any]
 
 
 # Events are framed into one write until it holds this many bytes; an answer's closing events, each
@@ -22,7 +25,7 @@ Frames = bytes | Iterator[bytes]  # what a writer gives stream.py's sender: byte
 JOIN_BELOW = 64 * 1024
 
 
-def _joined(events: list[dict[str, Any]]) -> Iterator[bytes]:
+def _joined(events: Sequence[Event]) -> Iterator[bytes]:
     pending: list[bytes] = []
     size = 0
     for e in events:
@@ -36,7 +39,7 @@ def _joined(events: list[dict[str, Any]]) -> Iterator[bytes]:
         yield b"".join(pending)
 
 
-def sse_events(events: list[dict[str, Any]]) -> Frames:
+def sse_events(events: Sequence[Event]) -> Frames:
     """SSE blocks for `events`: small events share one write (a start or a first chunk is one write,
     not several), and a long answer's closing events are made one at a time as they are written
     (stream.py's sender), so the answer is never held several times at once."""
@@ -56,7 +59,7 @@ class TranslatorWriter:
     def done(self) -> bool:
         return self.t.done
 
-    def _frame(self, events: list[dict[str, Any]]) -> Frames:
+    def _frame(self, events: Sequence[Event]) -> Frames:
         raise NotImplementedError
 
     def start(self) -> Frames:
@@ -67,15 +70,15 @@ class TranslatorWriter:
 
     # A clean end's terminal event, held from `finish` until the route has stored the turn (`end`).
     SUCCESS: tuple[str, frozenset[str]] = ("type", frozenset())  # the event's kind field, and its kinds
-    _end: dict[str, Any] | None = None
+    _end: Any = None  # the held event (the protocol's own type)
 
-    def _hold(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _hold[E: Mapping[str, object]](self, events: list[E]) -> list[E]:
         field, kinds = self.SUCCESS
         if events and events[-1][field] in kinds:
             self._end = events.pop()
         return events
 
-    def _take_end(self) -> dict[str, Any] | None:
+    def _take_end(self) -> Any:
         event, self._end = self._end, None
         return event
 
