@@ -22,7 +22,7 @@ from proxy.wire.gemini import checked
 
 log = logging.getLogger(__name__)
 Policy = Literal["retry", "error", "allow"]
-POLICIES = ("retry", "error", "allow")
+
 IGNORED = ("Gemini ignored the forced tool choice (functionCallingConfig mode ANY) and answered without a "
            "function call{}.")
 
