@@ -68,14 +68,18 @@ def _shown(raw: Any) -> str:
     return raw if isinstance(raw, str) else ("true" if raw else "false") if isinstance(raw, bool) else repr(raw)
 
 
-def _number(raw: Raw, convert: Callable[[Any], Any], reason: str) -> Any:
-    """A number from a word (`convert`ed) or a TOML number; a whole number kind takes no fractions."""
-    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+def _number(raw: Raw, convert: Callable[[Any], Any], reason: str, kind: str) -> Any:
+    """A number from a word (`convert`ed) or a TOML number; a whole number kind takes no float.
+    A word that is no number is argparse's own "invalid KIND value: 'WORD'", as before."""
+    if isinstance(raw, str):
+        try:
+            return convert(raw)
+        except ValueError:
+            raise OptionValueError(f"invalid {kind} value: {raw!r}") from None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise OptionValueError(f"{reason}, not {_shown(raw)}")
-    if convert is int and isinstance(raw, float):
-        if not raw.is_integer():
-            raise OptionValueError(f"{reason}, not {_shown(raw)}")
-        raw = int(raw)
+    if convert is int and isinstance(raw, float):  # 4.0 too, as the word "4.0"
+        raise OptionValueError(f"{reason}, not {_shown(raw)}")
     try:
         return convert(raw)
     except ValueError:
@@ -84,7 +88,7 @@ def _number(raw: Raw, convert: Callable[[Any], Any], reason: str) -> Any:
 
 def seconds(raw: Raw) -> float:
     reason = "must be a positive, finite number of seconds"
-    value = _number(raw, float, reason)
+    value = _number(raw, float, reason, "seconds")
     if not (value > 0 and math.isfinite(value)):  # inf would switch a defence (the client timeout) off
         raise OptionValueError(f"{reason}, not {_shown(raw)}")
     return value
@@ -93,7 +97,7 @@ def seconds(raw: Raw) -> float:
 def wait_seconds(raw: Raw) -> float:
     """Seconds that may be 0 (no wait), for a wait rather than a defence."""
     reason = "must be 0 or a positive, finite number of seconds"
-    value = _number(raw, float, reason)
+    value = _number(raw, float, reason, "wait_seconds")
     if not (value >= 0 and math.isfinite(value)):
         raise OptionValueError(f"{reason}, not {_shown(raw)}")
     return value
@@ -101,7 +105,7 @@ def wait_seconds(raw: Raw) -> float:
 
 def port(raw: Raw) -> int:
     reason = "must be a TCP port from 1 to 65535 (0: any free one)"
-    value = _number(raw, int, reason)
+    value = _number(raw, int, reason, "port")
     if not 0 <= value <= 65535:
         raise OptionValueError(f"{reason}, not {_shown(raw)}")
     return value
@@ -126,7 +130,7 @@ def size(raw: Raw) -> int:
 
 
 def count(raw: Raw) -> int:
-    value = _number(raw, int, "must be a whole number, 0 or more")
+    value = _number(raw, int, "must be a whole number, 0 or more", "count")
     if value < 0:
         raise OptionValueError(f"must be 0 or more, not {_shown(raw)}")
     return value
