@@ -4,7 +4,15 @@ line from this table, intercept/options.py the addon's options, config_file.py r
 by either name. An option only one side has says so (`serve=False`, `addon=None`).
 
 Durations are seconds: fractional on the command line, whole on the addon (mitmproxy's `--set`
-parses no floats), where the default is rounded up.
+parses no floats), where the default and a config file's value are rounded up (never down).
+
+Every value goes through its row's `parse(raw) -> value` (the kind's parser, then `choices`, then an
+optional `check`), wherever it comes from: argparse (`type=`), a config file (TOML numbers stay
+numbers) and the addon's `configure` (`addon_parse`: its types). A bad value is OptionValueError,
+whose reason each of them prints after the option's name in its own spelling. A row needing more
+than its kind and choices gives `check` (a function of the value raising OptionValueError) or its
+own parser `type` (of a word). The defaults come from proxy/defaults.py, which imports nothing, so
+the command line (`--help`) loads none of the modules that use them.
 """
 
 import argparse
@@ -195,14 +203,19 @@ class Option:
         """One value (one item of a list option): the kind's parser, the choices, the check."""
         parser = self.type or _PARSERS[self.kind]
         if self.type is not None and isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            raw = str(raw)
-        value = parser(raw)
-        if self.choices is not None and value not in self.choices:
-            which = (f"'{self.choices[0]}' or '{self.choices[1]}'" if len(self.choices) == 2
-                     else f"one of {', '.join(self.choices)}")
-            raise OptionValueError(f"must be {which}, not {_shown(raw)!r}", shape=True)
-        if self.check is not None and value is not None:
-            self.check(value)
+            raw = str(raw)  # a row's own parser reads words
+        try:
+            value = parser(raw)
+            if self.choices is not None and value not in self.choices:
+                which = (f"'{self.choices[0]}' or '{self.choices[1]}'" if len(self.choices) == 2
+                         else f"one of {', '.join(self.choices)}")
+                raise OptionValueError(f"must be {which}, not {_shown(raw)!r}", shape=True)
+            if self.check is not None and value not in (None, ""):  # "": unset (mitmproxy's --set gtp_route=)
+                self.check(value)
+        except OptionValueError:
+            raise
+        except (argparse.ArgumentTypeError, ValueError) as e:  # a row's own parser or check, in its words
+            raise OptionValueError(str(e)) from None
         return value
 
     def addon_parse(self, raw: Raw) -> Any:

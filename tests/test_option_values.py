@@ -30,7 +30,7 @@ SAMPLES: dict[str, tuple[list[Any], list[Any]]] = {
     "flag": ([True, False], [1, "yes"]),
     "list": ([["a=b", "c=d"], []], [["a", 5], "a=b"]),
 }
-CHECKED = {"route": (["127.0.0.1:9", "gemini.local:443"], ["nowhere", "host:port"])}
+CHECKED = {"route": (["127.0.0.1:9", "gemini.local:443", ""], ["nowhere", "host:port"])}  # "": unset
 
 
 def _samples(o: options.Option) -> tuple[list[Any], list[Any]]:
@@ -201,3 +201,20 @@ def test_the_dialect_names_are_the_dialects() -> None:
     from proxy.dialects import DIALECTS
 
     assert tuple(DIALECTS) == DIALECT_NAMES
+
+
+def test_a_rows_own_parser_or_check_fails_as_one_option_error() -> None:
+    """A row's `type` or `check` raising ValueError or argparse's error is the option's error all the same
+    (so a config file names the key rather than showing a traceback)."""
+    import argparse
+
+    def word(text: str) -> str:
+        raise argparse.ArgumentTypeError(f"must be a word, not {text}")
+
+    def check(value: str) -> None:
+        raise ValueError("must be short")
+
+    for row in (options.Option("x", "text", None, "h", type=word), options.Option("x", "text", None, "h", check=check)):
+        with pytest.raises(OptionValueError) as e:
+            row.parse("long")
+        assert e.value.named("'x'").startswith("'x': must be")
