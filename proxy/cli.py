@@ -1,7 +1,8 @@
 """`gemini-tool-proxy`: run the front-end (`serve`) or the mock Gemini (`mock`)."""
 
+from __future__ import annotations  # the annotations name modules imported only where they run
+
 import argparse
-import asyncio
 import contextlib
 import logging
 import os
@@ -9,41 +10,28 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from aiohttp import web
-
-from proxy import gc_tuning, log_limits, malloc_tuning, options
+# Only what parsing the command line needs (and `--help`): argparse and the options' table. The
+# commands import the rest where they run, so `--help` loads neither aiohttp nor pydantic.
+from proxy import options
 from proxy.certs_dir import CERTS_DIR, private_dir
 from proxy.config_file import ConfigError, apply_config, given_options
-from proxy.dialects import DIALECTS, parse_command
-from proxy.errors import ProxyError
-from proxy.journal.recorder import Recorder
-from proxy.logs import setup_logging
-from proxy.model_rules import ModelRules
-from proxy.server.auth import ClientKeys, load_keys, refuse_open_bind
-from proxy.server.guard import RequestGuard
-from proxy.server.site import (
-    ServerLimits,
-    raise_fd_limit,
-    start_site,
-)
-from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
-from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
-from proxy.signatures.carrier_keys import load_carrier_keys, rotate
-from proxy.store.entry_store import EntryStore
-from proxy.store.open_store import open_store, redacted
-from proxy.tools.schema_mode import parse_schema_modes
-from proxy.upstream.base import Upstream
-from proxy.upstream.gemini import (
-    DEFAULT_BASE_URL,
-    GeminiUpstream,
-)
-from proxy.upstream.interactions_api import InteractionsUpstream
-from proxy.upstream.openai_compat import OpenAIUpstream
-from proxy.upstream.retry import RetryPolicy
-from proxy.upstream.routes import RoutedUpstream, gemini_routes, parse_budgets, parse_routes, parse_upstream_api
-from proxy.upstream.vertex import VertexUpstream, vertex_credentials
+from proxy.defaults import CARRIER_KEYS_ENV, CARRIER_KEYS_FILE, DEFAULT_BASE_URL, DIALECT_NAMES
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from aiohttp import web
+
+    from proxy.journal.recorder import Recorder
+    from proxy.model_rules import ModelRules
+    from proxy.server.auth import ClientKeys
+    from proxy.server.site import ServerLimits
+    from proxy.store.entry_store import EntryStore
+    from proxy.upstream.base import Upstream
+    from proxy.upstream.gemini import GeminiUpstream
+    from proxy.upstream.openai_compat import OpenAIUpstream
 
 DEFAULT_PORT = options.DEFAULT_PORT
 DEFAULT_MOCK_PORT = 8742
@@ -119,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                            description="Each input line is {\"text\": ...} or {\"chunks\": [...]} (optionally with "
                                        "\"tools\"); each output line {\"calls\", \"content\", \"reasoning\"} or "
                                        "{\"error\"}.")
-    parse.add_argument("--dialect", required=True, choices=sorted(DIALECTS), help="the model's text dialect")
+    parse.add_argument("--dialect", required=True, choices=sorted(DIALECT_NAMES), help="the model's text dialect")
     parse.add_argument("--tools", metavar="TOOLS.json", help="declared tools (a JSON list, any common shape)")
 
     inspect = sub.add_parser("inspect", help="print a running proxy's recent exchanges, or one in full",
@@ -192,6 +180,8 @@ def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser, arg
 
 
 def _model_rules(args: argparse.Namespace) -> ModelRules:
+    from proxy.model_rules import ModelRules
+
     try:
         return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools, args.tool_mode,
                                 args.rescue_text_calls, args.single_call, args.think_open, args.fallback)
@@ -201,6 +191,8 @@ def _model_rules(args: argparse.Namespace) -> ModelRules:
 
 def _keys(args: argparse.Namespace, *hosts: str) -> ClientKeys:
     """The client keys, or exit with a clear message (bad keys, or an open bind without any)."""
+    from proxy.server.auth import load_keys, refuse_open_bind
+
     try:
         keys = load_keys(args.api_key, args.api_keys_file)
     except ValueError as e:
@@ -217,6 +209,8 @@ async def _until_stopped(on_stop: Callable[[], None] | None = None, drain: float
     orchestrator's or a balancer's stop, then drains: the listener stays open `drain` seconds, so the
     balancer's health checks see the 503 and send no more before connections are refused. SIGINT (a
     Ctrl-C at a terminal, where nobody balances) and a second signal during the drain stop at once."""
+    import asyncio
+
     stop = asyncio.Event()
     got: list[int] = []
     loop = asyncio.get_running_loop()
@@ -245,6 +239,8 @@ async def _until_stopped(on_stop: Callable[[], None] | None = None, drain: float
 async def _start_site(app: web.Application, host: str, port: int, limits: ServerLimits
                       ) -> tuple[web.AppRunner, int]:
     """The running site and the port it really listens on (`--port 0` picks a free one)."""
+    from proxy.server.site import start_site
+
     try:
         runner, site = await start_site(app, host, port, limits)
     except OSError as e:
@@ -255,9 +251,18 @@ async def _start_site(app: web.Application, host: str, port: int, limits: Server
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    import asyncio
+
+    from proxy import gc_tuning
     from proxy.server import make_app  # the routes and wire models: only what serves needs them
     from proxy.server.collections import parse_passthrough
     from proxy.server.context import parse_aliases
+    from proxy.server.guard import RequestGuard
+    from proxy.server.site import ServerLimits, raise_fd_limit
+    from proxy.signatures.carrier_keys import load_carrier_keys
+    from proxy.store.open_store import open_store
+    from proxy.tools.schema_mode import parse_schema_modes
+    from proxy.upstream.vertex import VertexUpstream
     from proxy.usage.ledger import Ledger
     from proxy.usage.limits import parse_limits
     from proxy.usage.meter import PriceError, Prices
@@ -340,6 +345,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def _recorder(args: argparse.Namespace, store: EntryStore) -> Recorder:
     """The journal and the traces, told every secret the command line and the keys file hold."""
+    from proxy.journal.recorder import Recorder
+
     secrets = [*args.api_key, *args.gemini_key, *args.carrier_key]
     if args.api_keys_file:
         with contextlib.suppress(OSError):
@@ -352,6 +359,9 @@ async def _check_store(store: EntryStore, url: str, keyed: bool) -> None:
     """Reach the store before listening: a store that answers it will never work is an error (also a
     shared store of keyed instances for a keyless one); one that cannot be reached yet is a warning
     (requests answer 503 store_unavailable until it is back)."""
+    from proxy.errors import ProxyError
+    from proxy.store.open_store import redacted
+
     try:
         await store.check()
         await store.claim(keyed)
@@ -365,6 +375,13 @@ async def _check_store(store: EntryStore, url: str, keyed: bool) -> None:
 def _upstream(args: argparse.Namespace, base: str, pool_size: int = 0) -> Upstream:
     """Gemini at `base`, with the models --openai-upstream names routed to their servers; each upstream
     with a pool of `pool_size` connections (0: no limit)."""
+    from proxy.upstream.gemini import GeminiUpstream
+    from proxy.upstream.interactions_api import InteractionsUpstream
+    from proxy.upstream.openai_compat import OpenAIUpstream
+    from proxy.upstream.retry import RetryPolicy
+    from proxy.upstream.routes import RoutedUpstream, gemini_routes, parse_budgets, parse_routes, parse_upstream_api
+    from proxy.upstream.vertex import VertexUpstream, vertex_credentials
+
     timeouts = {"connect_timeout": args.connect_timeout, "read_timeout": args.read_timeout,
                 "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries), "pool_size": pool_size,
                 "pool_timeout": args.pool_timeout}
@@ -425,6 +442,8 @@ def _carrier_key(args: argparse.Namespace) -> None:
     """The default file's directory (the certs directory) is made 0700 when missing, and said so; a file
     the user named whose directory is missing is refused: most likely a typo, and a directory tree
     nobody asked for, made without a word, would hide it."""
+    from proxy.signatures.carrier_keys import load_carrier_keys, rotate
+
     path = Path(args.file).expanduser()
     made = None
     if path.parent == CERTS_DIR:
@@ -473,6 +492,10 @@ def _mitm_file_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _check_store_url(url: str, keyed: bool) -> None:
+    import asyncio
+
+    from proxy.store.open_store import open_store
+
     try:
         store = open_store(url)
     except ValueError as e:
@@ -585,6 +608,11 @@ def _main(argv: list[str] | None) -> None:
     if unknown:  # said by the subcommand's parser, whose --help lists what it takes
         args.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     _apply_config(args, parser, argv)
+    import asyncio  # the command line parsed (and --help printed): what the commands need
+
+    from proxy import log_limits, malloc_tuning
+    from proxy.logs import setup_logging
+
     setup_logging(args.log_level, args.log_format)
     log_limits.install()
     malloc_tuning.tune()
@@ -595,6 +623,7 @@ def _main(argv: list[str] | None) -> None:
     if args.command == "carrier-key":
         return _carrier_key(args)
     if args.command == "parse":
+        from proxy.dialects import parse_command
         raise SystemExit(parse_command.run(args.dialect, args.tools))
     if args.command == "inspect":
         from proxy.journal import inspect_command

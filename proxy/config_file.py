@@ -53,7 +53,19 @@ def _options(parsers: Iterable[argparse.ArgumentParser]) -> dict[str, argparse.A
 
 
 def _convert(path: str | Path, key: str, action: argparse.Action, value: Any) -> Any:
+    """The value through the option's row of the table (its parse, as the command line's words go),
+    or, for the few options the table does not hold (log_level, ...), through argparse's action."""
+    from proxy.options import BY_NAME, OptionValueError
+
     where = f"{path}: '{key}'"
+    row = BY_NAME.get(_name(key))
+    if row is not None and row.dest == action.dest:
+        if row.kind == "list" and not isinstance(value, list):
+            raise ConfigError(f"{where} is repeatable: give an array, e.g. {key} = [{_toml(value)}]")
+        try:
+            return row.parse(value)
+        except OptionValueError as e:
+            raise ConfigError(e.named(where)) from None
     if isinstance(action, argparse._StoreTrueAction):
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false, not {value!r}")
@@ -123,7 +135,7 @@ def apply_config(args: argparse.Namespace, path: str | Path, command: argparse.A
 def addon_settings(path: str | Path, option_types: dict[str, Any]) -> dict[str, Any]:
     """The addon's `gtp_*` values from a config file: keys by the command line's names (`model_alias`)
     or the addon's own (`gtp_model_aliases`); an option the addon lacks is an error naming it."""
-    from proxy.options import addon_names
+    from proxy.options import BY_ADDON_NAME, OptionValueError, addon_names
 
     renamed = addon_names()
     out: dict[str, Any] = {}
@@ -132,6 +144,13 @@ def addon_settings(path: str | Path, option_types: dict[str, Any]) -> dict[str, 
         option = key if key in option_types else renamed.get(name) or "gtp_" + name.replace("-", "_")
         if option not in option_types or option == "gtp_config":
             raise _unknown(path, key, [n.removeprefix("gtp_").replace("_", "-") for n in option_types])
+        row = BY_ADDON_NAME.get(option)
+        if row is not None:  # the table's: its parse, as the command line and `serve`'s file
+            try:
+                out[option] = row.addon_parse(value)
+            except OptionValueError as e:
+                raise ConfigError(e.named(f"{path}: '{key}'")) from None
+            continue
         kind = option_types[option]
         if kind is bool and not isinstance(value, bool):
             raise ConfigError(f"{path}: '{key}' must be true or false, not {value!r}")

@@ -4,7 +4,15 @@ line from this table, intercept/options.py the addon's options, config_file.py r
 by either name. An option only one side has says so (`serve=False`, `addon=None`).
 
 Durations are seconds: fractional on the command line, whole on the addon (mitmproxy's `--set`
-parses no floats), where the default is rounded up.
+parses no floats), where the default and a config file's value are rounded up (never down).
+
+Every value goes through its row's `parse(raw) -> value` (the kind's parser, then `choices`, then an
+optional `check`), wherever it comes from: argparse (`type=`), a config file (TOML numbers stay
+numbers) and the addon's `configure` (`addon_parse`: its types). A bad value is OptionValueError,
+whose reason each of them prints after the option's name in its own spelling. A row needing more
+than its kind and choices gives `check` (a function of the value raising OptionValueError) or its
+own parser `type` (of a word). The defaults come from proxy/defaults.py, which imports nothing, so
+the command line (`--help`) loads none of the modules that use them.
 """
 
 import argparse
@@ -13,77 +21,150 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from proxy.dialects import DIALECTS
-from proxy.dialects.tool_modes import DEFAULT_TOOL_MODES
-from proxy.intercept.relay import DEFAULT_TIMEOUT as DEFAULT_RELAY_TIMEOUT
-from proxy.journal.ring import DEFAULT_MAX_BYTES as JOURNAL_MAX_BYTES
-from proxy.server.auth import KEYS_ENV
-from proxy.server.site import (
+# The defaults live in a module with no imports, so that the command line (and `--help`) loads
+# neither aiohttp nor pydantic; the modules that use them import them from there too.
+from proxy.defaults import (
+    CARRIER_KEYS_ENV,
+    CARRIER_KEYS_FILE,
     DEFAULT_BACKGROUND_LEASE,
     DEFAULT_BACKGROUND_PER_KEY,
+    DEFAULT_BASE_URL,
     DEFAULT_CLIENT_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_HOSTS,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_PLACEHOLDER,
+    DEFAULT_POOL_TIMEOUT,
+    DEFAULT_PORT,
+    DEFAULT_READ_TIMEOUT,
     DEFAULT_SHUTDOWN_TIMEOUT,
+    DEFAULT_TOOL_MODES,
+    DEFAULT_TOTAL_TIMEOUT,
+    DIALECT_NAMES,
+    FORCED_CHOICE_POLICIES,
+    JOURNAL_MAX_BYTES,
+    RELAY_TIMEOUT,
+    STORE_MAX_BYTES,
+    STORE_SESSION_BYTES,
+    STORE_TTL_SECONDS,
 )
-from proxy.session.placeholders import DEFAULT_PLACEHOLDER
-from proxy.signatures.carrier_keys import KEYS_ENV as CARRIER_KEYS_ENV
-from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
-from proxy.store.memory import DEFAULT_MAX_BYTES, DEFAULT_SESSION_BYTES, DEFAULT_TTL_SECONDS
-from proxy.upstream.forced_choice import POLICIES
-from proxy.upstream.gemini import DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
-from proxy.upstream.http_session import DEFAULT_POOL_TIMEOUT
-from proxy.upstream.retry import DEFAULT_MAX_RETRIES
+from proxy.defaults import CLIENT_KEYS_ENV as KEYS_ENV
 
-DEFAULT_PORT = 8741
-DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
-                 "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
+__all__ = ["DEFAULT_HOSTS", "DEFAULT_PORT", "OPTIONS", "Option", "OptionValueError"]
 
 Kind = Literal["text", "list", "flag", "seconds", "count", "port", "bytes"]
+Raw = str | int | float | bool | list
 
 
-# -- command-line value types (a bad value is argparse's one-line usage error, exit 2) -------------
+class OptionValueError(argparse.ArgumentTypeError, ValueError):
+    """A bad option value: `reason` says why ("must be ..., not X"); `named(name)` is the one line
+    naming the option as the command line, the config file or the addon calls it. An ArgumentTypeError,
+    so that argparse prints it as its one-line usage error (exit 2)."""
 
-def seconds(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):  # inf would switch a defence (the client timeout) off
-        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not {text}")
-    return value
+    def __init__(self, reason: str, shape: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.shape = shape  # the wrong kind of value (an array, a string for a switch): "'key' must be ..."
 
-
-def wait_seconds(text: str) -> float:
-    """Seconds that may be 0 (no wait), for a wait rather than a defence."""
-    value = float(text)
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be 0 or a positive, finite number of seconds, not {text}")
-    return value
+    def named(self, name: str) -> str:
+        return f"{name}{' ' if self.shape else ': '}{self.reason}"
 
 
-def port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a TCP port from 1 to 65535 (0: any free one), not {text}")
-    return value
+# -- each kind's parser: a command-line word, or a config file's (TOML) value, or the addon's --------
+
+def _shown(raw: Any) -> str:
+    return raw if isinstance(raw, str) else ("true" if raw else "false") if isinstance(raw, bool) else repr(raw)
 
 
-def size(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    scale = units.get(text[-1:].upper(), 1)
+def _number(raw: Raw, convert: Callable[[Any], Any], reason: str, kind: str) -> Any:
+    """A number from a word (`convert`ed) or a TOML number; a whole number kind takes no float.
+    A word that is no number is argparse's own "invalid KIND value: 'WORD'", as before."""
+    if isinstance(raw, str):
+        try:
+            return convert(raw)
+        except ValueError:
+            raise OptionValueError(f"invalid {kind} value: {raw!r}") from None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise OptionValueError(f"{reason}, not {_shown(raw)}")
+    if convert is int and isinstance(raw, float):  # 4.0 too, as the word "4.0"
+        raise OptionValueError(f"{reason}, not {_shown(raw)}")
     try:
-        value = int(float(text[:-1] if scale > 1 else text) * scale)
+        return convert(raw)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of bytes such as 64M, not {text}") from None
+        raise OptionValueError(f"{reason}, not {_shown(raw)}") from None
+
+
+def seconds(raw: Raw) -> float:
+    reason = "must be a positive, finite number of seconds"
+    value = _number(raw, float, reason, "seconds")
+    if not (value > 0 and math.isfinite(value)):  # inf would switch a defence (the client timeout) off
+        raise OptionValueError(f"{reason}, not {_shown(raw)}")
+    return value
+
+
+def wait_seconds(raw: Raw) -> float:
+    """Seconds that may be 0 (no wait), for a wait rather than a defence."""
+    reason = "must be 0 or a positive, finite number of seconds"
+    value = _number(raw, float, reason, "wait_seconds")
+    if not (value >= 0 and math.isfinite(value)):
+        raise OptionValueError(f"{reason}, not {_shown(raw)}")
+    return value
+
+
+def port(raw: Raw) -> int:
+    reason = "must be a TCP port from 1 to 65535 (0: any free one)"
+    value = _number(raw, int, reason, "port")
+    if not 0 <= value <= 65535:
+        raise OptionValueError(f"{reason}, not {_shown(raw)}")
+    return value
+
+
+def size(raw: Raw) -> int:
+    reason = "must be a number of bytes such as 64M"
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str):
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        scale = units.get(raw[-1:].upper(), 1)
+        try:
+            value = int(float(raw[:-1] if scale > 1 else raw) * scale)
+        except (ValueError, OverflowError):
+            raise OptionValueError(f"{reason}, not {raw}") from None
+    else:
+        raise OptionValueError(f"{reason}, not {_shown(raw)}")
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        raise OptionValueError(f"must be positive, not {_shown(raw)}")
     return value
 
 
-def count(text: str) -> int:
-    value = int(text)
+def count(raw: Raw) -> int:
+    value = _number(raw, int, "must be a whole number, 0 or more", "count")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+        raise OptionValueError(f"must be 0 or more, not {_shown(raw)}")
     return value
 
 
-TYPES: dict[str, Callable[[str], Any]] = {"seconds": seconds, "port": port, "bytes": size, "count": count}
+def text(raw: Raw) -> str:
+    if not isinstance(raw, str):
+        raise OptionValueError(f"must be a string, not {_shown(raw)}", shape=True)
+    return raw
+
+
+def flag(raw: Raw) -> bool:
+    if not isinstance(raw, bool):
+        raise OptionValueError(f"must be true or false, not {_shown(raw)}", shape=True)
+    return raw
+
+
+def host_port(value: str) -> None:
+    """A `check`: host:port."""
+    host, _, digits = value.rpartition(":")
+    if not host or not digits.isdigit():
+        raise OptionValueError(f"must be host:port, not {value!r}")
+
+
+TYPES: dict[str, Callable[[Any], Any]] = {"seconds": seconds, "port": port, "bytes": size, "count": count}
+_PARSERS: dict[str, Callable[[Any], Any]] = {**TYPES, "text": text, "list": text, "flag": flag}
 
 
 @dataclass(frozen=True)
@@ -97,8 +178,9 @@ class Option:
     addon: str | None = ""          # the addon's name ("": gtp_ + name; None: the addon has no such option)
     addon_default: Any = ...        # where the addon's default differs (...: the same)
     serve: bool = True              # an option of `serve`
-    type: Callable[[str], Any] | None = None  # the command line's value type, where the kind's (TYPES) is not it
+    type: Callable[[Any], Any] | None = None  # the value's parser, where the kind's (TYPES) is not it
     mitm: bool = False              # also one of `mitm`, which passes it to the addon as --set
+    check: Callable[[Any], None] | None = None  # more than the kind and choices check (raises OptionValueError)
 
     @property
     def dest(self) -> str:
@@ -107,6 +189,47 @@ class Option:
     @property
     def addon_name(self) -> str | None:
         return None if self.addon is None else self.addon or "gtp_" + self.dest
+
+    def parse(self, raw: Raw) -> Any:
+        """The one value path: a command-line word, a config file's value or the addon's, to the
+        option's value (a list option: a list of its items), or OptionValueError saying why not."""
+        if self.kind == "list":
+            if not isinstance(raw, (list, tuple)):
+                raise OptionValueError("is repeatable: give an array", shape=True)
+            return [self.parse_one(v) for v in raw]
+        return self.parse_one(raw)
+
+    def parse_one(self, raw: Raw) -> Any:
+        """One value (one item of a list option): the kind's parser, the choices, the check."""
+        parser = self.type or _PARSERS[self.kind]
+        if self.type is not None and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            raw = str(raw)  # a row's own parser reads words
+        try:
+            value = parser(raw)
+            if self.choices is not None and value not in self.choices:
+                which = (f"'{self.choices[0]}' or '{self.choices[1]}'" if len(self.choices) == 2
+                         else f"one of {', '.join(self.choices)}")
+                raise OptionValueError(f"must be {which}, not {_shown(raw)!r}", shape=True)
+            if self.check is not None and value not in (None, ""):  # "": unset (mitmproxy's --set gtp_route=)
+                self.check(value)
+        except OptionValueError:
+            raise
+        except (argparse.ArgumentTypeError, ValueError) as e:  # a row's own parser or check, in its words
+            raise OptionValueError(str(e)) from None
+        return value
+
+    def addon_parse(self, raw: Raw) -> Any:
+        """The addon's value: parse's, in the addon's types. Its seconds are whole (mitmproxy's `--set`
+        parses no floats): a fraction is rounded up, never down to a shorter timeout; its port may
+        be -1 (no front-end)."""
+        if self.kind == "port" and raw == -1 and not isinstance(raw, bool):
+            return -1
+        if raw is None and self._addon_default() is None:
+            return None
+        value = self.parse(raw)
+        if self.kind == "seconds":
+            return math.ceil(value)
+        return value
 
     def addon_typespec(self) -> Any:
         if self.kind == "list":
@@ -155,8 +278,8 @@ OPTIONS: tuple[Option, ...] = (
            "web search is served as Google Search, next to functions on gemini-3 and later",
            metavar="[PATTERN=]drop|error"),
     Option("tool-mode", "list", (), f"models matching PATTERN get tools natively or rendered into the prompt in a "
-           f"text dialect ({', '.join(DIALECTS)}) whose calls are parsed back (repeatable, first match wins; defaults "
-           f"{', '.join(f'{p}={m}' for p, m in DEFAULT_TOOL_MODES)}, everything else native)",
+           f"text dialect ({', '.join(DIALECT_NAMES)}) whose calls are parsed back (repeatable, first match wins; "
+           f"defaults {', '.join(f'{p}={m}' for p, m in DEFAULT_TOOL_MODES)}, everything else native)",
            metavar="PATTERN=native|DIALECT"),
     Option("rescue-text-calls", "list", (), "for native models matching PATTERN, complete calls written as text in "
            "DIALECT are turned into calls (repeatable; default off; prompt-mode models always parse their dialect)",
@@ -191,16 +314,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("relay", "text", None, "relay client for upstream=relay: an http(s) URL that is POSTed {prompt, marker}, "
            "or a command line in which {prompt} (and {marker}) are replaced; the app must send a Gemini request "
            "with that prompt through this proxy", serve=False),
-    Option("relay-timeout", "seconds", DEFAULT_RELAY_TIMEOUT, "seconds the front-end waits for the relay app's "
+    Option("relay-timeout", "seconds", RELAY_TIMEOUT, "seconds the front-end waits for the relay app's "
            "request and between its chunks", serve=False),
     Option("route", "text", None, "host:port every upstream connection goes to instead (a local Gemini, for "
-           "testing); TLS still names the original host", serve=False),
+           "testing); TLS still names the original host", serve=False, check=host_port),
     # -- calls -----------------------------------------------------------------------------------------
     Option("fill-missing-required", "flag", False, "give a call's missing required arguments a null placeholder "
            "(default: report them, never invent)", addon="gtp_fill_missing"),
     Option("forced-choice", "text", "retry", "when Gemini ignores a forced tool_choice: retry once with a "
            "directive, then fail (retry, default), fail at once (error), or pass its answer on (allow)",
-           choices=POLICIES),
+           choices=FORCED_CHOICE_POLICIES),
     # -- timeouts and retries --------------------------------------------------------------------------
     Option("connect-timeout", "seconds", DEFAULT_CONNECT_TIMEOUT,
            f"seconds to connect upstream (default {DEFAULT_CONNECT_TIMEOUT:g})"),
@@ -273,11 +396,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("store", "text", "memory", "where sessions live: this process's memory (default) or a Redis shared by "
            "several instances, redis://HOST:PORT/DB (rediss:// for TLS, unix://)",
            metavar="memory|redis://HOST:PORT/DB", mitm=True),
-    Option("store-ttl", "seconds", DEFAULT_TTL_SECONDS, f"seconds an unused stored entry is kept (default "
-           f"{DEFAULT_TTL_SECONDS:g})", metavar="SECONDS", addon=None),
-    Option("store-max-bytes", "bytes", DEFAULT_MAX_BYTES, "bytes (as JSON) the session store keeps in all; least "
+    Option("store-ttl", "seconds", STORE_TTL_SECONDS, f"seconds an unused stored entry is kept (default "
+           f"{STORE_TTL_SECONDS:g})", metavar="SECONDS", addon=None),
+    Option("store-max-bytes", "bytes", STORE_MAX_BYTES, "bytes (as JSON) the session store keeps in all; least "
            "recently used go first (default 256M)", metavar="N[K|M|G]", addon=None),
-    Option("session-max-bytes", "bytes", DEFAULT_SESSION_BYTES, "bytes one session keeps (default 128M)",
+    Option("session-max-bytes", "bytes", STORE_SESSION_BYTES, "bytes one session keeps (default 128M)",
            metavar="N[K|M|G]", addon=None),
     Option("carrier-key", "list", (), f"key sealing the signatures (and compactions) handed to stateless clients "
            f"(repeatable: the first seals, all open; also ${CARRIER_KEYS_ENV}); default: the keys file",
@@ -303,13 +426,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("default-session", "text", None, "session for intercepted calls that name none (no header, no "
            "<session:ID> marker)", serve=False),
     Option("tools", "text", "replace", "what to do with the app's own tools when its session has tools: 'replace' "
-           "or 'merge'", serve=False),
+           "or 'merge'", serve=False, choices=("replace", "merge")),
     Option("placeholder", "text", DEFAULT_PLACEHOLDER, "model text that stands for an earlier captured call in an "
            "app's history; such turns are rewritten into the real functionCall and functionResponse turns",
            serve=False),
 )
 
 BY_NAME = {o.name: o for o in OPTIONS}
+BY_ADDON_NAME = {o.addon_name: o for o in OPTIONS if o.addon_name is not None}
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: Literal["serve", "mitm"],
@@ -326,8 +450,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: Literal["serve", "mi
         elif o.kind == "list":
             parser.add_argument(flag, action="append", default=[], metavar=o.metavar, help=o.help)
         else:
-            parser.add_argument(flag, type=o.type or TYPES.get(o.kind), default=default, metavar=o.metavar,
-                                choices=o.choices, help=o.help)
+            # the row's parse: a kind's own parser where that is all of it (its name shows in errors)
+            value_type = o.parse_one if o.choices or o.check else o.type or TYPES.get(o.kind)
+            parser.add_argument(flag, type=value_type, default=default, metavar=o.metavar, choices=o.choices,
+                                help=o.help)
 
 
 def declare(loader: Any) -> None:

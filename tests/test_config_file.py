@@ -142,7 +142,7 @@ async def test_the_addon_takes_the_background_lease(tmp_path: Path) -> None:
     with taddons.context(addon) as tctx:
         tctx.configure(addon, listen_host="127.0.0.1", gtp_background_lease=7)
         assert addon.options.limits().background_lease == 7
-        with pytest.raises(exceptions.OptionsError, match="gtp_background_lease must be positive"):
+        with pytest.raises(exceptions.OptionsError, match="gtp_background_lease: must be a positive"):
             tctx.configure(addon, gtp_background_lease=0)
 
 

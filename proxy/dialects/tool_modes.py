@@ -4,11 +4,11 @@ calls are rescued from a native model's answer (`--rescue-text-calls PATTERN=DIA
 
 from dataclasses import dataclass, field
 
+# Gemini's API refuses native tools for Gemma ("Function calling is not enabled for models/gemma-...").
+from proxy.defaults import DEFAULT_TOOL_MODES  # noqa: E402, F401 (owned by the options' defaults)
 from proxy.dialects import DIALECTS, Dialect, dialect
 from proxy.pattern_rules import matches, parse_rules, rule_for
 
-# Gemini's API refuses native tools for Gemma ("Function calling is not enabled for models/gemma-...").
-DEFAULT_TOOL_MODES = [("gemma-4*", "gemma4"), ("gemma-3*", "gemma3"), ("*functiongemma*", "functiongemma")]
 NATIVE = "native"
 
 

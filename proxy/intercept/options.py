@@ -26,7 +26,6 @@ from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes
 from proxy.upstream.credentials import GoogleCredential
-from proxy.upstream.forced_choice import POLICIES
 from proxy.upstream.routes import parse_upstream_api
 from proxy.upstream.vertex import vertex_credentials
 
@@ -182,21 +181,13 @@ class Options:
         if not self._defaults_set:  # once, after the config file: what it sets is the user's
             self._defaults_set = True
             self._set_defaults()
-        if "gtp_forced_choice" in updated and opts.gtp_forced_choice not in POLICIES:
-            raise exceptions.OptionsError(f"gtp_forced_choice must be one of {', '.join(POLICIES)}")
-        if "gtp_tools" in updated and opts.gtp_tools not in ("replace", "merge"):
-            raise exceptions.OptionsError(f"gtp_tools must be 'replace' or 'merge', not {opts.gtp_tools!r}")
-        if "gtp_frontend_port" in updated and not -1 <= opts.gtp_frontend_port < 65536:
-            raise exceptions.OptionsError(f"gtp_frontend_port out of range: {opts.gtp_frontend_port}")
-        for name in ("gtp_connect_timeout", "gtp_read_timeout", "gtp_total_timeout", "gtp_client_timeout",
-                     "gtp_shutdown_timeout", "gtp_background_lease", "gtp_max_retries", "gtp_max_connections"):
-            if name in updated and getattr(opts, name) < (0 if name in ("gtp_max_retries", "gtp_max_connections")
-                                                          else 1):
-                raise exceptions.OptionsError(f"{name} must be positive, not {getattr(opts, name)}")
-        if "gtp_route" in updated and opts.gtp_route:
-            host, _, port = opts.gtp_route.rpartition(":")
-            if not host or not port.isdigit():
-                raise exceptions.OptionsError(f"gtp_route must be host:port, not {opts.gtp_route!r}")
+        for name in sorted(updated):  # every gtp_* value through its row of the table (proxy/options.py)
+            row = options.BY_ADDON_NAME.get(name)
+            if row is not None:
+                try:
+                    row.addon_parse(getattr(opts, name))
+                except options.OptionValueError as e:
+                    raise exceptions.OptionsError(e.named(name)) from None
         if "gtp_passthrough_collections" in updated:
             try:
                 self.passthrough_collections = parse_passthrough(opts.gtp_passthrough_collections)
@@ -260,8 +251,6 @@ class Options:
                 raise exceptions.OptionsError(f"carrier keys: {e}") from None
         if updated & {"gtp_journal", "gtp_journal_max_bytes", "gtp_otlp_endpoint", "gtp_api_key", "gtp_gemini_key",
                       "gtp_carrier_key"}:
-            if opts.gtp_journal not in ("on", "off"):
-                raise exceptions.OptionsError(f"gtp_journal must be 'on' or 'off', not {opts.gtp_journal!r}")
             if self.recorder.recorder is not None:
                 self.recorder.recorder.close()
             self.recorder.recorder = Recorder.from_options(

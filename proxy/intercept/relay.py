@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 # Turns kept for recognising follow-ups; a relay app rarely lingers on more than a handful.
 MAX_TURNS = 256
-DEFAULT_TIMEOUT = 120.0  # seconds the front-end waits for the relay app's request to arrive
+from proxy.defaults import RELAY_TIMEOUT as DEFAULT_TIMEOUT  # noqa: E402 (the options' default)
 
 
 @dataclass

@@ -34,7 +34,8 @@ from proxy.journal.shared import Shared
 from proxy.journal.splice import Bases
 
 log = logging.getLogger(__name__)
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+from proxy.defaults import JOURNAL_MAX_BYTES as DEFAULT_MAX_BYTES  # noqa: E402 (the options' default)
+
 LIVE_QUEUE = 256        # summaries a slow live reader may fall behind before it misses some
 MAX_LIST = 1000         # summaries one list gives at most (each instance's, when the journal is shared)
 

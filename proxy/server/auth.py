@@ -20,11 +20,11 @@ from pathlib import Path
 
 from aiohttp import web
 
+from proxy.defaults import CLIENT_KEYS_ENV as KEYS_ENV  # noqa: E402 (the options' default)
 from proxy.errors import ProxyError
 from proxy.journal import exchange
 from proxy.signatures.carrier_keys import CarrierKeys
 
-KEYS_ENV = "GTP_API_KEYS"
 SESSION_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")  # as session markers spell them
 SCOPED_NAME = re.compile(r"c-[0-9a-f]{12}:")  # scoped_session's names for keyed clients (scope_of)
 # A key shorter than this is refused: guessable keys on a network port spend the operator's quota.

@@ -23,10 +23,12 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger(__name__)
-DEFAULT_CLIENT_TIMEOUT = 60.0   # headers, then body, each; and the longest a stream may wait on a reader
-DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # SIGTERM to exit, every open stream ended with its failure event
-DEFAULT_BACKGROUND_LEASE = 30.0  # a background interaction's runner silent this long is gone (background.py)
-DEFAULT_BACKGROUND_PER_KEY = 100  # background runs one client key may have in flight (fair_share.py)
+from proxy.defaults import (  # noqa: E402, F401 (the options' defaults)
+    DEFAULT_BACKGROUND_LEASE,
+    DEFAULT_BACKGROUND_PER_KEY,
+    DEFAULT_CLIENT_TIMEOUT,
+    DEFAULT_SHUTDOWN_TIMEOUT,
+)
 
 
 def default_max_connections() -> int:

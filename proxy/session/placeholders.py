@@ -5,13 +5,13 @@ no captured round is refused, never forwarded malformed."""
 
 from typing import Any
 
+from proxy.defaults import DEFAULT_PLACEHOLDER  # noqa: E402, F401 (the options' default)
 from proxy.errors import ProxyError
 from proxy.journal import exchange
 from proxy.session.session_tools import ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.model_bound import for_model
 
-DEFAULT_PLACEHOLDER = "Tool call completed"
 DUMMY_TEXTS = frozenset({"", "."})  # AGCC and zerogravity send "." as the relay app's prompt
 NO_HISTORY = ("Tool results were provided, but no captured functionCall history was available for replay. "
               "Refusing to forward a malformed tool-result turn.")

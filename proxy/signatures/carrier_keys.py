@@ -17,8 +17,9 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-KEYS_ENV = "GTP_CARRIER_KEYS"
-KEYS_FILE = "carrier-keys"  # beside the CA key, in the same private directory
+from proxy.defaults import CARRIER_KEYS_ENV as KEYS_ENV  # noqa: E402, F401 (the options' defaults)
+from proxy.defaults import CARRIER_KEYS_FILE as KEYS_FILE  # noqa: E402, F401
+
 MAX_KEYS = 16  # kept on rotation: older carriers stop opening (their calls then use the sentinel)
 _NONCE = 12
 

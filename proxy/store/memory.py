@@ -5,16 +5,15 @@ kept in entries of a ByteLRU, as compact JSON: the limits below are exact, per s
 An evicted conversation or response is reported as evicted, never continued as if it were new.
 """
 
+# Defaults sized for a machine of 2 GB: the budget counts what the process holds for the store
+# (byte_lru.py), so its RSS stays within about 1.3x of it.
+from proxy.defaults import STORE_MAX_BYTES as DEFAULT_MAX_BYTES  # noqa: E402 (the options' defaults)
+from proxy.defaults import STORE_SESSION_BYTES as DEFAULT_SESSION_BYTES  # noqa: E402
+from proxy.defaults import STORE_TTL_SECONDS as DEFAULT_TTL_SECONDS  # noqa: E402
 from proxy.store.byte_lru import ByteLRU
 from proxy.store.entries import MemoryEntries
 from proxy.store.entry_store import DEFAULT_MAX_ROUNDS, EntryStore
 from proxy.store.history_cache import cache_bytes
-
-# Defaults sized for a machine of 2 GB: the budget counts what the process holds for the store
-# (byte_lru.py), so its RSS stays within about 1.3x of it.
-DEFAULT_MAX_BYTES = 256 * 1024 * 1024      # the whole store
-DEFAULT_SESSION_BYTES = 128 * 1024 * 1024  # one session: a long agent conversation with some images
-DEFAULT_TTL_SECONDS = 6 * 3600  # long enough for a working day's agent session to pause and resume
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_ROUNDS", "DEFAULT_SESSION_BYTES", "DEFAULT_TTL_SECONDS", "MemoryStore"]
 

@@ -22,7 +22,8 @@ from proxy.wire.gemini import checked
 
 log = logging.getLogger(__name__)
 Policy = Literal["retry", "error", "allow"]
-POLICIES = ("retry", "error", "allow")
+from proxy.defaults import FORCED_CHOICE_POLICIES as POLICIES  # noqa: E402, F401 (the options' choices)
+
 IGNORED = ("Gemini ignored the forced tool choice (functionCallingConfig mode ANY) and answered without a "
            "function call{}.")
 

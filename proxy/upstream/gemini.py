@@ -52,13 +52,13 @@ from proxy.wire.sse import SSEDecoder
 log = logging.getLogger(__name__)
 LOOKUP: Any = object()  # send()'s journal record: looked up (exchange.upstream_call)
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
-DEFAULT_CONNECT_TIMEOUT = 10.0
-# Idle time allowed between meaningful data of a stream (and before its first byte): thinking
-# models pause before their first token, rarely for more than a minute.
-DEFAULT_READ_TIMEOUT = 120.0
-# The whole exchange, retries included: a long agent turn streams for minutes, never for this long.
-DEFAULT_TOTAL_TIMEOUT = 900.0
+from proxy.defaults import (  # noqa: E402, F401 (the options' defaults)
+    DEFAULT_BASE_URL,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_TOTAL_TIMEOUT,
+)
+
 PROXY_TOKEN = f"gemini-tool-proxy/{__version__}"
 # The calling client's identification, forwarded with the proxy's token appended (set per request by
 # the Gemini-native routes; a context variable, so wrappers between route and upstream need not know).

@@ -61,7 +61,7 @@ def checked_base_url(base_url: str, what: str) -> URL:
     return base
 
 
-DEFAULT_POOL_TIMEOUT = 5.0  # seconds a request waits for a free upstream connection, then a 503
+from proxy.defaults import DEFAULT_POOL_TIMEOUT  # noqa: E402, F401 (the options' default)
 
 
 class PoolWait:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 RETRYABLE_STATUS = frozenset({429, 500, 503})
-DEFAULT_MAX_RETRIES = 3
+from proxy.defaults import DEFAULT_MAX_RETRIES  # noqa: E402, F401 (the options' default)
+
 BASE_DELAY = 0.5  # seconds before the first retry (times a random factor in [0, 1))
 MAX_DELAY = 8.0   # cap of one backoff wait
 MAX_HINT = 60.0   # a longer "retry in N s" from Gemini is passed to the client rather than waited out
