@@ -1,4 +1,4 @@
-"""Generate the proxy's own CA into a mitmproxy confdir (reference/mitmproxy.md §4).
+"""Generate the proxy's own CA into a mitmproxy confdir (docs/wire.md#ca).
 
 Files: `mitmproxy-ca.pem` (key + certificate, the only file mitmproxy reads; mode 0600) and
 `mitmproxy-ca-cert.pem` (certificate only, what clients trust). Python >= 3.13 clients verify with

@@ -19,13 +19,12 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tool-schemas"
-LOCAL_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tool-schemas"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tool-schemas"
 
 
 def fixture_dir() -> Path:
-    """The shared tool-schema corpus (../shared in CI and on developer machines), else a vendored copy."""
-    return FIXTURES if FIXTURES.is_dir() else LOCAL_FIXTURES
+    """The corpus of real clients' tool schemas (tests/fixtures/tool-schemas: its README says where each came from)."""
+    return FIXTURES
 
 
 def fixture_tools() -> list[tuple[str, dict]]:

@@ -22,7 +22,7 @@ from tests.npm_tools import npm_binary
 from tests.servers import mock_gemini, proxy_instance
 
 pytestmark = pytest.mark.slow
-CLAUDE_CODE_VERSION = "2.1.331"  # the version reference/claude-code-2.1.331-request.json was captured from
+CLAUDE_CODE_VERSION = "2.1.331"  # the version tests/recorded/claude-code-2.1.331-request.json was captured from
 SENTINEL = "skip_thought_signature_validator"
 
 

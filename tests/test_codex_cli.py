@@ -15,7 +15,7 @@ from proxy import metrics
 from tests.npm_tools import npm_binary
 
 pytestmark = pytest.mark.slow
-CODEX_VERSION = "0.169.0"  # the version reference/clients.md was observed with
+CODEX_VERSION = "0.169.0"  # the version docs/clients/codex.md was observed with
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def codex_bin() -> Path:
 
 
 def config(url: str, model: str, websocket: bool = False) -> str:
-    # Top-level keys must come before any [table] (reference/clients.md).
+    # Top-level keys must come before any [table] (TOML: a key after a table belongs to the table).
     return f"""model = "{model}"
 model_provider = "gtp"
 approval_policy = "never"

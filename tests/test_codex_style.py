@@ -8,7 +8,7 @@ import openai
 
 from proxy.mock.validate import SENTINELS, sign
 
-CODEX = json.loads((Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "tool-schemas" /
+CODEX = json.loads((Path(__file__).resolve().parent / "fixtures" / "tool-schemas" /
                     "openai-codex.nonfunction-tools.json").read_text())
 APPLY_PATCH = next(e["tool"] for e in CODEX if e["name"] == "apply_patch")
 NAMESPACE = next(e["tool"] for e in CODEX if e["name"] == "multi_agent_v1")

@@ -1,4 +1,5 @@
-"""Text dialects: the test vectors of reference/dialects.md (and our own), every chunking of an
+"""Text dialects: the formats of docs/wire.md#dialects
+(as the models' own templates write them, and our own vectors), every chunking of an
 answer parsed like the whole (hypothesis), and rendered calls parsed back to what was rendered."""
 
 import json

@@ -16,7 +16,7 @@ from tests.mitm_harness import MitmStack
 from tests.npm_tools import npm_binary
 
 pytestmark = pytest.mark.slow
-GEMINI_CLI_VERSION = "0.61.0"  # the version reference/clients.md was observed with
+GEMINI_CLI_VERSION = "0.61.0"  # the version docs/clients/gemini-cli.md was observed with
 WEATHER = {"type": "function", "name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 
@@ -37,7 +37,7 @@ def run_cli(binary: Path, m: MitmStack, home: Path, prompt: str, code_assist: bo
            "NODE_EXTRA_CA_CERTS": str(m.ca_cert), "GEMINI_API_KEY": "cli-key", "NO_COLOR": "1"}
     if code_assist:
         env |= {"GOOGLE_GENAI_USE_GCA": "true", "GOOGLE_CLOUD_ACCESS_TOKEN": "cli-token"}
-    # Bounded: without a trusted CA the CLI would retry for minutes (reference/clients.md).
+    # Bounded: without a trusted CA the CLI would retry for minutes (seen with 0.61.0).
     return subprocess.run([str(binary), "-m", "gemini-2.5-flash", "-p", prompt, "--yolo"], env=env, cwd=home,
                           capture_output=True, text=True, timeout=180)
 

@@ -1,4 +1,4 @@
-"""JSON Schema -> Gemini Schema rules (reference/translators.md §1.2)."""
+"""JSON Schema -> Gemini Schema rules (docs/wire.md#gemini-schema)."""
 
 import copy
 

@@ -1,4 +1,5 @@
-"""One test per row of reference/translators.md §6 (the anchors' top user-reported bugs): each shows
+"""One test per top user-reported bug of the peer translators (LiteLLM, CLIProxyAPI...; each names
+its issue): each shows
 this proxy does not have that bug. Rows covered in depth elsewhere are re-checked briefly here."""
 
 import json

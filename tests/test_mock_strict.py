@@ -1,4 +1,5 @@
-"""The mock Gemini rejects what Gemini rejects, with Gemini's texts (reference/protocols.md §B3, §B6-B8)."""
+"""The mock Gemini rejects what Gemini rejects, with Gemini's texts
+(docs/wire.md#gemini-schema, #gemini-pairing, #signatures)."""
 
 import json
 import urllib.error

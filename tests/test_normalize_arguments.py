@@ -1,4 +1,4 @@
-"""Schema-aware argument normalization (reference/dialects.md §7)."""
+"""Schema-aware argument normalization (docs/wire.md#dialects)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Text dialects: tool calling for models that speak it only as text (reference/dialects.md).
+"""Text dialects: tool calling for models that speak it only as text (docs/wire.md#dialects).
 
 Each dialect renders tool declarations, earlier calls and tool results into the prompt as the
 model was trained to see them, and parses the model's (streamed) text back into calls.

@@ -1,5 +1,5 @@
 """What every text dialect is made of: the tools it renders, the calls it parses, and the rules for
-finding a call block in streamed text (reference/dialects.md).
+finding a call block in streamed text (docs/wire.md#dialects).
 
 A dialect is a stateless object; the state of one answer lives in a `TextParser` (text_parser.py),
 which feeds the dialect's `block_end`/`parse_block` with what it buffered.

@@ -1,5 +1,5 @@
 """Gemma 4's native tool tokens and FunctionGemma's: the same grammar with another string
-delimiter (reference/dialects.md §1-2).
+delimiter (docs/wire.md#dialects).
 
 Gemma 4:       <|tool>declaration:NAME{...}<tool|>   <|tool_call>call:NAME{k:<|"|>v<|"|>}<tool_call|>
                <|tool_response>response:NAME{...}<tool_response|>
@@ -212,7 +212,7 @@ def gemma4() -> GemmaTokens:
 
 
 def functiongemma() -> GemmaTokens:
-    # Google's guide: this sentence is what turns tool use on (reference/dialects.md §1).
+    # Google's guide: this sentence is what turns tool use on (docs/wire.md#dialects).
     return GemmaTokens(
         name="functiongemma", openers=("<start_function_call>",), quote="<escape>", think=None,
         stops=("<start_function_response>",), noise=("<end_function_call>",),

@@ -1,6 +1,6 @@
 """The value grammar Gemma 4 and FunctionGemma write calls in: `{key:value,...}` with bare keys,
 strings between a delimiter token (`<|"|>` or `<escape>`) and nothing escaped inside, bare numbers,
-`true`/`false`/`null`, arrays `[v,...]` (reference/dialects.md §1-2).
+`true`/`false`/`null`, arrays `[v,...]` (docs/wire.md#dialects).
 
 A recursive-descent parser (regex and flat splits broke on nesting and on braces inside strings in
 vLLM, mlx-lm and mlx-vlm), tolerant of what models really write — JSON, single-quoted or backtick
@@ -217,7 +217,7 @@ SCHEMA_KEYS = ("description", "enum", "items", "nullable", "properties", "requir
 
 
 def write_schema(schema: Any, quote: str) -> str:
-    """A parameter schema as Google's Gemma 4 template renders it (reference/dialects.md §2)."""
+    """A parameter schema as Google's Gemma 4 template renders it (docs/wire.md#dialects)."""
     if not isinstance(schema, dict):
         return "{}"
     items = []

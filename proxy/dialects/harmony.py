@@ -1,5 +1,5 @@
 """gpt-oss Harmony: messages `<|start|>ROLE<|channel|>CHANNEL [to=functions.NAME] [<|constrain|>json]
-<|message|>BODY<|end|>|<|call|>|<|return|>` (reference/dialects.md §6).
+<|message|>BODY<|end|>|<|call|>|<|return|>` (docs/wire.md#dialects).
 
 A call is any message addressed `to=functions.NAME`, on whatever channel it came (about 47 % of
 GPT-OSS-120B's calls arrive on `analysis`, dynamo PR #10366); `analysis` is reasoning, `final` and

@@ -1,6 +1,6 @@
 """Qwen 2.5/3 and Hermes (`<tool_call>{json}</tool_call>`) and Qwen3-Coder's XML-ish calls
 (`<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>`); both answer
-tools in `<tool_response>` blocks of a user turn (reference/dialects.md §3, §7)."""
+tools in `<tool_response>` blocks of a user turn (docs/wire.md#dialects)."""
 
 import ast
 import json

@@ -1,7 +1,7 @@
 """JSON and Python-call dialects without special tokens around the call: Llama 3.1/3.2 JSON
 (`{"name": ..., "parameters": ...}`, optionally after `<|python_tag|>`), pythonic lists
 (`[f(a=1), g(b="x")]`, Llama 3.2 / 4), and Google's Gemma 3 prompting (Python calls, also in
-```tool_code fences, results in ```tool_output) — reference/dialects.md §0.4, §4.
+```tool_code fences, results in ```tool_output) — docs/wire.md#dialects
 
 Bare JSON and bare lists are only calls when they name a declared tool (answers that contain JSON
 or a list must stay answers: vLLM's Llama parser dropped the text around them).

@@ -1,6 +1,6 @@
 """Mistral's `[TOOL_CALLS]`: v11+ `[TOOL_CALLS]NAME[ARGS]{json}` per call (also without the
 `[ARGS]` text when a server skipped it as a special token, vLLM #30651; with `[CALL_ID]id` on some
-versions), and the pre-v11 `[TOOL_CALLS] [{"name": ..., "arguments": ...}, ...]` (reference/dialects.md §5)."""
+versions), and the pre-v11 `[TOOL_CALLS] [{"name": ..., "arguments": ...}, ...]` (docs/wire.md#dialects)."""
 
 import re
 from dataclasses import dataclass

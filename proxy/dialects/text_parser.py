@@ -1,7 +1,7 @@
 """One answer's text in, content / reasoning / calls out, chunk by chunk (the h11 shape: `feed`
 returns events, `close` flushes; no I/O).
 
-Rules (reference/dialects.md §0, §8):
+Rules (docs/wire.md#dialects):
 - text goes out as soon as it cannot be the start of an opener; only a suffix that could be one
   (and trailing whitespace, which is dropped before a call) is held back;
 - a call block is held until it closes, then parsed whole: calls, or the block as text with a

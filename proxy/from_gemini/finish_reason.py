@@ -1,4 +1,4 @@
-"""Gemini finishReason / promptFeedback -> Responses status (reference/protocols.md §C)."""
+"""Gemini finishReason / promptFeedback -> Responses status (docs/wire.md#finish-and-usage)."""
 
 from typing import Literal
 

@@ -1,6 +1,6 @@
 """Collect a model turn from streamed Gemini parts, for replay in later requests' history.
 
-Signatures must go back exactly as received, on the same part (reference/protocols.md §B7), so
+Signatures must go back exactly as received, on the same part (docs/wire.md#signatures), so
 only unsigned text parts of the same kind are joined; everything else is kept as sent. Text is
 joined once at the end (a list of pieces, not `+=` on a string: a 5 MB answer in 300 chunks would
 otherwise copy ~750 MB and fragment the heap).

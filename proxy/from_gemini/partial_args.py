@@ -3,7 +3,7 @@
 With `toolConfig.functionCallingConfig.streamFunctionCallArguments`, Gemini sends a call in pieces:
 the first fragment names it (`name`, `id`, signature on the part), each fragment carries
 `partialArgs[]` = {jsonPath, stringValue | numberValue | boolValue | nullValue, willContinue}, and
-`functionCall.willContinue: true` says more fragments follow (reference/peers-and-gemini-2026.md §3).
+`functionCall.willContinue: true` says more fragments follow (docs/wire.md#streamed-arguments).
 Recorded Vertex streams (tests/recorded/, from @ai-sdk/google's fixtures) end a call with a bare
 `{"functionCall": {}}`: proto3 JSON omits `willContinue: false`, so the end marker has no field at all.
 It is never a call of its own (ADK and ADK Java skip it the same way).

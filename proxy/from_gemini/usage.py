@@ -1,4 +1,4 @@
-"""Gemini usageMetadata -> Responses usage (reference/protocols.md §B4, §C)."""
+"""Gemini usageMetadata -> Responses usage (docs/wire.md#finish-and-usage)."""
 
 from typing import Any
 

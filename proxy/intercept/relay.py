@@ -1,4 +1,4 @@
-"""Relay mode (the Language-Server pattern, reference/antigravity-proxies.md §1.6, §2, §6).
+"""Relay mode (the Language-Server pattern, docs/wire.md#relay).
 
 The front-end does not call Gemini itself. For each generate call it opens a *turn* and asks a
 relay client (any Gemini app whose traffic goes through this MITM) to make a request whose prompt

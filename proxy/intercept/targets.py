@@ -1,4 +1,4 @@
-"""Which requests are Gemini generate calls, and in which dialect (reference/protocols.md §B1, §B9, §B10)."""
+"""Which requests are Gemini generate calls, and in which dialect (docs/wire.md#gemini-framing, #interception)."""
 
 import re
 from dataclasses import dataclass

@@ -178,7 +178,7 @@ def _gemma_value(v: Any, q: str) -> str:
 
 
 def write_calls(dialect: str, calls: list[dict[str, Any]]) -> str:
-    """Calls the way each model family writes them (reference/dialects.md)."""
+    """Calls the way each model family writes them (docs/wire.md#dialects)."""
     def js(v: Any) -> str:
         return json.dumps(v, ensure_ascii=False)
     if dialect == "gemma4":

@@ -35,7 +35,7 @@ a request to summarize (the proxy's compaction) gets a one-line summary counting
 stands for, and `rounds` counts them as done when the turn continues from that summary,
 `hops N [stuck|alternate|empty]` (the answer stopped at the decode limit N-1 times and continued when asked: hops.py).
 Prompted in a text dialect (declarations rendered into the prompt), the model answers in it: dialect_model.py.
-Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
+Gemini-3 model names get call ids and thought signatures like Gemini 3 (docs/wire.md#signatures).
 """
 
 import fnmatch

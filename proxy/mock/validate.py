@@ -1,4 +1,5 @@
-"""Reject what the real Gemini API rejects, with its error texts (reference/protocols.md §B3, §B6-B8).
+"""Reject what the real Gemini API rejects, with its error texts
+(docs/wire.md#gemini-schema, #gemini-pairing, #signatures).
 
 Two stages, as Gemini reports them: JSON/proto parse errors ("Invalid JSON payload received…",
 listed together) and then semantic checks ("* GenerateContentRequest.<path>: <what>", one line each).
@@ -56,14 +57,15 @@ COMBINATION_NEEDS_FLAG = ("Please enable tool_config.include_server_side_tool_in
 SERVER_SIDE_UNSUPPORTED = "Server-side tool invocations are not supported for this model."  # [inferred wording]
 RESPONSE_PARTS_REFUSED = ("Unable to submit request because `function_response.parts` is not supported for this model. "
                           "Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling")
-# Extra fields the Cloud Code Assist wrapper's inner request may carry (reference/protocols.md §B9).
+# Extra fields the Cloud Code Assist wrapper's inner request may carry (docs/wire.md#gemini-framing).
 # Gemma on Gemini's API (agno-agi/agno#3505, BerriAI/litellm#10313; the system-instruction refusal for Gemma 3).
 GEMMA_NO_TOOLS = "Function calling is not enabled for models/{model}"
 GEMMA_NO_SYSTEM = "Developer instruction is not enabled for models/{model}"
 CLOUDCODE_FIELDS = frozenset({"sessionId"})
 # Recorded 400s (tests/recorded/): MINIMAL on gemini-3.7-flash (2026-09) and gemini-3.1-pro-preview
-# (2026-10-09), and on 3.8 Flash and every 3.x Pro as Google's model guides say (reference/peers-and-
-# gemini-2026.md); forced calling with a JSON answer (vercel/ai google-structured-output-with-tools-error.json).
+# (2026-10-09), and on 3.8 Flash and every 3.x Pro as Google's model guides say
+# (docs/wire.md#reasoning); forced calling with a JSON answer
+# (vercel/ai google-structured-output-with-tools-error.json).
 MINIMAL_UNSUPPORTED = "Thinking level MINIMAL is not supported for this model. Please retry with other thinking level."
 MINIMAL_REFUSED = re.compile(r"^gemini-(3\.[78]-flash|3(\.\d+)?-pro)")
 ANY_WITH_JSON = "Forced function calling (ANY mode) with a response mime type: 'application/json' is unsupported"

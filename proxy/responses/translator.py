@@ -3,7 +3,7 @@
 A sans-I/O state machine in the manner of h11: `start()`, then `feed(chunk)` for each Gemini
 response chunk as it arrives, then `finish()`; each returns the Responses events to send. The
 whole (non-streaming) answer is the same machine fed one chunk, read from `.response`.
-Event order and fields follow reference/protocols.md §A6 and the invariants the openai SDK's
+Event order and fields follow docs/wire.md#responses-events and the invariants the openai SDK's
 stream accumulator enforces (one open text/reasoning item at a time; text deltas inside a content
 part). A web_search_call item stays open from Gemini's toolCall to its toolResponse.
 """

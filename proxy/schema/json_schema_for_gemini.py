@@ -1,4 +1,4 @@
-"""JSON Schema -> Gemini `parametersJsonSchema` (the JSON Schema mode, reference/translators.md §1.1).
+"""JSON Schema -> Gemini `parametersJsonSchema` (the JSON Schema mode, docs/wire.md#gemini-schema).
 
 Gemini takes real JSON Schema here (additionalProperties, anyOf, const ... are fine), but still
 rejects a few things: `$ref` with siblings other than description/default, references it cannot

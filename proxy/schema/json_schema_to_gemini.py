@@ -2,9 +2,9 @@
 
 Applied to one tool's argument schema at a time, never to a whole request: `title`, `format`,
 `default` and friends are also ordinary data keys, and tool-call arguments in history must pass
-through untouched (reference/translators.md §1.2, CLIProxyAPI regression).
+through untouched (docs/wire.md#gemini-schema; a CLIProxyAPI regression).
 
-Rules follow reference/protocols.md §B3 and translators.md §1.2: local `$ref` inlined with a cycle
+Rules follow docs/wire.md#gemini-schema: local `$ref` inlined with a cycle
 guard and a depth cap, type arrays and null branches become `nullable`, `const` becomes a one-value
 enum, enums become strings, `allOf` is merged, keywords Gemini rejects are dropped and the
 constraints they carried survive as description hints.

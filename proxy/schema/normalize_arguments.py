@@ -1,4 +1,4 @@
-"""Schema-aware argument normalization (reference/dialects.md §7, after the EXO design).
+"""Schema-aware argument normalization (docs/wire.md#dialects, after the EXO design).
 
 Applied to the arguments of a call before the client sees them, against the client's own JSON
 Schema for that tool:

@@ -3,7 +3,7 @@
 Both sides of the proxy keep it: the front-end when it hands a call to a client, the interceptor
 when it captures one from an app's traffic. Replaying it (`part`) gives back Gemini's own
 functionCall part: its name, its id, its arguments and its thought signature on the same part
-(reference/protocols.md §B7).
+(docs/wire.md#signatures).
 """
 
 from dataclasses import asdict, dataclass

@@ -1,4 +1,4 @@
-"""Thought-signature rules (reference/protocols.md §B7)."""
+"""Thought-signature rules (docs/wire.md#signatures)."""
 
 from typing import Any
 
@@ -38,7 +38,7 @@ def sign_current_turn(contents: list[dict[str, Any]], model: str) -> None:
     """Foreign history repair: the sentinel on the first call of each model turn of the current turn only.
 
     The current turn starts at the last user content that holds text rather than function responses
-    (the scope Gemini validates, reference/protocols.md §B7).
+    (the scope Gemini validates, docs/wire.md#signatures).
     """
     start = 0
     for i, c in enumerate(contents):

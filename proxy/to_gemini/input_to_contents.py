@@ -1,6 +1,6 @@
 """Responses `input` items -> Gemini `contents` + `systemInstruction` parts.
 
-Pairing rules (reference/protocols.md §B6, translators.md §4): every model turn with calls is
+Pairing rules (docs/wire.md#gemini-pairing): every model turn with calls is
 followed by one user turn holding one functionResponse per call, in call order, each echoing the
 call's Gemini id; outputs for unknown call ids and calls without outputs are 400s in OpenAI's words.
 """

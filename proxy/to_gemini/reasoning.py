@@ -1,4 +1,4 @@
-"""OpenAI reasoning settings -> Gemini `thinkingConfig` (reference/protocols.md §B2, §C).
+"""OpenAI reasoning settings -> Gemini `thinkingConfig` (docs/wire.md#reasoning).
 
 Gemini 3 takes `thinkingLevel`; 2.5 takes `thinkingBudget` (a level there is a 400, and setting
 both is a 400: "You can only set only one of thinking budget and thinking level.").

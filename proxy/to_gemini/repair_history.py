@@ -117,7 +117,7 @@ def fill_response_ids(contents: list[dict[str, Any]]) -> None:
 def order_function_responses(contents: list[dict[str, Any]]) -> None:
     """Put each call turn's function responses in call order, matching by id, then by name.
 
-    Gemini CLI answers parallel calls in completion order (reference/clients.md); Gemini pairs by
+    Gemini CLI answers parallel calls in completion order (docs/wire.md#gemini-pairing); Gemini pairs by
     position. Responses that match no call keep their place after the matched ones.
     """
     for i in range(len(contents) - 1):

@@ -1,5 +1,5 @@
 """Forced tool choice (`functionCallingConfig.mode` ANY): detect an answer that ignored it, and the
-directive for one retry (reference/antigravity-proxies.md §3: "plan a text-directive fallback")."""
+directive for one retry (the fallback peers use: docs/wire.md#relay)."""
 
 import copy
 from typing import Any

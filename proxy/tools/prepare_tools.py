@@ -1,7 +1,7 @@
 """OpenAI tools and tool_choice -> Gemini `tools[].functionDeclarations` and `toolConfig`.
 
 Accepts the flat Responses function tool and the nested Chat-style `{type, function: {...}}`
-(real clients send both; reference/protocols.md §A4, §A8). Tool choice mapping: §C.
+(real clients send both; docs/wire.md#responses-requests, #chat). Tool choice mapping: #tool-choice.
 """
 
 from dataclasses import dataclass, field

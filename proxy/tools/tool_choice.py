@@ -1,4 +1,4 @@
-"""OpenAI `tool_choice` (both shapes, incl. allowed_tools) -> Gemini `toolConfig` (reference/protocols.md §C)."""
+"""OpenAI `tool_choice` (both shapes, incl. allowed_tools) -> Gemini `toolConfig` (docs/wire.md#tool-choice)."""
 
 from typing import Any
 

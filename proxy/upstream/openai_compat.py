@@ -4,7 +4,7 @@ llama.cpp, LM Studio, EXO), speaking the Upstream protocol: Gemini bodies in, Ge
 between stream events, the whole exchange; 429/500/503 and failed connections are retried while
 nothing reached the client.
 
-Two-pass thinking (`--two-pass PATTERN=BUDGET`, reference/dialects.md §8, Qwen's documented
+Two-pass thinking (`--two-pass PATTERN=BUDGET`, docs/dialects.md#two-pass-thinking, Qwen's documented
 method): a first pass stops at `</think>` or after BUDGET tokens; its reasoning is closed — with
 Qwen's "limited time" sentence when it was cut — and the answer comes from a second pass that
 continues that closed block (`continue_final_message`). The first pass is held until it ends (it

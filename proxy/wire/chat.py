@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions request shape (reference/protocols.md §A8). Unknown fields are ignored;
+"""OpenAI Chat Completions request shape (docs/wire.md#chat). Unknown fields are ignored;
 messages, tool calls, content parts, tools and tool_choice are typed so a wrong shape is a 400."""
 
 from typing import Any, Literal, Required, TypedDict

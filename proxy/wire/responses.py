@@ -1,4 +1,4 @@
-"""OpenAI Responses API request shapes (reference/protocols.md §A2-A4).
+"""OpenAI Responses API request shapes (docs/wire.md#responses-requests).
 
 Models accept what real clients send: unknown fields are kept and ignored, never rejected.
 Field types are strict (a string where a number belongs is a 400), as OpenAI does; inner objects

@@ -1,7 +1,7 @@
 """Server-sent events framing, sans-I/O: feed bytes as they arrive, get complete `data` payloads.
 
 Gemini separates events with CRLF CRLF, some Vertex recordings with LF LF; chunk boundaries never
-align with events (reference/protocols.md §B1, mitmproxy.md). Multi-line `data:` fields are joined
+align with events (docs/wire.md#gemini-framing). Multi-line `data:` fields are joined
 with "\n" as the SSE spec says (html.spec.whatwg.org §9.2.6).
 """
 
