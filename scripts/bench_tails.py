@@ -118,6 +118,8 @@ def events(history: str, client: str, rounds: int = 24) -> list[tuple]:
     """The conversation in neutral form: ("user"|"assistant", text), ("call", id, name, args),
     ("result", id, text). history "calls": a task, `rounds` tool rounds (an assistant remark every
     third), the next user turn; 50 Chat messages. "text": bench.py's old 50 lorem-ipsum messages."""
+    if history == "text1":  # bench.py's small
+        return [("user", f"message {TURN}: " + "lorem ipsum " * 70)]
     if history == "text":
         return [("user" if i % 2 == 0 else "assistant", f"message {i}: " + "lorem ipsum " * 70) for i in range(49)] + [
             ("user", f"message {TURN}: " + "lorem ipsum " * 70)]
@@ -151,8 +153,8 @@ def png(width: int = 320, height: int = 240) -> str:
 class Shape:
     """What a request carries: real or synthetic tools, a tool-call or text history, a system prompt,
     an image in the last user turn, stored (Responses' store: true) or stateless."""
-    tools: str = "real"       # "real" | "synthetic" | "one"
-    history: str = "calls"    # "calls" | "text" | "one"
+    tools: str = "real"       # "real" | "synthetic" (20) | "synthetic1" | "one" (the client's shell tool)
+    history: str = "calls"    # "calls" | "text" (50 lorem-ipsum messages) | "text1" (one) | "one" (a short ask)
     system: bool = True
     image: bool = False
     store: bool = False
@@ -161,7 +163,10 @@ class Shape:
 SMALL = Shape(tools="one", history="one", system=False)
 LARGE = Shape()
 OLD_LARGE = Shape(tools="synthetic", history="text", system=False, store=True)  # bench.py's large (store defaulted on)
-FACTORS = [("bench.py's large (text history, synthetic tools, stored)", OLD_LARGE),
+FACTORS = [("bench.py's small (one synthetic tool, one 850-character message, stored)",
+            Shape(tools="synthetic1", history="text1", system=False, store=True)),
+           ("agent small (the client's shell tool, a short ask, stateless)", SMALL),
+           ("bench.py's large (text history, synthetic tools, stored)", OLD_LARGE),
            ("+ stateless (store false)", Shape(tools="synthetic", history="text", system=False)),
            ("+ real tools (text history)", Shape(tools="real", history="text", system=False)),
            ("+ tool-call history (synthetic tools)", Shape(tools="synthetic", history="calls", system=False)),
@@ -176,8 +181,8 @@ def body(kind: str, shape: Shape) -> dict:
     client = CLIENT[kind]
     if shape.tools == "real":
         fns = real_tools(client)
-    elif shape.tools == "synthetic":
-        fns = synthetic_tools(20)
+    elif shape.tools.startswith("synthetic"):
+        fns = synthetic_tools(int(shape.tools.removeprefix("synthetic") or 20))
     else:  # the client's shell tool
         fns = [t for t in real_tools(client) if t["name"] == CALLS[client][0][0]]
     if shape.history == "one":

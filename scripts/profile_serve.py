@@ -11,7 +11,7 @@ woken process runs on the other core.
                                     [--seconds N] [--raw FILE] [-- serve options...]
 
 --agent: bench_tails.py's agent-shaped bodies (a tool-call history, real tool schemas, a system prompt)
-instead of bench.py's (anthropic needs it).
+instead of bench.py's (anthropic needs it); --image adds a ~300 KB screenshot to the last user turn.
 
 Prints the functions by microseconds per request, inclusive and self. Time the event loop spends
 waiting (uvloop's epoll wait, which py-spy cannot always tell from work) is the self time of
@@ -46,6 +46,7 @@ def main() -> None:
     p.add_argument("workload", nargs="?", default="large", choices=("small", "large"))
     p.add_argument("kind", nargs="?", default="responses", choices=("responses", "chat", "native", "anthropic"))
     p.add_argument("--agent", action="store_true", help="bench_tails.py's agent-shaped bodies")
+    p.add_argument("--image", action="store_true", help="with --agent: a screenshot in the last user turn")
     p.add_argument("--seconds", type=float, default=15)
     p.add_argument("--stream", action="store_true", help="ask for a streamed answer (SSE)")
     p.add_argument("--raw", type=Path, help="keep py-spy's raw samples here")
@@ -62,9 +63,12 @@ def main() -> None:
     raw = args.raw or tmp / "samples.txt"
     mport, port = free_port(), free_port()
     if args.agent or args.kind == "anthropic":
+        from dataclasses import replace
+
         from scripts.bench_tails import LARGE, PATHS, SMALL
         from scripts.bench_tails import body as agent_body
-        path, body = PATHS[args.kind], agent_body(args.kind, LARGE if args.workload == "large" else SMALL)
+        shape = replace(LARGE if args.workload == "large" else SMALL, image=args.image)
+        path, body = PATHS[args.kind], agent_body(args.kind, shape)
     else:
         path, body = bodies(args.kind, args.workload)
     if args.stream and args.kind == "native":
