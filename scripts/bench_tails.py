@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import random
+import re
 import ssl
 import statistics
 import struct
@@ -460,11 +461,19 @@ def run_rows(servers: Servers, workloads: list[str], kinds: list[str]) -> list[d
         for kind in kinds:
             b = body(kind, shape)
             targets = servers.targets(kind, b)
+            theirs_targets, refused = None, None
+            if servers.litellm_url and kind in ("responses", "chat"):
+                try:
+                    theirs_targets = servers.litellm_targets(kind, b)
+                except RuntimeError as e:  # what LiteLLM answers the body with, in the table's note
+                    refused = re.sub(r"\s+", " ", str(e).split(": ", 1)[-1])[:240]
+                    print(f"LiteLLM refused {workload} {kind}: {refused}", flush=True)
             for c in CONC:
                 r = summarize(asyncio.run(rotation(targets, c, N, pids=servers.pids())))
-                if servers.litellm_url and kind in ("responses", "chat"):
-                    theirs = summarize(asyncio.run(rotation(servers.litellm_targets(kind, b), c, max(50, N // 4))))
-                    r["litellm"] = theirs["litellm"]
+                if theirs_targets:
+                    r["litellm"] = summarize(asyncio.run(rotation(theirs_targets, c, max(50, N // 4))))["litellm"]
+                if refused:
+                    r["litellm_refused"] = refused
                 rows.append({"workload": workload, "kind": kind, "c": c, "bytes": len(json.dumps(b)), **r})
                 print(_line(rows[-1]), flush=True)
     return rows
@@ -572,12 +581,22 @@ def table(runs: list[list[dict]]) -> list[str]:
         cpu = (f"{med(('proxy', 'cpu_ms')):.2f} / {med(('hop', 'cpu_ms')):.2f}"
                if all("cpu_ms" in r["proxy"] for r in rs) else "—")
         lite = (f"{med(('litellm', 'added_p50')):+.1f} / {med(('litellm', 'added_p99')):+.1f}"
-                if all("litellm" in r for r in rs) else "—")
+                if all("litellm" in r for r in rs) else "refused the body (400)¹" if any(
+                    "litellm_refused" in r for r in rs) else "—")
         lines.append(f"| {w} | {NAMES[k]} | {c} | {med(('direct', 'p50')):.2f} / {med(('direct', 'p99')):.2f} | "
                      f"{med(('proxy', 'added_p50')):+.2f} | {med(('hop', 'added_p50')):+.2f} | "
                      f"{rng(('proxy', 'added_p99'))} | {rng(('hop', 'added_p99'))} | {_ratio(ratio)} | "
                      f"{pair:+.2f}{'' if goal is None else mark(pair <= goal)} | {cpu} | {lite} |")
     return lines
+
+
+def refusals(runs: list[list[dict]]) -> list[str]:
+    seen = {(r["workload"], r["kind"]): r["litellm_refused"] for run in runs for r in run if "litellm_refused" in r}
+    if not seen:
+        return []
+    (w, k), text = next(iter(seen.items()))
+    return [f"¹ LiteLLM answered {', '.join(f'{w} {NAMES[k]}' for w, k in seen)} with a 400, e.g. ({w} {NAMES[k]}): "
+            f"`{text}` — it passes Codex's MCP tool names (`dash/search`) to Gemini as they are.", ""]
 
 
 def _ratio(x: float) -> str:
@@ -663,7 +682,7 @@ def write(runs: list[list[dict]], factors: list[dict], loads: list[str]) -> None
              "functionResponse; the results are source code, 400 B–2.5 KB) and 20 real tool schemas "
              "(../shared/fixtures/tool-schemas: Codex's for Responses and Chat, Claude Code's for Anthropic, "
              f"Gemini CLI's for the MITM). Sizes: {size_text}.", "", *table(runs), "",
-             f"![added latency by concurrency]({PLOT.name})", ""]
+             *refusals(runs), f"![added latency by concurrency]({PLOT.name})", ""]
     if factors:
         lines += ["### What makes the agent body harder than bench.py's 'large'", "",
                   f"At c=1, {FACTOR_N} rounds each, one factor at a time from bench.py's old 'large' (50 lorem-ipsum "
