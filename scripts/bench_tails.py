@@ -511,6 +511,43 @@ def factor_rows(servers: Servers, kinds: list[str]) -> list[dict]:
     return out
 
 
+def versus_rows(servers: Servers, rev: str, kinds: list[str]) -> list[dict]:
+    """The proxy at `rev` (git archive into .bench/, run by the same interpreter) beside today's, in
+    the same rotation with the null hop and the mock, at c=1: did the code change, or the bodies?"""
+    old_dir = ROOT / ".bench" / f"proxy-at-{rev}"
+    if not (old_dir / "proxy").is_dir():
+        old_dir.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "proxy"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(old_dir)], input=archive.stdout, check=True)
+    port = free_port()
+    proc = Process(servers.tmp, f"tails-proxy-{rev}", [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve",
+                                                     "--port", str(port), "--upstream", servers.mock_url], "ready",
+                   cwd=old_dir)
+    servers.procs.append(proc)
+    out = []
+    for label, shape in (FACTORS[0], FACTORS[1], FACTORS[2], ("agent large", LARGE)):
+        for kind in kinds:
+            if kind == "anthropic" and rev_lacks_anthropic(old_dir):
+                continue
+            b = body(kind, shape)
+            proxy, hop, direct = servers.targets(kind, b)
+            old = Target("old", f"http://127.0.0.1:{port}" + PATHS[kind], b)
+            lat = asyncio.run(rotation([proxy, old, hop, direct], 1, FACTOR_N))
+
+            def paired(a: str, z: str, lat: dict = lat) -> float:
+                return statistics.median(x - y for x, y in zip(lat[a], lat[z], strict=True)) * 1000
+            out.append({"label": label, "kind": kind, "rev": rev, "new_old": paired("proxy", "old"),
+                        "new_hop": paired("proxy", "hop"), "old_hop": paired("old", "hop")})
+            v = out[-1]
+            print(f"{label:58} {kind:9} today − {rev} {v['new_old']:+.2f}  today − hop {v['new_hop']:+.2f}  "
+                  f"{rev} − hop {v['old_hop']:+.2f}", flush=True)
+    return out
+
+
+def rev_lacks_anthropic(old_dir: Path) -> bool:
+    return not (old_dir / "proxy" / "anthropic").is_dir()
+
+
 # -- the MITM -------------------------------------------------------------------------------------
 
 def mitm_rows(tmp: Path, workloads: list[str]) -> list[dict]:
@@ -654,7 +691,7 @@ def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def write(runs: list[list[dict]], factors: list[dict], loads: list[str]) -> None:
+def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus: list[dict]) -> None:
     machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
                f"Python {platform.python_version()}")
     sizes = {}
@@ -693,6 +730,15 @@ def write(runs: list[list[dict]], factors: list[dict], loads: list[str]) -> None
         lines += [f"| {f['label']} | {NAMES[f['kind']]} | {f['bytes']:,} | {f['beyond']:+.2f} | {f['added']:+.2f} | "
                   f"{f['hop']:+.2f} | {f['cpu']:.2f} | {f['hop_cpu']:.2f} |" for f in factors]
         lines.append("")
+    if versus:
+        rev = versus[0]["rev"]
+        lines += [f"### Today's proxy against the one at {rev}", "",
+                  f"The proxy at {rev} (`git archive`, the same interpreter and packages) beside today's, both in the "
+                  f"same rotation with the null hop and the mock, c=1, {FACTOR_N} rounds; paired medians, ms.",
+                  "", f"| body | API | today − {rev} | today − hop | {rev} − hop |", "|---|---|---|---|---|"]
+        lines += [f"| {v['label']} | {NAMES[v['kind']]} | {v['new_old']:+.2f} | {v['new_hop']:+.2f} | "
+                  f"{v['old_hop']:+.2f} |" for v in versus]
+        lines.append("")
     lines.append(END)
     section = "\n".join(lines)
     text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
@@ -712,10 +758,11 @@ def main() -> None:
     p.add_argument("--only", choices=("small", "large"))
     p.add_argument("--kinds", default="responses,chat,anthropic,mitm")
     p.add_argument("--json", type=Path, help="keep the raw figures here")
+    p.add_argument("--versus", metavar="REV", help="also today's proxy against the one at git revision REV (c=1)")
     args = p.parse_args()
     kinds = args.kinds.split(",")
     workloads = [args.only] if args.only else ["small", "large"]
-    runs, factors, loads = [], [], []
+    runs, factors, loads, versus = [], [], [], []
     for i in range(args.runs):
         loads.append(load())
         print(f"run {i + 1}/{args.runs}: {loads[-1]}", flush=True)
@@ -727,19 +774,21 @@ def main() -> None:
                 rows += run_rows(servers, workloads, [k for k in kinds if k != "mitm"])
             if args.factors and i == 0:
                 factors = factor_rows(servers, [k for k in kinds if k != "mitm"])
+            if args.versus and i == 0:
+                versus = versus_rows(servers, args.versus, [k for k in kinds if k != "mitm"])
         finally:
             servers.stop()
         if "mitm" in kinds and not args.no_rows:
             rows += mitm_rows(tmp, workloads)
         runs.append(rows)
         if args.json:
-            args.json.write_text(json.dumps({"runs": runs, "factors": factors, "loads": loads}))
+            args.json.write_text(json.dumps({"runs": runs, "factors": factors, "loads": loads, "versus": versus}))
     if not args.no_rows:
         print("\n".join(table(runs)))
     if args.write:
         if not args.no_rows:
             plot(runs)
-        write(runs, factors, loads)
+        write(runs, factors, loads, versus)
 
 
 if __name__ == "__main__":
