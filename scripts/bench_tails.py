@@ -13,10 +13,10 @@ the paired median (proxy - hop, request by request, as bench.py's "beyond the ho
 
 'Large' is what an agent sends: a 50-message stateless history made of tool calls and their results
 (function_call/function_call_output, tool_calls/role tool, tool_use/tool_result), the client's own
-system prompt, and 20 real tool schemas (../shared/fixtures/tool-schemas: Codex's for Responses and
-Chat, Claude Code's for Anthropic, Gemini CLI's for the MITM's native body). `--factors` measures,
-at c=1, which of those makes the difference against bench.py's old 'large' (lorem-ipsum text, a
-synthetic tool repeated 20 times).
+system prompt, and 20 real tool schemas (tests/fixtures/tool-schemas, or ../shared/fixtures/tool-schemas:
+Codex's for Responses and Chat, Claude Code's for Anthropic, Gemini CLI's for the MITM's native body).
+`--factors` measures, at c=1, which of those makes the difference against bench.py's old 'large'
+(lorem-ipsum text, a synthetic tool repeated 20 times).
 
     python scripts/bench_tails.py [--write] [--factors] [--only small|large] [--kinds responses,chat,...]
 
@@ -54,7 +54,8 @@ from tests.servers import Process, free_port  # noqa: E402
 N = int(os.environ.get("BENCH_TAILS_N", "600"))
 FACTOR_N = int(os.environ.get("BENCH_TAILS_FACTOR_N", "400"))
 CONC = tuple(int(c) for c in os.environ.get("BENCH_TAILS_CONC", "1,4,16,64").split(","))
-SCHEMAS = next((p for p in (ROOT.parent / "shared" / "fixtures" / "tool-schemas",
+SCHEMAS = next((p for p in (ROOT / "tests" / "fixtures" / "tool-schemas",  # main keeps a copy there
+                            ROOT.parent / "shared" / "fixtures" / "tool-schemas",
                             ROOT.parents[1] / "shared" / "fixtures" / "tool-schemas",
                             Path("/work/shared/fixtures/tool-schemas")) if p.is_dir()), None)
 MODEL = "gemini-2.5-flash"
