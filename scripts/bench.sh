@@ -3,6 +3,8 @@
 # its own virtual environment under .bench/; valgrind when it can), runs every row in one run and
 # writes docs/benchmarks.md (and docs/benchmarks-sse.md: how SSE decoding scales).
 # BENCH_N / BENCH_SECONDS / BENCH_MITM_ROUNDS (the MITM rows' alternated rounds, 3) shorten or lengthen it; BENCH_LITELLM=0 leaves LiteLLM out.
+# Tails under concurrency (bench_tails.py: its section of docs/benchmarks.md and docs/benchmarks-tails.png):
+# BENCH_TAILS_RUNS (3 whole runs), BENCH_TAILS_N (rounds per concurrency), BENCH_TAILS_CONC ("1,4,16,64").
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/system_deps.sh"
 cd "$ROOT"
@@ -20,6 +22,14 @@ if [ "${BENCH_LITELLM:-1}" != 0 ]; then
     fi
     export BENCH_LITELLM_BIN="$LITELLM_VENV/bin/litellm"
 fi
+# matplotlib draws bench_tails.py's plot: installed into the venv only, when missing (it is no dependency of
+# the project, so the lock stays as it is).
+if ! "$VENV_PY" -c 'import matplotlib' 2>/dev/null; then
+    echo "installing matplotlib into $VENV (the tails plot)" >&2
+    "$VENV/bin/uv" pip install -q --python "$VENV_PY" matplotlib >&2
+fi
 "$VENV_PY" scripts/bench.py "$@"
+# After bench.py, which writes docs/benchmarks.md whole: this replaces (or appends) its own section.
+"$VENV_PY" scripts/bench_tails.py --write --factors --runs "${BENCH_TAILS_RUNS:-3}"
 "$VENV_PY" scripts/bench_journal.py --write  # the journal on against off -> docs/benchmarks-journal.md
 exec "$VENV_PY" scripts/bench_sse.py --write   # SSE decoding's scaling -> docs/benchmarks-sse.md

@@ -7,8 +7,11 @@ runnable, and every sample of the wait lands on the write (StreamWriter._writeli
 the samples while its CPU, measured with thread_time, was a quarter of its wall time). Pinned, the
 woken process runs on the other core.
 
-    python scripts/profile_serve.py [small|large] [responses|chat|native] [--stream] [--seconds N]
-                                    [--raw FILE] [-- serve options...]
+    python scripts/profile_serve.py [small|large] [responses|chat|native|anthropic] [--agent] [--stream]
+                                    [--seconds N] [--raw FILE] [-- serve options...]
+
+--agent: bench_tails.py's agent-shaped bodies (a tool-call history, real tool schemas, a system prompt)
+instead of bench.py's (anthropic needs it); --image adds a ~300 KB screenshot to the last user turn.
 
 Prints the functions by microseconds per request, inclusive and self. Time the event loop spends
 waiting (uvloop's epoll wait, which py-spy cannot always tell from work) is the self time of
@@ -41,7 +44,9 @@ CLIENTS = 2  # concurrent requests: enough to keep the server busy, few enough f
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("workload", nargs="?", default="large", choices=("small", "large"))
-    p.add_argument("kind", nargs="?", default="responses", choices=("responses", "chat", "native"))
+    p.add_argument("kind", nargs="?", default="responses", choices=("responses", "chat", "native", "anthropic"))
+    p.add_argument("--agent", action="store_true", help="bench_tails.py's agent-shaped bodies")
+    p.add_argument("--image", action="store_true", help="with --agent: a screenshot in the last user turn")
     p.add_argument("--seconds", type=float, default=15)
     p.add_argument("--stream", action="store_true", help="ask for a streamed answer (SSE)")
     p.add_argument("--raw", type=Path, help="keep py-spy's raw samples here")
@@ -57,7 +62,15 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gtp-profile-"))
     raw = args.raw or tmp / "samples.txt"
     mport, port = free_port(), free_port()
-    path, body = bodies(args.kind, args.workload)
+    if args.agent or args.kind == "anthropic":
+        from dataclasses import replace
+
+        from scripts.bench_tails import LARGE, PATHS, SMALL
+        from scripts.bench_tails import body as agent_body
+        shape = replace(LARGE if args.workload == "large" else SMALL, image=args.image)
+        path, body = PATHS[args.kind], agent_body(args.kind, shape)
+    else:
+        path, body = bodies(args.kind, args.workload)
     if args.stream and args.kind == "native":
         path = path.replace(":generateContent", ":streamGenerateContent?alt=sse")
     elif args.stream:

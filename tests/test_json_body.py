@@ -89,3 +89,37 @@ def test_fast_json_round_trip_keeps_every_digit(value):
     """What the store and the translators copy comes back exactly (big integers included)."""
     from proxy import fast_json
     assert repr(fast_json.clone(value)) == repr(value)
+
+
+@given(values, st.booleans())
+@settings(max_examples=400)
+def test_call_arguments_fast_path_equals_the_standard_path(value, ascii_only):
+    """parse_arguments (a call's `arguments` string) reads orjson first: the same value or the same
+    400 as the standard library, for NaN, infinities, big integers, lone surrogates, deep nesting."""
+    from proxy.wire.json_body import _parse_arguments_standard, parse_arguments
+    text = json.dumps(value, ensure_ascii=ascii_only)
+
+    def outcome_of(parse):
+        try:
+            return "ok", repr(parse(text, "input[3].arguments"))
+        except ProxyError as e:
+            return "error", e.message, e.param
+        except (ValueError, RecursionError) as e:  # the standard path's own errors, unchanged
+            return "raised", type(e).__name__
+    assert outcome_of(parse_arguments) == outcome_of(_parse_arguments_standard)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1e400}', '{"a": NaN}', "-Infinity", "[" * 150 + "]" * 150,
+                                  '{"n": 123456789012345678901234567890}', '{"s": "\\ud800"}', "{bad", "",
+                                  '{"a": 1, "a": 2}'])
+def test_call_arguments_edge_cases_match_the_standard_path(text):
+    from proxy.wire.json_body import _parse_arguments_standard, parse_arguments
+
+    def outcome_of(parse):
+        try:
+            return "ok", repr(parse(text, "p"))
+        except ProxyError as e:
+            return "error", e.message, e.param
+        except ValueError as e:
+            return "raised", type(e).__name__, str(e)
+    assert outcome_of(parse_arguments) == outcome_of(_parse_arguments_standard)

@@ -189,3 +189,22 @@ def test_rules_and_sibling_rewrite() -> None:
                                                         "attachments": ["1-1.png (follows the function responses)"]}
     assert parts[2]["text"] == "Attachment 1-1.png of the result of a (1):"
     assert parts[3] == {"inlineData": {"mimeType": "image/png", "data": PNG}}
+
+
+def test_wrapped_url_safe_unpadded_base64_reaches_gemini_standard(client: openai.OpenAI, stack) -> None:
+    """Base64 as some clients write it -- wrapped at 76 columns (newlines, CRLF, tabs, spaces, a
+    Unicode space), the URL-safe alphabet, the padding left off -- reaches Gemini as standard padded
+    base64 of the same bytes; a character outside both alphabets is still a 400."""
+    raw = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 3
+    standard = base64.b64encode(raw).decode()
+    safe = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    seps = ["\n", "\r\n", "\t", " ", "\u2003"]
+    wrapped = "".join(safe[i:i + 76] + seps[(i // 76) % len(seps)] for i in range(0, len(safe), 76))
+    assert "-" in wrapped and "_" in wrapped and "\n" in wrapped
+    client.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{wrapped}"}}]}])
+    assert _media_parts(stack.last_body()) == [{"inlineData": {"mimeType": "image/png", "data": standard}}]
+    with pytest.raises(openai.BadRequestError, match="not valid base64"):
+        client.chat.completions.create(model="gemini-2.5-flash", messages=[{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{safe[:40]}*{safe[41:80]}"}}]}])

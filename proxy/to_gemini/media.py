@@ -41,7 +41,9 @@ def guess_mime(name: str | None) -> str | None:
 
 def checked_base64(data: str, where: str) -> str:
     """The base64 text Gemini will accept (standard alphabet, padded); a 400 if it is not base64."""
-    text = re.sub(r"\s+", "", data).replace("-", "+").replace("_", "/")
+    # str.split() drops exactly what re's \s matches (every code point checked), 30x faster than re.sub on a
+    # 300 KB screenshot: re.sub took 3 ms of CPU per image (bench_tails.py's factor table).
+    text = "".join(data.split()).replace("-", "+").replace("_", "/")
     text += "=" * (-len(text) % 4)
     try:
         raw = base64.b64decode(text, validate=True)

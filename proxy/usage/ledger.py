@@ -80,22 +80,26 @@ class Ledger:
                 self.key_ids.add(kid)
             else:
                 kid = "other"
-        inc = increments(model, usage, error, self.prices)
+        priced = model
         model = (label or model).removeprefix("models/")
         answer_id = uuid.uuid4().hex
         charge = None
         if limit is not None and usage is not None and (limit.tpm or limit.usd_day or limit.usd_month):
-            charge = (charged, usage.input + usage.thinking + usage.output, inc.get("cost_nusd", 0))
-        task = asyncio.get_running_loop().create_task(self._write(kid, model, inc, answer_id, charge))
+            charge = (charged, usage.input + usage.thinking + usage.output)
+        # The cost is worked out in the write's task, after the answer has gone out: genai-prices takes
+        # ~0.1 ms an answer, a third of a small request's time in the proxy (bench_tails.py, profile_serve.py).
+        task = asyncio.get_running_loop().create_task(self._write(kid, model, (priced, usage, error), answer_id,
+                                                                  charge))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
 
-    async def _write(self, kid: str, model: str, inc: dict[str, int], answer_id: str,
-                     charge: tuple[str, int, int] | None) -> None:
+    async def _write(self, kid: str, model: str, answer: tuple[str, AnswerUsage | None, bool], answer_id: str,
+                     charge: tuple[str, int] | None) -> None:
         try:
+            inc = increments(*answer, self.prices)
             await self.counters.add(kid, model, day_of(), inc, answer_id)
             if charge is not None:
-                await self.limiter.charge(*charge, answer_id=answer_id)
+                await self.limiter.charge(*charge, inc.get("cost_nusd", 0), answer_id=answer_id)
         except (Exception, asyncio.CancelledError) as e:  # noqa: BLE001 - counted and logged; the answer was given
             self.lost += 1
             metrics.USAGE_UNRECORDED.inc()

@@ -150,7 +150,22 @@ _finite = _finite_or(_not_a_number)
 
 def parse_arguments(text: str, param: str) -> Any:
     """A call's `arguments` string from a client: JSON, so NaN and infinity (which Python's json would
-    accept, and which one path would keep and another write as null) are a 400 naming `param`."""
+    accept, and which one path would keep and another write as null) are a 400 naming `param`.
+    orjson first, as parse_json does, with the same test of its result; anything else (what orjson
+    refuses: NaN, 1e400, a lone surrogate, bad JSON; a float that may have been a big integer) takes
+    the standard path, which alone decides errors. 7 us -> 1 us a call: an agent's history holds
+    dozens of calls, each parsed twice on Chat (bench_tails.py, profile_serve.py --agent)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if _plain(value):
+            return value
+    return _parse_arguments_standard(text, param)
+
+
+def _parse_arguments_standard(text: str, param: str) -> Any:
     def refuse(token: str) -> float:
         raise ProxyError(f"Invalid '{param}': it holds '{token[:20]}', a number JSON cannot carry (NaN or "
                          "infinity); Gemini would never receive it.", param=param, code="invalid_value")
