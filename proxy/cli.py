@@ -181,7 +181,7 @@ def _apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser, arg
 def _model_rules(args: argparse.Namespace) -> ModelRules:
     try:
         return ModelRules.parse(args.tool_result_media, args.stream_arguments, args.hosted_tools, args.tool_mode,
-                                args.rescue_text_calls, args.single_call, args.think_open)
+                                args.rescue_text_calls, args.single_call, args.think_open, args.fallback)
     except ValueError as e:
         _fail(str(e))
 
@@ -199,13 +199,34 @@ def _keys(args: argparse.Namespace, *hosts: str) -> ClientKeys:
     return keys
 
 
-async def _until_stopped() -> None:
+async def _until_stopped(on_stop: Callable[[], None] | None = None, drain: float = 0.0) -> None:
+    """Until SIGINT or SIGTERM; `on_stop` runs at once (the front-end's /readyz turns 503). SIGTERM, an
+    orchestrator's or a balancer's stop, then drains: the listener stays open `drain` seconds, so the
+    balancer's health checks see the 503 and send no more before connections are refused. SIGINT (a
+    Ctrl-C at a terminal, where nobody balances) and a second signal during the drain stop at once."""
     stop = asyncio.Event()
+    got: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: int) -> None:
+        got.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal, sig)
     await stop.wait()
+    if on_stop is not None:
+        on_stop()
+    if got[0] == signal.SIGTERM and drain > 0:
+        log.info("SIGTERM: draining for %g s (/readyz answers 503, requests are still served), then "
+                 "refusing new connections", drain)
+        stop.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(drain):
+                await stop.wait()
+        if stop.is_set():
+            log.info("a second signal: the drain ends now")
 
 
 async def _start_site(app: web.Application, host: str, port: int, limits: ServerLimits
@@ -224,8 +245,15 @@ async def _serve(args: argparse.Namespace) -> None:
     from proxy.server import make_app  # the routes and wire models: only what serves needs them
     from proxy.server.collections import parse_passthrough
     from proxy.server.context import parse_aliases
+    from proxy.server.rate_limits import parse_limits
 
     keys = _keys(args, args.host)
+    rules = _model_rules(args)  # (a bad rule exits before anything, the built-in mock too, listens)
+    try:
+        if parse_limits(args.limit):
+            log.warning("--limit is parsed but not yet enforced (issue 61 item 2 is unfinished)")
+    except ValueError as e:
+        _fail(str(e))
     try:
         if Path(args.carrier_keys_file).expanduser().parent == CERTS_DIR and not (
                 args.carrier_key or os.environ.get(CARRIER_KEYS_ENV)):
@@ -268,12 +296,10 @@ async def _serve(args: argparse.Namespace) -> None:
         guard = RequestGuard.configured(args.host, args.allowed_host, args.allowed_origin)
     except ValueError as e:
         _fail(f"--allowed-origin: {e}")
-    runner, port = await _start_site(make_app(store, upstream, aliases=aliases, schema_modes=modes,
-                                              fill_missing=args.fill_missing_required,
-                                              forced_choice=args.forced_choice, keys=keys, carrier=carrier,
-                                              limits=limits, rules=_model_rules(args), recorder=recorder,
-                                              passthrough_collections=passthrough, guard=guard),
-                                     args.host, args.port, limits)
+    app = make_app(store, upstream, aliases=aliases, schema_modes=modes, fill_missing=args.fill_missing_required,
+                   forced_choice=args.forced_choice, keys=keys, carrier=carrier, limits=limits,
+                   rules=rules, recorder=recorder, passthrough_collections=passthrough, guard=guard)
+    runner, port = await _start_site(app, args.host, args.port, limits)
     runners.append(runner)
     gemini = getattr(upstream, "default", upstream)
     shown = (f"Vertex AI at {gemini.base_url}, {len(gemini.pool)} credential(s)"
@@ -285,7 +311,8 @@ async def _serve(args: argparse.Namespace) -> None:
     gc_tuning.freeze_startup()
     print(f"gemini-tool-proxy ready on http://{args.host}:{port}", flush=True)
     try:
-        await _until_stopped()
+        from proxy.server.app import drain
+        await _until_stopped(lambda: drain(app), args.drain_seconds)
     finally:
         for r in reversed(runners):
             await r.cleanup()

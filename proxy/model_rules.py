@@ -7,7 +7,9 @@ families, parsed once (serve's flags, the addon's `gtp_*` options) and asked per
 - `--hosted-tools PATTERN=drop|error`: what happens to a hosted tool a model cannot serve
   (tools/hosted_tools.py);
 - `--tool-mode PATTERN=native|DIALECT`, `--rescue-text-calls PATTERN=DIALECT|off`, `--single-call
-  PATTERN`, `--think-open PATTERN`: models that speak tools as text (dialects/tool_modes.py).
+  PATTERN`, `--think-open PATTERN`: models that speak tools as text (dialects/tool_modes.py);
+- `--fallback PATTERN=MODEL[,MODEL...]`: the models asked when one matching is refused as passing
+  (upstream/fallback.py).
 
 And one fixed table, EXPLICIT_CACHE: which models take an explicit `cachedContents` prefix and its
 minimum size (what Anthropic `cache_control` maps to, anthropic/prompt_cache.py).
@@ -19,6 +21,7 @@ from proxy.dialects.tool_modes import ToolModes
 from proxy.pattern_rules import matches, rule_for
 from proxy.to_gemini.tool_result_media import parse_media_rules, parts_in_results
 from proxy.tools.hosted_tools import parse_hosted_rules
+from proxy.upstream.fallback import parse_fallback
 
 # Explicit context caching, first match wins: the smallest prefix (tokens) a `cachedContents` entry
 # may hold, or 0 where the model has none. Google's caching guide (ai.google.dev/gemini-api/docs/
@@ -46,18 +49,20 @@ class ModelRules:
     stream_arguments: tuple[str, ...] = ()
     hosted_tools: list[tuple[str, str]] = field(default_factory=list)
     text_calls: ToolModes = field(default_factory=ToolModes)
+    fallback: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, result_media: list[str] | tuple[str, ...] = (), stream_arguments: list[str] | tuple[str, ...] = (),
               hosted_tools: list[str] | tuple[str, ...] = (), tool_modes: list[str] | tuple[str, ...] = (),
               rescue_text_calls: list[str] | tuple[str, ...] = (), single_call: list[str] | tuple[str, ...] = (),
-              think_open: list[str] | tuple[str, ...] = ()) -> "ModelRules":
+              think_open: list[str] | tuple[str, ...] = (), fallback: list[str] | tuple[str, ...] = ()
+              ) -> "ModelRules":
         """From option values; a bad one is a ValueError naming it."""
         patterns = tuple(p.strip() for p in stream_arguments)
         if any(not p for p in patterns):
             raise ValueError("a --stream-arguments pattern must not be empty")
         return cls(parse_media_rules(result_media), patterns, parse_hosted_rules(hosted_tools),
-                   ToolModes.parse(tool_modes, rescue_text_calls, single_call, think_open))
+                   ToolModes.parse(tool_modes, rescue_text_calls, single_call, think_open), parse_fallback(fallback))
 
     def result_parts(self, model: str) -> bool:
         return parts_in_results(model, self.result_media)

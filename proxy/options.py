@@ -49,6 +49,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def wait_seconds(text: str) -> float:
+    """Seconds that may be 0 (no wait), for a wait rather than a defence."""
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be 0 or a positive, finite number of seconds, not {text}")
+    return value
+
+
 def port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
@@ -89,6 +97,7 @@ class Option:
     addon: str | None = ""          # the addon's name ("": gtp_ + name; None: the addon has no such option)
     addon_default: Any = ...        # where the addon's default differs (...: the same)
     serve: bool = True              # an option of `serve`
+    type: Callable[[str], Any] | None = None  # the command line's value type, where the kind's (TYPES) is not it
     mitm: bool = False              # also one of `mitm`, which passes it to the addon as --set
 
     @property
@@ -201,6 +210,10 @@ OPTIONS: tuple[Option, ...] = (
            f"included (default {DEFAULT_TOTAL_TIMEOUT:g})"),
     Option("max-retries", "count", DEFAULT_MAX_RETRIES, f"retries of a 429/500/503 or failed connection before "
            f"anything reached the client, with backoff or Gemini's retry hint (default {DEFAULT_MAX_RETRIES})"),
+    Option("fallback", "list", (), "when Gemini answers 429/503 (quota, overloaded; every pooled key resting) for a "
+           "model matching PATTERN before anything reached the client, ask these models in turn; the client keeps "
+           "its model name, x-gtp-served-model says which answered (repeatable, first match wins; the retries and "
+           "the deadline are shared along the chain)", metavar="PATTERN=MODEL[,MODEL...]"),
     # -- clients ---------------------------------------------------------------------------------------
     Option("api-key", "list", (), f"a key clients must present to the front-end (repeatable; also api-keys-file and "
            f"${KEYS_ENV}); Gemini is then called with the server's GEMINI_API_KEY, and sessions are per key",
@@ -222,8 +235,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("client-timeout", "seconds", DEFAULT_CLIENT_TIMEOUT, f"seconds a client has to send a request's headers, "
            f"again for its body, and the longest a stream waits on a client that stopped reading (default "
            f"{DEFAULT_CLIENT_TIMEOUT:g})", mitm=True),
-    Option("shutdown-timeout", "seconds", DEFAULT_SHUTDOWN_TIMEOUT, f"seconds from SIGTERM to exit; requests still "
-           f"running then end with their protocol's failure (default {DEFAULT_SHUTDOWN_TIMEOUT:g})", mitm=True),
+    Option("shutdown-timeout", "seconds", DEFAULT_SHUTDOWN_TIMEOUT, f"seconds from SIGTERM (after serve's drain) "
+           f"to exit; requests still running then end with their protocol's failure (default "
+           f"{DEFAULT_SHUTDOWN_TIMEOUT:g})", mitm=True),
+    Option("drain-seconds", "seconds", 0.0, "seconds from SIGTERM during which /readyz answers 503 but the front-end "
+           "still accepts and serves, so a load balancer's health checks take it out before connections are refused; "
+           "set it above the balancer's check interval x fall count (default 0: no drain; SIGINT never drains)",
+           addon=None, type=wait_seconds),
     Option("background-lease", "seconds", DEFAULT_BACKGROUND_LEASE, f"seconds after which a background response or "
            f"interaction whose instance stopped renewing it is reported failed (default "
            f"{DEFAULT_BACKGROUND_LEASE:g})", mitm=True),
@@ -241,6 +259,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-background-per-key", "count", DEFAULT_BACKGROUND_PER_KEY, f"background responses and interactions "
            f"one client key may have running at once; more get a 429 (default {DEFAULT_BACKGROUND_PER_KEY}; 0: no "
            f"cap)", addon=None),
+    Option("limit", "list", (), "a client's budget: requests and tokens per minute, USD per day and month, for "
+           "ID (its c-... id, or '*' for every client without its own) (repeatable; not yet enforced: issue 61)",
+           metavar="ID=rpm:N,tpm:N,usd_day:X,usd_month:X", addon=None),
     # -- state -----------------------------------------------------------------------------------------
     Option("store", "text", "memory", "where sessions live: this process's memory (default) or a Redis shared by "
            "several instances, redis://HOST:PORT/DB (rediss:// for TLS, unix://)",
@@ -298,7 +319,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: Literal["serve", "mi
         elif o.kind == "list":
             parser.add_argument(flag, action="append", default=[], metavar=o.metavar, help=o.help)
         else:
-            parser.add_argument(flag, type=TYPES.get(o.kind), default=default, metavar=o.metavar,
+            parser.add_argument(flag, type=o.type or TYPES.get(o.kind), default=default, metavar=o.metavar,
                                 choices=o.choices, help=o.help)
 
 

@@ -11,6 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from tests.servers import loopback_site
+
 
 def value(v: AnyValue):
     kind = v.WhichOneof("value")
@@ -33,11 +35,7 @@ class Collector:
     async def _start(self):
         app = web.Application()
         app.router.add_post("/v1/traces", self._traces)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        return await loopback_site(app)
 
     async def _traces(self, request: web.Request) -> web.Response:
         body = await request.read()

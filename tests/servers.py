@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from aiohttp import web
+
 from tests.mitm_harness import ROOT, free_port, stop
 
 __all__ = ["HAProxy", "Process", "RedisServer", "free_port", "mock_gemini", "proxy_instance", "stop"]
@@ -165,27 +167,32 @@ def proxy_instance(tmp: Path, name: str, upstream: str, *extra: str) -> tuple[Pr
 
 
 class HAProxy:
-    """haproxy in front of `backends`, round robin, as a user would run it (see README)."""
+    """haproxy in front of `backends`, round robin, as a user would run it (see README). `check`: each
+    server's health-check options; `defaults`: lines of the defaults section; `health`: the path
+    checked. Its stats socket says what it makes of each server (`status`)."""
 
-    def __init__(self, tmp: Path, backends: list[str]) -> None:
+    def __init__(self, tmp: Path, backends: list[str], check: str = "check inter 1s",
+                 defaults: str = "option http-server-close", health: str = "/healthz") -> None:
         self.port = free_port()
-        servers = "\n".join(f"    server p{i} {b.removeprefix('http://')} check inter 1s"
+        self.socket = tmp / "haproxy.sock"
+        servers = "\n".join(f"    server p{i} {b.removeprefix('http://')} {check}"
                             for i, b in enumerate(backends))
-        cfg = tmp / "haproxy.cfg"
+        cfg = self.config_path = tmp / "haproxy.cfg"
         cfg.write_text(f"""global
     maxconn 4096
+    stats socket {self.socket} level admin
 defaults
     mode http
     timeout connect 5s
     timeout client 300s
     timeout server 300s
-    option http-server-close
+    {defaults}
 frontend gtp
     bind 127.0.0.1:{self.port}
     default_backend proxies
 backend proxies
     balance roundrobin
-    option httpchk GET /healthz
+    option httpchk GET {health}
 {servers}
 """)
         self.proc = subprocess.Popen([_which("haproxy"), "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL,
@@ -193,5 +200,30 @@ backend proxies
         _wait_port(self.port, self.proc, "haproxy")
         self.url = f"http://127.0.0.1:{self.port}"
 
+    def status(self, server: str) -> str:
+        """What haproxy makes of `server` (p0, p1...) now: UP, DOWN, "DOWN 1/2"..., from `show stat`."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(str(self.socket))
+            s.sendall(b"show stat\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        lines = data.decode().splitlines()
+        head = lines[0].lstrip("# ").split(",")
+        for line in lines[1:]:
+            row = dict(zip(head, line.split(","), strict=False))
+            if row.get("pxname") == "proxies" and row.get("svname") == server:
+                return row["status"]
+        raise KeyError(server)
+
     def stop(self) -> None:
         stop(self.proc, 10)
+
+
+async def loopback_site(app: web.Application) -> tuple[web.AppRunner, str]:
+    """An aiohttp app of a test's own (a collector, a forwarder) served on a free loopback port."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"

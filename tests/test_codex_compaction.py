@@ -39,6 +39,7 @@ from aiohttp import ClientSession, web
 from proxy.mock.validate import SENTINELS, call_signature
 from proxy.to_gemini.input_to_contents import SUMMARY_INTRO
 from tests.npm_tools import npm_binary
+from tests.servers import loopback_site
 from tests.test_codex_cli import config
 
 pytestmark = pytest.mark.slow
@@ -66,11 +67,7 @@ class Forwarder:
     async def _start(self) -> tuple[web.AppRunner, str]:
         app = web.Application(client_max_size=1 << 28)
         app.router.add_route("*", "/{tail:.*}", self._forward)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        return await loopback_site(app)
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()

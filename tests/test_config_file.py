@@ -30,7 +30,7 @@ def _sample(action: argparse.Action) -> tuple[object, list[str]]:
         value = list(action.choices)[-1]
     elif action.type in (int, options.count, options.port):
         value = 7
-    elif action.type is options.seconds:
+    elif action.type in (options.seconds, options.wait_seconds):
         value = 2.5
     elif action.type is options.size:
         value = "64M"

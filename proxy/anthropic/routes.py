@@ -31,6 +31,7 @@ from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import budget_in_range, thinking_config
 from proxy.to_gemini.request_body import assemble_request, stream_arguments
+from proxy.tools.deferral import loaded_in_contents
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.anthropic import CountTokensRequest, MessagesRequest, check_ranges
@@ -68,7 +69,7 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
     items = own_items(system_items(req.system) + messages_to_items(req.messages))
-    loaded = referenced_tools(req.messages) | (search_hops.loaded_in_contents(prior.contents) if prior else set())
+    loaded = referenced_tools(req.messages) | (loaded_in_contents(prior.contents) if prior else set())
     model, tools, calls = await ctx.prepare(request, session, req.model, tools_for_core(req.tools), items,
                                             loaded=loaded)
     try:

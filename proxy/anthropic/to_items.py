@@ -138,7 +138,7 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                             "output": _result_content(b, f"{where}[{j}]"), "is_error": b.is_error is True}
                     found = referenced_tools([Message(role="user", content=[b])])
                     if found and isinstance(item["output"], str):  # kept in Gemini's history by name: a
-                        # thread's later turns keep them declared (search_hops.loaded_in_contents)
+                        # thread's later turns keep them declared (deferral.loaded_in_contents)
                         item["result_object"] = {"output": item["output"],
                                                  "tools": [{"name": n} for n in sorted(found)]}
                     items.append(item)

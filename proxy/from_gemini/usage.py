@@ -17,3 +17,17 @@ def map_usage(meta: dict[str, Any] | None) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": thoughts},
         "total_tokens": int(meta.get("totalTokenCount") or prompt + output),
     }
+
+
+# Gemini's token counts, which add up when one answer is made of several requests (a compaction's
+# summary before the turn, the proxy's tool-search hops: each request counts its own).
+SUMMED = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount",
+          "cachedContentTokenCount", "toolUsePromptTokenCount")
+
+
+def added_usage(usage: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two Gemini usageMetadata counted as one (the token counts summed, other fields of `usage` kept)."""
+    if not more:
+        return usage
+    return {**(usage or {}), **{k: int((usage or {}).get(k) or 0) + int(more.get(k) or 0) for k in SUMMED
+                                if (usage or {}).get(k) or more.get(k)}}

@@ -209,11 +209,11 @@ class Options:
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if updated & {"gtp_tool_result_media", "gtp_stream_arguments", "gtp_hosted_tools", "gtp_tool_mode",
-                      "gtp_rescue_text_calls", "gtp_single_call", "gtp_think_open"}:
+                      "gtp_rescue_text_calls", "gtp_single_call", "gtp_think_open", "gtp_fallback"}:
             try:
                 self.rules = ModelRules.parse(opts.gtp_tool_result_media, opts.gtp_stream_arguments,
                                               opts.gtp_hosted_tools, opts.gtp_tool_mode, opts.gtp_rescue_text_calls,
-                                              opts.gtp_single_call, opts.gtp_think_open)
+                                              opts.gtp_single_call, opts.gtp_think_open, opts.gtp_fallback)
             except ValueError as e:
                 raise exceptions.OptionsError(str(e)) from None
         if "gtp_upstream_api" in updated:

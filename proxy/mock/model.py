@@ -13,7 +13,9 @@ Directives in the text, `[[mock:NAME ARG]]`: `rounds N` (keep calling tools for 
 `max_tokens`, `safety`, `block`, `malformed`, `unexpected_tool`, `finish REASON` (text, then that
 finishReason), `error CODE [DELAY]` (with a delay
 such as `1.5s`: Gemini's RetryInfo detail and a Retry-After header), `flaky N CODE [DELAY]` (the
-first N requests with this text fail so, later ones are answered: server.py counts), `stream_error`,
+first N requests with this text fail so, later ones are answered: server.py counts), `error_on MODEL
+CODE` (fail so only when the request is for MODEL, a shell pattern: a fallback chain's first model,
+upstream/fallback.py), `stream_error [CODE]` (a 500, or CODE, as the stream's second chunk),
 `slow SECONDS` (pause between stream chunks), `bulk BYTES` (a text answer that long, in 16 KB
 chunks), `empty KIND` (a 200 with nothing usable, as Gemini
 sends on Gemini 3 call-id mismatches: `body` {}, `candidates` [], `parts` a STOP candidate with no
@@ -36,6 +38,7 @@ Prompted in a text dialect (declarations rendered into the prompt), the model an
 Gemini-3 model names get call ids and thought signatures like Gemini 3 (reference/protocols.md §B7).
 """
 
+import fnmatch
 import hashlib
 import json
 import re
@@ -69,6 +72,7 @@ class Reply:
     error: tuple[int, str, str] | None = None                     # (http status, status name, message)
     delay: float = 0.0                                             # pause between stream chunks
     stream_error_after: int | None = None                          # send an error chunk after N chunks
+    stream_error_code: int = 500                                   # ... with this code
     retry_delay: str | None = None                                 # RetryInfo.retryDelay of an error ("1.5s")
 
 
@@ -178,6 +182,10 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         return reply
     if "slow" in directives:
         reply.delay = float(directives["slow"] or 0.2)
+    if "error_on" in directives:
+        pattern, _, code = directives["error_on"].partition(" ")
+        if fnmatch.fnmatchcase(model.removeprefix("models/"), pattern):
+            directives["error"] = code.strip() or "500"
     if "error" in directives:
         code, _, delay = (directives["error"] or "500").partition(" ")
         name, msg = ERRORS.get(int(code), ERRORS[500])
@@ -297,6 +305,7 @@ def respond(body: dict[str, Any], model: str) -> Reply:
         del reply.chunks[-1]["candidates"][0]["finishReason"]
     if "stream_error" in directives:
         reply.stream_error_after = 1
+        reply.stream_error_code = int(directives["stream_error"] or 500)
     return reply
 
 

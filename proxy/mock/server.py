@@ -343,7 +343,8 @@ async def _stream(request: web.Request, reply: Reply, wrap: Any) -> web.StreamRe
             await asyncio.sleep(reply.delay)
         failing = reply.stream_error_after is not None and i == reply.stream_error_after
         if failing:
-            chunk = {"error": {"code": 500, "message": ERRORS[500][1], "status": ERRORS[500][0]}}
+            name, message = ERRORS.get(reply.stream_error_code, ERRORS[500])
+            chunk = {"error": {"code": reply.stream_error_code, "message": message, "status": name}}
         data = json.dumps(wrap(chunk), ensure_ascii=False)
         if sse:
             await resp.write(f"data: {data}\r\n\r\n".encode())

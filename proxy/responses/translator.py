@@ -31,7 +31,7 @@ from proxy.from_gemini.server_tools import (
     server_part_key,
     web_sources,
 )
-from proxy.from_gemini.usage import map_usage
+from proxy.from_gemini.usage import added_usage, map_usage
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
 from proxy.tools.prepare_tools import PreparedTools
@@ -56,16 +56,6 @@ class _Search:
     item: dict[str, Any]
     index: int
     parts: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _added(usage: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Two Gemini usageMetadata counted as one (the token counts summed)."""
-    if not more:
-        return usage
-    keys = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount",
-            "cachedContentTokenCount")
-    return {**(usage or {}), **{k: int((usage or {}).get(k) or 0) + int(more.get(k) or 0) for k in keys
-                                if (usage or {}).get(k) or more.get(k)}}
 
 
 class ResponsesTranslator:
@@ -140,7 +130,7 @@ class ResponsesTranslator:
             item = {"id": ids.reasoning_id(), "type": "reasoning", "summary": [],
                     "encrypted_content": self._carrier.encode(self.calls + self.hosted)}
             events += self._add_item(item) + self._done_item(item)
-        self.response["usage"] = map_usage(_added(self.check.usage, self.preface_usage))
+        self.response["usage"] = map_usage(added_usage(self.check.usage, self.preface_usage))
         problem = self.check.problem()
         if problem:
             return events + self.fail(problem)

@@ -29,6 +29,7 @@ from proxy.store.base import StoredResponse, TurnInput, conversation_at
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
 from proxy.to_gemini.request_body import build_gemini_request, stream_arguments
+from proxy.tools.deferral import loaded_in_contents
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.gemini import checked
@@ -185,7 +186,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
 
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
-    loaded = search_hops.loaded_in_contents(prior.contents) if prior else set()  # deferred tools it loaded
+    loaded = loaded_in_contents(prior.contents) if prior else set()  # deferred tools it loaded
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items, loaded=loaded)
     seal = ctx.seal(request, model)
     summaries, compacted = open_compactions(seal, items)

@@ -36,9 +36,11 @@ from proxy.server.workers import shutdown_workers
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
+from proxy.upstream.fallback import SERVED, SERVED_HEADER, FallbackUpstream
 from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
-from proxy.upstream.gemini import CLIENT_HEADERS, GeminiUpstream, client_headers
+from proxy.upstream.gemini import CLIENT_HEADERS, DEFAULT_TOTAL_TIMEOUT, GeminiUpstream, client_headers
 from proxy.upstream.observed import ObservedUpstream
+from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 from proxy.upstream.routes import RoutedUpstream
 from proxy.upstream.text_calls import TextCallsUpstream
 
@@ -139,10 +141,13 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     """Readiness for a load balancer: 200 while the session store answers and a Gemini connection is
-    to be had; 503 while the store does not answer, or while every pooled upstream connection is in use
-    or requests wait for one (saturated: send new clients elsewhere). The process keeps serving what
-    it can, and /healthz stays 200."""
+    to be had; 503 from SIGTERM on (draining), while the store does not answer, or while every pooled
+    upstream connection is in use or requests wait for one (saturated: send new clients elsewhere).
+    The process keeps serving what it can, and /healthz stays 200."""
     ctx = request.app[CONTEXT]
+    if ctx.in_flight.draining:  # SIGTERM came (cli._until_stopped): the balancer is to send no more
+        return web.json_response({"status": "draining", "reason": "the proxy is shutting down; it serves what "
+                                  "reaches it until the drain ends"}, status=503, headers={"Retry-After": "1"})
     check = getattr(ctx.store, "check", None)
     try:
         if check is not None:
@@ -159,6 +164,19 @@ async def readyz(request: web.Request) -> web.Response:
                                       "reason": reason}, status=503, headers={"Retry-After": "1"})
         return web.json_response({"status": "ready", "store": "ok", "upstream_connections": pool})
     return web.json_response({"status": "ready", "store": "ok"})
+
+
+def drain(app: web.Application) -> None:
+    """SIGTERM: /readyz answers 503 from now on, and every answer closes its connection (so a client
+    or balancer keeping it alive reconnects, elsewhere); requests are still served until the listener
+    closes."""
+    app[CONTEXT].in_flight.draining = True
+
+
+async def _close_while_draining(request: web.Request, response: web.StreamResponse) -> None:
+    if request.app[CONTEXT].in_flight.draining and not isinstance(response, web.WebSocketResponse):
+        response.force_close()  # the connection ends after this answer
+        response.headers["Connection"] = "close"  # and says so: aiohttp wrote its own before this hook
 
 
 def _explicit_cache(upstream: Upstream) -> Callable[[str], GeminiUpstream | None]:
@@ -186,6 +204,11 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     rules = rules or ModelRules()
     explicit_cache = _explicit_cache(upstream)
     upstream = ObservedUpstream(ForcedChoiceUpstream(TextCallsUpstream(upstream, rules.text_calls), forced_choice))
+    if rules.fallback:  # outside the observer: each model tried is a call of its own in the journal
+        policy = getattr(gemini, "retry", None)
+        upstream = FallbackUpstream(upstream, rules.fallback,
+                                    policy.max_retries if policy is not None else DEFAULT_MAX_RETRIES,
+                                    getattr(gemini, "total_timeout", DEFAULT_TOTAL_TIMEOUT))
     app[CONTEXT] = Context(store=store, upstream=upstream, max_body=max_body, aliases=dict(aliases or {}),
                            schema_modes=list(schema_modes or []), fill_missing=fill_missing,
                            keys=keys or ClientKeys(()), carrier=carrier or CarrierKeys.ephemeral(),
@@ -225,7 +248,15 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
         if recorder is not None:
             recorder.start()
 
+    async def served_model(_: web.Request, response: web.StreamResponse) -> None:
+        """Which model answered, on a model with a fallback chain (its stream's header: after the choice)."""
+        served = SERVED.get()
+        if served is not None:
+            response.headers[SERVED_HEADER] = served.model
+
+    app.on_response_prepare.append(served_model)
     app.on_startup.append(start_recorder)
+    app.on_response_prepare.append(_close_while_draining)
     app.on_shutdown.append(end_requests)
     app.on_cleanup.append(close_upstream)
     return app

@@ -24,6 +24,7 @@ from proxy.tools.deferral import loaded_by_items, split_deferred
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
+from proxy.upstream.fallback import served_model
 from proxy.upstream.gemini import GeminiUpstream
 from proxy.wire.model_name import check_model_name, credential_like, credential_refusal
 from proxy.wire.responses import (
@@ -80,6 +81,7 @@ class Context:
         names `model`, the Gemini model that made them (its signatures are bound to it)."""
         records = calls + (hosted or [])
         if model is not None:
+            model = served_model(model)  # a fallback model answered: the records are its (fallback.py)
             records = [r if r.model else replace(r, model=model) for r in records]
         await self.store.put_calls(session, records)
         metrics.child(metrics.TOOL_CALLS, route).inc(len(calls))

@@ -1,8 +1,10 @@
 """The requests being handled, so a shutdown can end each in its own protocol.
 
-On SIGTERM the listening socket closes; requests in flight get a grace period to finish; those
-still running are then cancelled, and each turns the cancellation into its protocol's failure (a
-503 error object, `response.failed`, a Chat error chunk, a Gemini error) instead of a bare cut.
+On SIGTERM the proxy first drains (`draining`: /readyz answers 503 and every answer closes its
+connection, while the listener stays open `--drain-seconds` so a load balancer's checks see it and
+send no more); then the listening socket closes; requests in flight get a grace period to finish;
+those still running are then cancelled, and each turns the cancellation into its protocol's failure
+(a 503 error object, `response.failed`, a Chat error chunk, a Gemini error) instead of a bare cut.
 """
 
 import asyncio
@@ -18,6 +20,7 @@ class InFlight:
     def __init__(self) -> None:
         self._running: dict[asyncio.Task, asyncio.Event] = {}
         self.closing = False
+        self.draining = False  # SIGTERM came: still serving, but no longer ready (/readyz 503)
 
     @contextlib.contextmanager
     def track(self) -> Iterator[None]:

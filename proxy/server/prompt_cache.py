@@ -43,6 +43,7 @@ from proxy.server import object_owners
 from proxy.server.auth import SCOPE
 from proxy.server.context import CONTEXT, Context, api_key_of
 from proxy.to_gemini.cached_prefix import estimated_tokens, prefix_key, split
+from proxy.upstream.fallback import FULL_BODY
 from proxy.wire.model_name import model_resource
 
 # The store's session for the cache map ('/' cannot appear in a client's session name).
@@ -187,12 +188,16 @@ async def _sent(request: web.Request, send: Callable[[dict[str, Any]], Awaitable
                 attached: Attached | None) -> Any:
     """`send(body)`; when Gemini no longer has the cache it reads, the cache is forgotten and the whole
     request sent again, uncached."""
+    token = FULL_BODY.set((body, attached.full)) if attached is not None else None  # (a fallback model's)
     try:
         return await send(body)
     except UpstreamError as e:
         if attached is None or e.status not in STALE:
             raise
         await _forget(request, attached, e)
+    finally:
+        if token is not None:
+            FULL_BODY.reset(token)
     return await send(attached.full)
 
 

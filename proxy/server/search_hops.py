@@ -17,14 +17,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from proxy.from_gemini.model_turn import SEARCH_RESULT, ModelTurn
+from proxy.from_gemini.usage import SUMMED, added_usage
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.tools.tool_search import SearchError, search
 from proxy.wire.gemini import first_candidate_parts
 
 Chunk = dict[str, Any]
 MAX_SEARCH_HOPS = 8  # searches in a row: past them the answer ends with the last search answered
-_SUMMED = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount",
-           "cachedContentTokenCount", "toolUsePromptTokenCount")
 
 
 def runs_searches(tools: PreparedTools) -> bool:
@@ -72,12 +71,12 @@ def _without_finish(chunk: Chunk) -> Chunk:
     return out
 
 
-def _with_usage(chunk: Chunk, before: dict[str, int]) -> Chunk:
+def _with_usage(chunk: Chunk, before: dict[str, Any]) -> Chunk:
     """The chunk with the earlier hops' usage added to its own (Gemini counts each hop alone)."""
     usage = chunk.get("usageMetadata")
     if not before or not isinstance(usage, dict):
         return chunk
-    return {**chunk, "usageMetadata": {**usage, **{k: int(usage.get(k) or 0) + v for k, v in before.items()}}}
+    return {**chunk, "usageMetadata": added_usage(usage, before)}
 
 
 def _results_chunk(parts: list[dict[str, Any]]) -> Chunk:
@@ -98,7 +97,7 @@ async def searched(first: Awaitable[AsyncIterator[Chunk]], again: Callable[[dict
 async def _hops(chunks: AsyncIterator[Chunk], again: Callable[[dict[str, Any]], Awaitable[AsyncIterator[Chunk]]],
                 body: dict[str, Any], tools: PreparedTools) -> AsyncIterator[Chunk]:
     contents = list(body.get("contents") or [])
-    used: dict[str, int] = {}
+    used: dict[str, Any] = {}
     for hop in range(MAX_SEARCH_HOPS + 1):
         turn, next_chunks = ModelTurn(), None
         try:
@@ -126,8 +125,8 @@ async def _hops(chunks: AsyncIterator[Chunk], again: Callable[[dict[str, Any]], 
                     continue
                 yield _with_usage(_without_finish(chunk), used)
                 yield _results_chunk(results)
-                usage = chunk.get("usageMetadata") if isinstance(chunk.get("usageMetadata"), dict) else {}
-                used = {k: used.get(k, 0) + int(usage.get(k) or 0) for k in _SUMMED if usage.get(k) or used.get(k)}
+                usage = chunk.get("usageMetadata") if isinstance(chunk.get("usageMetadata"), dict) else None
+                used = {k: v for k, v in (added_usage(used, usage) or {}).items() if k in SUMMED}
                 contents += [{"role": "model", "parts": copy.deepcopy(turn.parts)},
                              {"role": "user", "parts": [r[SEARCH_RESULT]["response"] for r in results]}]
                 again_body = {**body, "contents": contents, "tools": tools.gemini_tools()}
@@ -154,20 +153,3 @@ async def searched_whole(first: Awaitable[Chunk], again: Callable[[dict[str, Any
         return _one(again(b))
 
     return [chunk async for chunk in await searched(first_stream(), again_stream, body, tools)]
-
-
-def loaded_in_contents(contents: list[dict[str, Any]]) -> set[str]:
-    """Gemini names a stored history loaded: what its calls called, so a called tool stays declared,
-    and what the proxy's searches in it found."""
-    names: set[str] = set()
-    for content in contents:
-        for part in content.get("parts") or []:
-            fc = part.get("functionCall") if isinstance(part, dict) else None
-            if isinstance(fc, dict) and isinstance(fc.get("name"), str):
-                names.add(fc["name"])
-            fr = part.get("functionResponse") if isinstance(part, dict) else None
-            found = (fr.get("response") or {}).get("tools") if isinstance(fr, dict) else None
-            if isinstance(found, list):
-                names |= {t["name"] for t in found if isinstance(t, dict) and isinstance(t.get("name"), str)}
-    return names
-

@@ -93,6 +93,22 @@ def loaded_by_items(items: Iterable[Any]) -> tuple[set[str], list[dict[str, Any]
     return names, found
 
 
+def loaded_in_contents(contents: list[dict[str, Any]]) -> set[str]:
+    """Gemini names a stored history loaded: what its calls called, so a called tool stays declared,
+    and what the proxy's searches in it found."""
+    names: set[str] = set()
+    for content in contents:
+        for part in content.get("parts") or []:
+            fc = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(fc, dict) and isinstance(fc.get("name"), str):
+                names.add(fc["name"])
+            fr = part.get("functionResponse") if isinstance(part, dict) else None
+            found = (fr.get("response") or {}).get("tools") if isinstance(fr, dict) else None
+            if isinstance(found, list):
+                names |= {t["name"] for t in found if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    return names
+
+
 def _deferred(tool: dict[str, Any]) -> bool:
     return tool.get("defer_loading") is True
 

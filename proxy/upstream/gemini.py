@@ -44,7 +44,7 @@ from proxy.upstream.http_session import (
     read_whole,
 )
 from proxy.upstream.key_pool import KeyPool, keys_from_env
-from proxy.upstream.retry import RETRYABLE_STATUS, RetryPolicy, retry_hint
+from proxy.upstream.retry import CHAIN_DEADLINE, FALLING_BACK, RETRYABLE_STATUS, RetryPolicy, retry_hint
 from proxy.wire.gemini import error_of
 from proxy.wire.model_name import model_resource
 from proxy.wire.sse import SSEDecoder
@@ -165,13 +165,16 @@ class GeminiUpstream(HttpSession):
 
     async def _post(self, model: str, body: dict[str, Any], api_key: str | None, stream: bool,
                     deadline: float, journal: UpstreamCall | None = LOOKUP) -> aiohttp.ClientResponse:
-        return await self.send(self._url(model, stream), body, api_key, stream, deadline, journal)
+        return await self.send(self._url(model, stream), body, api_key, stream, deadline, journal, model)
 
     async def send(self, url: Target, body: dict[str, Any], api_key: str | None,
-                   stream: bool, deadline: float, journal: UpstreamCall | None = LOOKUP) -> aiohttp.ClientResponse:
+                   stream: bool, deadline: float, journal: UpstreamCall | None = LOOKUP,
+                   model: str = "") -> aiohttp.ClientResponse:
         """POST a body to one of Gemini's URLs (or the URL for the credential used: Vertex's names
         its project), retried while the answer is retryable; a 200 is returned open. `journal`: the
-        journal's record of this call (exchange.upstream_call(), looked up unless given)."""
+        journal's record of this call (exchange.upstream_call(), looked up unless given); `model`:
+        the model asked (pooled keys rest per model). While a fallback model is there to ask
+        (retry.FALLING_BACK), a 429 or 503 is raised at once rather than waited out."""
         data = fast_json.dumps(body)
         loop = asyncio.get_running_loop()
         attempt = 0
@@ -181,9 +184,9 @@ class GeminiUpstream(HttpSession):
             journal.raw, journal.body = True, data  # copied when kept (orjson's output holds its buffer)
         while True:
             try:
-                key = self._credential(api_key)
+                key = self._credential(api_key, model)
             except UpstreamError as cooling:  # every pooled key rests (another request's 429s)
-                if not await self._wait_for_a_key(attempt, deadline, cooling):
+                if not await self._wait_for_a_key(attempt, deadline, cooling, model):
                     raise
                 attempt += 1
                 continue
@@ -235,12 +238,12 @@ class GeminiUpstream(HttpSession):
                 error = _error_from(resp.status, text, resp.headers)
                 metrics.UPSTREAM_ERRORS.labels(str(resp.status), error.type).inc()
                 if resp.status == 429 and key and self.pool.owns(key):
-                    self.pool.cool(key, error.retry_after)
-                    if self.pool.ready():  # another key is ready: no wait, not a retry
+                    self.pool.cool(key, error.retry_after, model=model)
+                    if self.pool.ready(model):  # another key is ready: no wait, not a retry
                         log.info("Gemini rate-limited key %s; going on with the next key", key.label)
                         continue
-                    cooling = self._all_cooling(error)
-                    if not await self._wait_for_a_key(attempt, deadline, cooling):
+                    cooling = self._all_cooling(error, model)
+                    if not await self._wait_for_a_key(attempt, deadline, cooling, model):
                         raise cooling
                     attempt += 1
                     continue
@@ -265,7 +268,7 @@ class GeminiUpstream(HttpSession):
                 raise UpstreamError(f"Could not reach Gemini at {self.base_url}: {e}", status=502,
                                     type="server_error") from e
             wait = self.retry.wait(attempt, error.retry_after)
-            if wait is None or loop.time() + wait >= deadline:
+            if wait is None or loop.time() + wait >= deadline or (FALLING_BACK.get() and error.status in (429, 503)):
                 raise error
             log.info("Gemini answered %s; retry %d of %d in %.1fs", error.status, attempt + 1,
                      self.retry.max_retries, wait)
@@ -273,13 +276,13 @@ class GeminiUpstream(HttpSession):
             attempt += 1
             await asyncio.sleep(wait)
 
-    async def _wait_for_a_key(self, attempt: int, deadline: float, cooling: UpstreamError) -> bool:
+    async def _wait_for_a_key(self, attempt: int, deadline: float, cooling: UpstreamError, model: str = "") -> bool:
         """Every pooled key rests: the retry rule still holds (one key and a "retry in 1s" is waited
         out, as the client's own key would be), if the first key is back within the hint cap, the
         retries left and the deadline. Refused credentials are not waited for."""
-        if cooling.status != 429:
+        if cooling.status != 429 or FALLING_BACK.get():  # (a fallback model is asked instead)
             return False
-        wait = self.retry.wait(attempt, self.pool.soonest())
+        wait = self.retry.wait(attempt, self.pool.soonest(model))
         loop = asyncio.get_running_loop()
         if wait is None or loop.time() + wait >= deadline:
             return False
@@ -289,24 +292,24 @@ class GeminiUpstream(HttpSession):
         await asyncio.sleep(wait)
         return True
 
-    def _credential(self, api_key: str | None) -> Credential | None:
+    def _credential(self, api_key: str | None, model: str = "") -> Credential | None:
         """The client's own key, else the server's next pooled one (every pooled key resting is the
         client's 429), else none (Gemini's own 403 says a key is missing)."""
         if api_key:
             return ApiKey(api_key)
         if not len(self.pool):
             return ApiKey(self.api_key) if self.api_key else None
-        key = self.pool.pick()
+        key = self.pool.pick(model)
         if key is None:
-            raise self._all_cooling(None)
+            raise self._all_cooling(None, model)
         return key
 
     def _note_key(self, key: Credential | None, outcome: str) -> None:
         if key and self.pool.owns(key):
             self.pool.used(key, outcome)
 
-    def _all_cooling(self, error: UpstreamError | None) -> UpstreamError:
-        wait = self.pool.soonest()
+    def _all_cooling(self, error: UpstreamError | None, model: str = "") -> UpstreamError:
+        wait = self.pool.soonest(model)
         if self.pool.refused_all():
             return CredentialError(f"Every upstream credential ({len(self.pool)}) was refused a token by Google's "
                                    f"token endpoint; the first is tried again in {wait:.0f}s.", status=502,
@@ -390,7 +393,10 @@ class GeminiUpstream(HttpSession):
         return answer["totalTokens"]
 
     def _deadline(self) -> float:
-        return asyncio.get_running_loop().time() + self.total_timeout
+        """The total timeout from now, or a fallback chain's shared deadline if sooner."""
+        own = asyncio.get_running_loop().time() + self.total_timeout
+        chain = CHAIN_DEADLINE.get()
+        return own if chain is None else min(own, chain)
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
         deadline = self._deadline()

@@ -4,8 +4,13 @@ Exponential backoff with full jitter (the AWS architecture blog's recommendation
 client libraries do), capped per wait; a hint from Gemini — `google.rpc.RetryInfo.retryDelay` in
 the error, or a `Retry-After` header — is honoured instead. A hint longer than MAX_HINT is not
 waited out: the client gets the 429 with the hint as its `Retry-After`, and decides.
+
+Along a fallback chain (fallback.py) the retries are counted across its models: RETRIES_SPENT says
+how many the models before spent, and while another model is there to ask (FALLING_BACK) a 429 or
+503 goes to it at once rather than being waited out.
 """
 
+import contextvars
 import random
 import re
 from collections.abc import Mapping
@@ -17,6 +22,12 @@ DEFAULT_MAX_RETRIES = 3
 BASE_DELAY = 0.5  # seconds before the first retry (times a random factor in [0, 1))
 MAX_DELAY = 8.0   # cap of one backoff wait
 MAX_HINT = 60.0   # a longer "retry in N s" from Gemini is passed to the client rather than waited out
+# Retries the models tried before spent on this request (fallback.py); counted against max_retries.
+RETRIES_SPENT: contextvars.ContextVar[int] = contextvars.ContextVar("gtp_retries_spent", default=0)
+# A fallback model follows: a 429/503 (or every pooled key resting) is raised at once, not waited out.
+FALLING_BACK: contextvars.ContextVar[bool] = contextvars.ContextVar("gtp_falling_back", default=False)
+# The deadline a fallback chain's models share (the loop's clock), or None: each call's own.
+CHAIN_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("gtp_chain_deadline", default=None)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")  # google.protobuf.Duration in JSON: "13s", "1.5s"
 
 
@@ -37,7 +48,7 @@ class RetryPolicy:
 
     def wait(self, attempt: int, hint: float | None) -> float | None:
         """Seconds to wait before retry number `attempt + 1`, or None: give up."""
-        if attempt >= self.max_retries:
+        if attempt + RETRIES_SPENT.get() >= self.max_retries:
             return None
         if hint is not None:
             return hint if hint <= MAX_HINT else None

@@ -121,9 +121,9 @@ class VertexUpstream(GeminiUpstream):
                 body = body if out == data else fast_json.dumps(out)
         return await super().forward(method, url, body, headers, api_key, model)
 
-    def _credential(self, api_key: str | None) -> Credential | None:
+    def _credential(self, api_key: str | None, model: str = "") -> Credential | None:
         """Always the pool's: a client's Gemini API key names no Vertex project."""
-        return super()._credential(None)
+        return super()._credential(None, model)
 
     def _model_url(self, model: str, method: str) -> Callable[[Credential | None], URL]:
         collection, model_id = model_resource(model)  # a 400 before any request otherwise

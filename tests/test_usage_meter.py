@@ -1,0 +1,92 @@
+"""Usage counters and cost (issue 61 item 1): cost from genai-prices per answer, the long-context
+tier and cached prices as genai-prices computes them, a --prices override, and two writers on one
+real Redis adding up exactly, also across a Redis restart mid-load."""
+
+import asyncio
+import json
+
+import genai_prices
+import pytest
+
+from proxy.usage.counters import MemoryCounters, RedisCounters
+from proxy.usage.meter import AnswerUsage, PriceError, Prices, increments
+from tests.servers import RedisServer
+
+
+def _expected(model, u):
+    usage = genai_prices.Usage(input_tokens=u.input, cache_read_tokens=u.cached, output_tokens=u.output + u.thinking)
+    return int(genai_prices.calc_price(usage, model, provider_id="google").total_price * 10**9)
+
+
+@pytest.mark.parametrize("u", [AnswerUsage(1000, 0, 50, 100), AnswerUsage(1000, 800, 0, 100),
+                               AnswerUsage(250_000, 0, 0, 100), AnswerUsage(250_000, 200_000, 10, 100)])
+def test_cost_is_genai_prices(u):
+    assert Prices().cost_nusd("gemini-2.5-pro", u) == _expected("gemini-2.5-pro", u)
+
+
+def test_long_context_and_cached_tiers_differ():
+    p = Prices()
+    short = p.cost_nusd("gemini-2.5-pro", AnswerUsage(199_999))
+    long_ = p.cost_nusd("gemini-2.5-pro", AnswerUsage(200_001))
+    assert long_ > 1.9 * short  # the whole long request at the long-context rate (a cliff, as Google bills)
+    assert p.cost_nusd("gemini-2.5-pro", AnswerUsage(1000, 1000)) < p.cost_nusd("gemini-2.5-pro", AnswerUsage(1000))
+
+
+def test_unknown_model_is_counted_unpriced():
+    inc = increments("no-such-model", AnswerUsage(10, 0, 0, 5), False, Prices())
+    assert inc["unpriced"] == 1 and "cost_nusd" not in inc and inc["input"] == 10
+
+
+def test_prices_file_overrides(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"source": "contract", "models": {"gemini-2.5-pro": {
+        "input_mtok": {"base": 1, "tiers": [{"start": 200000, "price": 2}]}, "output_mtok": 10}}}))
+    p = Prices.load(str(f))
+    assert p.cost_nusd("gemini-2.5-pro", AnswerUsage(1_000_000, 0, 0, 0)) == 2 * 10**9
+    assert p.cost_nusd("models/gemini-2.5-pro", AnswerUsage(100_000, 0, 0, 100_000)) == 10**8 + 10**9
+    assert p.cost_nusd("gemini-2.5-flash", AnswerUsage(1000)) == _expected("gemini-2.5-flash", AnswerUsage(1000))
+    assert "contract" in p.source and "genai-prices" in p.source
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"models": {}}', '{"models": {"m": {"input": 1}}}',
+                                  '{"models": {"m": {"input_mtok": -1}}}'])
+def test_bad_prices_file_is_one_line(tmp_path, text):
+    f = tmp_path / "p.json"
+    f.write_text(text)
+    with pytest.raises(PriceError) as e:
+        Prices.load(str(f))
+    assert "\n" not in str(e.value) and str(f) in str(e.value)
+
+
+async def test_memory_counters_scope_by_key():
+    c = MemoryCounters()
+    await c.add("k-a", "gemini-2.5-pro", "2026-12-02", {"requests": 1, "input": 5})
+    await c.add("k-b", "gemini-2.5-pro", "2026-12-02", {"requests": 1, "input": 7})
+    assert [r["input"] for r in await c.rows("2026-12-01", "2026-12-03", "k-a")] == [5]
+    assert len(await c.rows("2026-12-01", "2026-12-03")) == 2
+
+
+async def _load(counters, key, n):
+    for i in range(n):
+        await counters.add(key, "gemini-2.5-pro", "2026-12-02", {"requests": 1, "input": 3, "cost_nusd": 7},
+                           answer_id=f"{key}-{id(counters)}-{i}")
+
+
+async def test_two_instances_on_one_redis_add_up_exactly_across_a_restart(tmp_path):
+    redis = RedisServer(tmp_path)
+    try:
+        a, b = RedisCounters(redis.url), RedisCounters(redis.url)
+        load = asyncio.gather(_load(a, "k-a", 3000), _load(b, "k-a", 3000), _load(b, "k-b", 1000))
+        await asyncio.sleep(0.2)
+        assert not load.done()
+        redis.proc.terminate()
+        redis.proc.wait()
+        redis.start()  # appendonly: what was applied survives; what failed is retried by the client
+        await load
+        assert a.retries + b.retries > 0  # the restart did hit increments in flight
+        rows = {r["key"]: r for r in await a.rows("2026-12-02", "2026-12-02")}
+        assert rows["k-a"]["requests"] == 6000 and rows["k-a"]["input"] == 18000 and rows["k-a"]["cost_nusd"] == 42000
+        assert rows["k-b"]["requests"] == 1000
+        assert [r["key"] for r in await b.rows("2026-12-02", "2026-12-02", "k-b")] == ["k-b"]
+    finally:
+        redis.proc.terminate()
