@@ -2,11 +2,14 @@
 # Build gemini-tool-proxy's image with podman, where no image registry is reachable: the base is made
 # with debootstrap (Debian trixie: its python3 is 3.13) and `podman import`ed, the wheels built on the
 # host from requirements.lock and the source; both cached under .cache/ keyed by their inputs.
-# Usage: scripts/container_build.sh [TAG]   (default localhost/gemini-tool-proxy:local)
+# Usage: scripts/container_build.sh [TAG [TOOLS_TAG]]   (default localhost/gemini-tool-proxy:local)
+# With TOOLS_TAG, also the stack's Redis + HAProxy image (deploy/Containerfile.tools) on the same base
+# (podman's layer cache keeps its apt step).
 # Needs root, podman, runc and debootstrap (Debian: apt-get install podman runc debootstrap).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TAG="${1:-localhost/gemini-tool-proxy:local}"
+TOOLS_TAG="${2:-}"
 MIRROR="${GTP_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 PY="${GTP_PYTHON:-$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3 2>/dev/null | sort -V | tail -1)}"
 P=(podman --runtime runc --cgroup-manager=cgroupfs)
@@ -35,4 +38,8 @@ if [ ! -d "$CTX/wheels" ]; then
 fi
 cp "$ROOT/Containerfile" "$CTX/Containerfile"
 "${P[@]}" build --format docker "${U[@]}" --build-arg "BASE=$BASE" -t "$TAG" "$CTX" >&2
+if [ -n "$TOOLS_TAG" ]; then
+    "${P[@]}" build --format docker "${U[@]}" --build-arg "BASE=$BASE" -t "$TOOLS_TAG" \
+        -f "$ROOT/deploy/Containerfile.tools" "$ROOT/deploy" >&2
+fi
 echo "$TAG"

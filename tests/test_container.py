@@ -1,17 +1,25 @@
 """The image (Containerfile) built with podman, as scripts/container_build.sh builds it, and run: it answers
 /healthz, its HEALTHCHECK passes, it runs as uid 10001, and its carrier keys are on the /data volume (0700/0600).
-Needs root, podman, runc and debootstrap (scripts/system_deps.sh installs them as root)."""
+Then the two-instance stack (scripts/stack.sh, the plain podman commands docs/deployment.md gives;
+compose.yaml says the same, checked here): Redis, two instances on it, HAProxy in front; a tool loop
+through HAProxy whose turns land on both instances, and a rolling restart under load without a failed
+request. Needs root, podman, runc and debootstrap (scripts/system_deps.sh installs them as root)."""
 
 import os
 import shutil
 import subprocess
+import threading
 import time
 import urllib.request
 import uuid
+from collections import Counter
 from pathlib import Path
 
+import openai
 import pytest
+import yaml
 
+from tests.conftest import WEATHER
 from tests.servers import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -29,9 +37,13 @@ def _limits() -> list[str]:
 def image():
     if os.geteuid() != 0 or not all(shutil.which(t) for t in ("podman", "runc", "debootstrap")):
         pytest.skip("needs root with podman, runc and debootstrap (scripts/system_deps.sh installs them as root)")
-    tag = subprocess.run([str(ROOT / "scripts/container_build.sh"), "localhost/gemini-tool-proxy:test"],
-                         check=True, capture_output=True, text=True, timeout=900).stdout.strip()
-    return tag
+    # The proxy's image and the stack's Redis + HAProxy one, as the docs build them.
+    subprocess.run([str(ROOT / "scripts/stack.sh"), "build"], env=os.environ | IMAGES, check=True,
+                   capture_output=True, text=True, timeout=900)
+    return IMAGES["GTP_IMAGE"]
+
+
+IMAGES = {"GTP_IMAGE": "localhost/gemini-tool-proxy:test", "GTP_TOOLS_IMAGE": "localhost/gtp-tools:test"}
 
 
 def test_image_serves_healthy_as_non_root_with_keys_on_the_volume(image):
@@ -59,3 +71,146 @@ def test_image_serves_healthy_as_non_root_with_keys_on_the_volume(image):
     finally:
         subprocess.run([*P, "rm", "-f", "-t", "5", name], capture_output=True)
         subprocess.run([*P, "volume", "rm", "-f", vol], capture_output=True)
+
+
+MODEL = "gemini-3-flash-preview"  # thought signatures required: a turn on the other instance must find them
+
+
+class Stack:
+    def __init__(self) -> None:
+        self.env = os.environ | IMAGES | {"GTP_STACK": f"gtp-t{uuid.uuid4().hex[:6]}",
+                                          "GTP_STACK_PORT": str(free_port())}
+        self.name, self.url = self.env["GTP_STACK"], f"http://127.0.0.1:{self.env['GTP_STACK_PORT']}"
+
+    def run(self, *args: str, timeout: float = 120) -> str:
+        done = subprocess.run([str(ROOT / "scripts/stack.sh"), *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+        assert done.returncode == 0, done.stderr[-3000:] + self.logs()
+        return done.stdout
+
+    def served(self, n: int, route: str) -> int:
+        return self.instance_logs(n).count(f"gtp.access: POST {route} 200")
+
+    def instance_logs(self, n: int) -> str:
+        done = subprocess.run([*P, "logs", f"{self.name}-p{n}"], capture_output=True, text=True)
+        return done.stdout + done.stderr
+
+    def logs(self) -> str:
+        return "".join(f"\n--- p{n}:\n{self.instance_logs(n)[-2000:]}" for n in (1, 2))
+
+    def client(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.url + "/v1", api_key="a-client-key", max_retries=0, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def stack(image):
+    s = Stack()
+    try:
+        s.run("up", "--upstream", "mock")
+        yield s
+    finally:
+        s.run("down", "-v")
+
+
+def test_stack_tool_loop_through_haproxy_lands_on_both_instances(stack: Stack) -> None:
+    client = stack.client()
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER["parameters"]}}
+    messages: list = [{"role": "user", "content": "call get_weather city=Lima"}]
+    first = client.chat.completions.create(model=MODEL, messages=messages, tools=[tool])
+    msg = first.choices[0].message
+    assert first.choices[0].finish_reason == "tool_calls" and msg.tool_calls, first
+    messages += [msg.model_dump(exclude_none=True),
+                 *[{"role": "tool", "tool_call_id": c.id, "content": "cloudy"} for c in msg.tool_calls]]
+    second = client.chat.completions.create(model=MODEL, messages=messages, tools=[tool])
+    assert second.choices[0].finish_reason == "stop" and second.choices[0].message.content, second
+    # Round robin: one turn on each instance; the second found the first's signature in Redis.
+    assert [stack.served(n, "/v1/chat/completions") for n in (1, 2)] == [1, 1], stack.logs()
+    # A chained Responses loop too: the stored response is read by the other instance.
+    r1 = client.responses.create(model=MODEL, input="call get_weather city=Oslo", tools=[WEATHER])
+    call = next(o for o in r1.output if o.type == "function_call")
+    r2 = client.responses.create(model=MODEL, previous_response_id=r1.id, tools=[WEATHER],
+                                 input=[{"type": "function_call_output", "call_id": call.call_id, "output": "snow"}])
+    assert r2.status == "completed" and r2.output_text, r2
+    assert [stack.served(n, "/v1/responses") for n in (1, 2)] == [1, 1], stack.logs()
+
+
+def test_stack_rolling_restart_under_load_fails_no_request(stack: Stack) -> None:
+    done, results, lock = threading.Event(), Counter(), threading.Lock()
+    failures: list[str] = []
+
+    def load(n: int) -> None:
+        client = stack.client()
+        i = 0
+        while not done.is_set():
+            i += 1
+            streamed = i % 2 == 0
+            try:
+                if streamed:  # ~0.3 s each: some are mid-stream when their instance is told to stop
+                    with client.responses.create(model=MODEL, stream=True,
+                                                 input=f"[[mock:slow 0.1]] client {n} turn {i} say hi") as ev:
+                        last = [e.type for e in ev][-1]
+                    ok = last == "response.completed"
+                else:
+                    ok = client.responses.create(model=MODEL, input=f"client {n} turn {i}").status == "completed"
+                why = "" if ok else "not completed"
+            except Exception as e:  # noqa: BLE001 - every failure is counted and shown
+                ok, why = False, f"{type(e).__name__}: {e}"
+            with lock:
+                results["streamed" if streamed else "whole", ok] += 1
+                if not ok:
+                    failures.append(why)
+
+    before = [stack.served(n, "/v1/responses") for n in (1, 2)]
+    clients = [threading.Thread(target=load, args=(n,)) for n in range(4)]
+    try:
+        for c in clients:
+            c.start()
+        time.sleep(1.0)
+        out = stack.run("restart")
+        time.sleep(1.5)
+    finally:
+        done.set()
+        for c in clients:
+            c.join(30)
+    total = sum(results.values())
+    print("rolling restart in containers:", dict(results), out, sep="\n  ")
+    assert out.split() == ["p1", "restarted", "p2", "restarted"]
+    assert not failures, f"{len(failures)} of {total} failed: {failures[:5]}" + stack.logs()
+    assert results["streamed", True] > 20 and results["whole", True] > 20, results
+    # Each instance was stopped with SIGTERM (the drain) and served again after its restart: podman
+    # logs keeps both runs' lines, the second run's "ready" line after the drain's.
+    for n in (1, 2):
+        logs = stack.instance_logs(n)
+        assert "SIGTERM: draining for 1.5 s" in logs, logs[-2000:]
+        after = logs[logs.index("SIGTERM: draining"):]
+        assert after.count("gtp.access: POST /v1/responses 200") > 0 and "ready" in after
+    assert all(stack.served(n, "/v1/responses") > b for n, b in zip((1, 2), before, strict=True))
+
+
+def test_compose_yaml_describes_the_stack_the_script_runs() -> None:
+    """compose.yaml is not run here (podman 4.3 has no `podman compose`; see docs/deployment.md): it
+    must say what scripts/stack.sh does, which the tests above run."""
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    script = (ROOT / "scripts/stack.sh").read_text()
+    services = compose["services"]
+    assert set(services) == {"haproxy", "redis", "p1", "p2"}
+    assert services["haproxy"]["ports"] == ["127.0.0.1:8741:8741"]
+    assert services["haproxy"]["command"] == ["haproxy", "-db", "-f", "/etc/gtp/haproxy.cfg"]
+    assert "./deploy/haproxy.cfg:/etc/gtp/haproxy.cfg:ro" in services["haproxy"]["volumes"]
+    assert "redis-server --bind 127.0.0.1 --port 6379 --save \"\" --appendonly no" in script
+    assert services["redis"]["command"] == ["redis-server", "--bind", "127.0.0.1", "--port", "6379", "--save", "",
+                                            "--appendonly", "no"]
+    cfg = (ROOT / "deploy/haproxy.cfg").read_text()
+    for n in (1, 2):
+        svc = services[f"p{n}"]
+        assert svc["network_mode"] == "service:haproxy" and services["redis"]["network_mode"] == "service:haproxy"
+        assert svc["command"] == ["serve", "--port", f"875{n}", "--store", "redis://127.0.0.1:6379/0",
+                                  "--drain-seconds", "1.5", "--shutdown-timeout", "10"]
+        assert svc["environment"]["GTP_HEALTH_PORT"] == f"875{n}" and svc["volumes"] == ["gtp-data:/data"]
+        assert f"server p{n} 127.0.0.1:875{n} check inter 200ms fall 1 rise 1" in cfg
+        assert svc["build"]["dockerfile"] == "Containerfile"
+    assert 'serve --port "875$n" --store redis://127.0.0.1:6379/0 --drain-seconds "$DRAIN"' in script
+    assert 'DRAIN="${GTP_DRAIN_SECONDS:-1.5}"' in script and "SHUTDOWN=10" in script
+    assert services["p2"]["depends_on"] == {"p1": {"condition": "service_healthy"}}
+    assert services["haproxy"]["build"]["dockerfile"] == "Containerfile.tools"
+    assert "option httpchk GET /readyz" in cfg and "retries 0" in cfg
