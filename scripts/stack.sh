@@ -11,6 +11,8 @@
 #   scripts/stack.sh build               the images (scripts/container_build.sh: proxy, Redis + HAProxy)
 #   scripts/stack.sh up [SERVE ARGS...]  start the stack; SERVE ARGS go to both instances' `serve`
 #                                        (e.g. --upstream mock; the Gemini key: GEMINI_API_KEY in the env)
+#   scripts/stack.sh wait                until Redis, p1 and p2 answer and HAProxy has both UP (after
+#                                        `podman-compose up -d`: compose.yaml uses the same names)
 #   scripts/stack.sh restart             rolling restart: SIGTERM p1 (it drains), start it, wait until
 #                                        HAProxy has it UP again, then the same for p2
 #   scripts/stack.sh down [-v]           remove the containers (-v: and the volume, the carrier keys)
@@ -52,7 +54,13 @@ instance() {  # N SERVE ARGS...
         --stop-timeout "$(( ${DRAIN%.*} + SHUTDOWN + 5 ))" "$IMAGE" \
         serve --port "875$n" --store redis://127.0.0.1:6379/0 --drain-seconds "$DRAIN" \
         --shutdown-timeout "$SHUTDOWN" "$@" >/dev/null
-    until_ "p$n ready" ready "$n"
+}
+
+wait_all() {
+    until_ "redis" "${P[@]}" exec "$NAME-redis" redis-cli -p 6379 ping
+    for n in 1 2; do until_ "p$n ready" ready "$n"; done
+    until_ "HAProxy with p1 UP" up_in_haproxy 1
+    until_ "HAProxy with p2 UP" up_in_haproxy 2
 }
 
 case "${1:-}" in
@@ -68,10 +76,12 @@ up)
         redis-server --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
     until_ "redis" "${P[@]}" exec "$NAME-redis" redis-cli -p 6379 ping
     instance 1 "$@"
+    until_ "p1 ready" ready 1  # it makes the carrier keys on the volume; p2 then reads them
     instance 2 "$@"
-    until_ "HAProxy with p1 UP" up_in_haproxy 1
-    until_ "HAProxy with p2 UP" up_in_haproxy 2
+    wait_all
     echo "stack $NAME: http://127.0.0.1:$PORT" ;;
+wait)
+    wait_all ;;
 restart)
     for n in 1 2; do
         # podman stop sends SIGTERM (the drain: /readyz 503, HAProxy takes it out within 200 ms, it
@@ -86,5 +96,5 @@ down)
     for c in p2 p1 redis haproxy; do "${P[@]}" rm -f -t 5 "$NAME-$c" >/dev/null 2>&1 || true; done
     if [ "${2:-}" = "-v" ]; then "${P[@]}" volume rm -f "$NAME-data" >/dev/null 2>&1 || true; fi ;;
 *)
-    echo "usage: scripts/stack.sh build | up [SERVE ARGS...] | restart | down [-v]" >&2; exit 2 ;;
+    echo "usage: scripts/stack.sh build | up [SERVE ARGS...] | wait | restart | down [-v]" >&2; exit 2 ;;
 esac

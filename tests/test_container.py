@@ -8,6 +8,7 @@ request. Needs root, podman, runc and debootstrap (scripts/system_deps.sh instal
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -73,20 +74,50 @@ def test_image_serves_healthy_as_non_root_with_keys_on_the_volume(image):
         subprocess.run([*P, "volume", "rm", "-f", vol], capture_output=True)
 
 
+COMPOSE = Path(sys.executable).parent / "podman-compose"  # the test extra's (PyPI: Debian's 1.0.3 cannot run it)
 MODEL = "gemini-3-flash-preview"  # thought signatures required: a turn on the other instance must find them
 
 
 class Stack:
-    def __init__(self) -> None:
-        self.env = os.environ | IMAGES | {"GTP_STACK": f"gtp-t{uuid.uuid4().hex[:6]}",
+    """One stack, brought up by scripts/stack.sh or by podman-compose from compose.yaml (the same
+    container names: stack.sh's `wait` and `restart` serve both)."""
+
+    def __init__(self, how: str, tmp: Path) -> None:
+        self.how, self.tmp = how, tmp
+        self.env = os.environ | IMAGES | {"GTP_STACK": f"gtp-{how[0]}{uuid.uuid4().hex[:6]}",
                                           "GTP_STACK_PORT": str(free_port())}
         self.name, self.url = self.env["GTP_STACK"], f"http://127.0.0.1:{self.env['GTP_STACK_PORT']}"
 
     def run(self, *args: str, timeout: float = 120) -> str:
-        done = subprocess.run([str(ROOT / "scripts/stack.sh"), *args], env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+        return self._run([str(ROOT / "scripts/stack.sh"), *args], timeout)
+
+    def _run(self, argv: list[str], timeout: float = 120) -> str:
+        done = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
         assert done.returncode == 0, done.stderr[-3000:] + self.logs()
         return done.stdout
+
+    def compose(self, *args: str) -> str:
+        # The tests' one change: the mock upstream (an override file, as a user would add theirs).
+        override = self.tmp / "compose.override.yaml"
+        override.write_text(yaml.safe_dump({"services": {
+            f"p{n}": {"command": [*yaml.safe_load((ROOT / "compose.yaml").read_text())["services"][f"p{n}"]["command"],
+                                  "--upstream", "mock"]} for n in (1, 2)}}))
+        return self._run([str(COMPOSE),
+                          "--podman-args=--runtime runc --cgroup-manager=cgroupfs",
+                          "-f", str(ROOT / "compose.yaml"), "-f", str(override), "-p", self.name, *args])
+
+    def up(self) -> None:
+        if self.how == "script":
+            self.run("up", "--upstream", "mock")
+        else:
+            self.compose("up", "-d", "--no-build")
+            self.run("wait")
+
+    def down(self) -> None:
+        if self.how == "script":
+            self.run("down", "-v")
+        else:
+            self.compose("down", "-v", "-t", "5")
 
     def served(self, n: int, route: str) -> int:
         return self.instance_logs(n).count(f"gtp.access: POST {route} 200")
@@ -102,14 +133,16 @@ class Stack:
         return openai.OpenAI(base_url=self.url + "/v1", api_key="a-client-key", max_retries=0, timeout=30)
 
 
-@pytest.fixture(scope="module")
-def stack(image):
-    s = Stack()
+@pytest.fixture(scope="module", params=["script", "compose"])
+def stack(request, image, tmp_path_factory):
+    if request.param == "compose" and not COMPOSE.exists():
+        pytest.fail("podman-compose is missing: it is in the test extra (requirements.lock)")
+    s = Stack(request.param, tmp_path_factory.mktemp("stack"))
     try:
-        s.run("up", "--upstream", "mock")
+        s.up()
         yield s
     finally:
-        s.run("down", "-v")
+        s.down()
 
 
 def test_stack_tool_loop_through_haproxy_lands_on_both_instances(stack: Stack) -> None:
@@ -188,13 +221,15 @@ def test_stack_rolling_restart_under_load_fails_no_request(stack: Stack) -> None
 
 
 def test_compose_yaml_describes_the_stack_the_script_runs() -> None:
-    """compose.yaml is not run here (podman 4.3 has no `podman compose`; see docs/deployment.md): it
-    must say what scripts/stack.sh does, which the tests above run."""
+    """The tests above run both; this says they run the same stack."""
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     script = (ROOT / "scripts/stack.sh").read_text()
     services = compose["services"]
     assert set(services) == {"haproxy", "redis", "p1", "p2"}
-    assert services["haproxy"]["ports"] == ["127.0.0.1:8741:8741"]
+    assert services["haproxy"]["ports"] == ["127.0.0.1:${GTP_STACK_PORT:-8741}:8741"]
+    assert '-p "127.0.0.1:$PORT:8741"' in script and 'PORT="${GTP_STACK_PORT:-8741}"' in script
+    for svc in services:
+        assert services[svc]["container_name"] == f"${{GTP_STACK:-gtp}}-{svc}"
     assert services["haproxy"]["command"] == ["haproxy", "-db", "-f", "/etc/gtp/haproxy.cfg"]
     assert "./deploy/haproxy.cfg:/etc/gtp/haproxy.cfg:ro" in services["haproxy"]["volumes"]
     assert "redis-server --bind 127.0.0.1 --port 6379 --save \"\" --appendonly no" in script
@@ -206,7 +241,7 @@ def test_compose_yaml_describes_the_stack_the_script_runs() -> None:
         assert svc["network_mode"] == "service:haproxy" and services["redis"]["network_mode"] == "service:haproxy"
         assert svc["command"] == ["serve", "--port", f"875{n}", "--store", "redis://127.0.0.1:6379/0",
                                   "--drain-seconds", "1.5", "--shutdown-timeout", "10"]
-        assert svc["environment"]["GTP_HEALTH_PORT"] == f"875{n}" and svc["volumes"] == ["gtp-data:/data"]
+        assert f"GTP_HEALTH_PORT=875{n}" in svc["environment"] and svc["volumes"] == ["gtp-data:/data"]
         assert f"server p{n} 127.0.0.1:875{n} check inter 200ms fall 1 rise 1" in cfg
         assert svc["build"]["dockerfile"] == "Containerfile"
     assert 'serve --port "875$n" --store redis://127.0.0.1:6379/0 --drain-seconds "$DRAIN"' in script
