@@ -6,6 +6,7 @@
 # With TOOLS_TAG, also the stack's Redis + HAProxy image (deploy/Containerfile.tools) on the same base
 # (podman's layer cache keeps its apt step).
 # Needs root, podman, runc and debootstrap (Debian: apt-get install podman runc debootstrap).
+# GTP_CONTAINER_CACHE: where the base and the wheels are kept (default .cache/container).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TAG="${1:-localhost/gemini-tool-proxy:local}"
@@ -15,7 +16,7 @@ PY="${GTP_PYTHON:-$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/pytho
 P=(podman --runtime runc --cgroup-manager=cgroupfs)
 # runc refuses limits above the host's hard ones: the host's own open-files limit, nproc 4096.
 U=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
-CACHE="$ROOT/.cache/container"; mkdir -p "$CACHE"
+CACHE="${GTP_CONTAINER_CACHE:-$ROOT/.cache/container}"; mkdir -p "$CACHE"
 base_key="$(echo "trixie minbase python3 python3-venv ca-certificates $MIRROR" | sha256sum | cut -c1-12)"
 BASE="localhost/gtp-base:$base_key"
 if ! "${P[@]}" image exists "$BASE"; then
