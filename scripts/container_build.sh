@@ -19,6 +19,17 @@ U=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
 CACHE="${GTP_CONTAINER_CACHE:-$ROOT/.cache/container}"; mkdir -p "$CACHE"
 base_key="$(echo "trixie minbase python3 python3-venv ca-certificates $MIRROR" | sha256sum | cut -c1-12)"
 BASE="localhost/gtp-base:$base_key"
+src_key="$( (cat "$ROOT/requirements.lock" "$ROOT/pyproject.toml" "$ROOT/Containerfile"; \
+             git -C "$ROOT" ls-files -s proxy addons LICENSE README.md) | sha256sum | cut -c1-12)"
+CTX="$CACHE/ctx-$src_key"
+# The wheels (the runtime dependencies only, pinned by the lock) are built while the base is made.
+wheels_pid=
+if [ ! -d "$CTX/wheels" ]; then
+    rm -rf "$CTX.tmp"; mkdir -p "$CTX.tmp"
+    ( "$PY" -m pip wheel -q -c "$ROOT/requirements.lock" "$ROOT" -w "$CTX.tmp/wheels" >&2 \
+      && mv "$CTX.tmp" "$CTX" ) &
+    wheels_pid=$!
+fi
 if ! "${P[@]}" image exists "$BASE"; then
     if [ ! -f "$CACHE/base-$base_key.tar" ]; then
         rm -rf "$CACHE/rootfs"
@@ -29,18 +40,14 @@ if ! "${P[@]}" image exists "$BASE"; then
     fi
     "${P[@]}" import "$CACHE/base-$base_key.tar" "$BASE" >&2
 fi
-src_key="$( (cat "$ROOT/requirements.lock" "$ROOT/pyproject.toml" "$ROOT/Containerfile"; \
-             git -C "$ROOT" ls-files -s proxy addons LICENSE README.md) | sha256sum | cut -c1-12)"
-CTX="$CACHE/ctx-$src_key"
-if [ ! -d "$CTX/wheels" ]; then
-    rm -rf "$CTX.tmp"; mkdir -p "$CTX.tmp"
-    "$PY" -m pip wheel -q -r "$ROOT/requirements.lock" "$ROOT" -w "$CTX.tmp/wheels" >&2
-    mv "$CTX.tmp" "$CTX"
-fi
+if [ -n "$wheels_pid" ]; then wait "$wheels_pid"; fi
 cp "$ROOT/Containerfile" "$CTX/Containerfile"
-"${P[@]}" build --format docker "${U[@]}" --build-arg "BASE=$BASE" -t "$TAG" "$CTX" >&2
-if [ -n "$TOOLS_TAG" ]; then
+tools_pid=
+if [ -n "$TOOLS_TAG" ]; then  # alongside the proxy's: mostly apt's downloads
     "${P[@]}" build --format docker "${U[@]}" --build-arg "BASE=$BASE" -t "$TOOLS_TAG" \
-        -f "$ROOT/deploy/Containerfile.tools" "$ROOT/deploy" >&2
+        -f "$ROOT/deploy/Containerfile.tools" "$ROOT/deploy" >&2 &
+    tools_pid=$!
 fi
+"${P[@]}" build --format docker "${U[@]}" --build-arg "BASE=$BASE" -t "$TAG" "$CTX" >&2
+if [ -n "$tools_pid" ]; then wait "$tools_pid"; fi
 echo "$TAG"

@@ -17,14 +17,14 @@
 #                                        HAProxy has it UP again, then the same for p2
 #   scripts/stack.sh down [-v]           remove the containers (-v: and the volume, the carrier keys)
 # Env: GTP_STACK (name, default gtp), GTP_STACK_PORT (8741), GTP_IMAGE, GTP_TOOLS_IMAGE,
-# GTP_DRAIN_SECONDS (1.5), GTP_API_KEYS and GEMINI_API_KEY(S) (passed to the instances when set).
+# GTP_DRAIN_SECONDS (3), GTP_API_KEYS and GEMINI_API_KEY(S) (passed to the instances when set).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NAME="${GTP_STACK:-gtp}"
 PORT="${GTP_STACK_PORT:-8741}"
 IMAGE="${GTP_IMAGE:-localhost/gemini-tool-proxy:local}"
 TOOLS="${GTP_TOOLS_IMAGE:-localhost/gtp-tools:local}"
-DRAIN="${GTP_DRAIN_SECONDS:-1.5}"
+DRAIN="${GTP_DRAIN_SECONDS:-3}"  # > HAProxy taking it out (2 checks 200 ms apart), with margin
 SHUTDOWN=10
 P=(podman --runtime runc --cgroup-manager=cgroupfs)
 # runc refuses limits above the host's hard ones.

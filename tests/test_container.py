@@ -214,7 +214,7 @@ def test_stack_rolling_restart_under_load_fails_no_request(stack: Stack) -> None
     # logs keeps both runs' lines, the second run's "ready" line after the drain's.
     for n in (1, 2):
         logs = stack.instance_logs(n)
-        assert "SIGTERM: draining for 1.5 s" in logs, logs[-2000:]
+        assert "SIGTERM: draining for 3 s" in logs, logs[-2000:]
         after = logs[logs.index("SIGTERM: draining"):]
         assert after.count("gtp.access: POST /v1/responses 200") > 0 and "ready" in after
     assert all(stack.served(n, "/v1/responses") > b for n, b in zip((1, 2), before, strict=True))
@@ -240,12 +240,12 @@ def test_compose_yaml_describes_the_stack_the_script_runs() -> None:
         svc = services[f"p{n}"]
         assert svc["network_mode"] == "service:haproxy" and services["redis"]["network_mode"] == "service:haproxy"
         assert svc["command"] == ["serve", "--port", f"875{n}", "--store", "redis://127.0.0.1:6379/0",
-                                  "--drain-seconds", "1.5", "--shutdown-timeout", "10"]
+                                  "--drain-seconds", "3", "--shutdown-timeout", "10"]
         assert f"GTP_HEALTH_PORT=875{n}" in svc["environment"] and svc["volumes"] == ["gtp-data:/data"]
-        assert f"server p{n} 127.0.0.1:875{n} check inter 200ms fall 1 rise 1" in cfg
+        assert f"server p{n} 127.0.0.1:875{n} check inter 200ms fall 2 rise 1" in cfg
         assert svc["build"]["dockerfile"] == "Containerfile"
     assert 'serve --port "875$n" --store redis://127.0.0.1:6379/0 --drain-seconds "$DRAIN"' in script
-    assert 'DRAIN="${GTP_DRAIN_SECONDS:-1.5}"' in script and "SHUTDOWN=10" in script
+    assert 'DRAIN="${GTP_DRAIN_SECONDS:-3}"' in script and "SHUTDOWN=10" in script
     assert services["p2"]["depends_on"] == {"p1": {"condition": "service_healthy"}}
     assert services["haproxy"]["build"]["dockerfile"] == "Containerfile.tools"
-    assert "option httpchk GET /readyz" in cfg and "retries 0" in cfg
+    assert "option httpchk GET /readyz" in cfg and "retries 0" in cfg and "timeout check 2s" in cfg
