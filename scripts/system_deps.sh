@@ -14,7 +14,11 @@ if [ "$(id -u)" = 0 ]; then  # the namespace test runs as root only (it skips ot
     command -v curl >/dev/null 2>&1 || need+=(curl)
     command -v wireguard-go >/dev/null 2>&1 || need+=(wireguard-go)  # userspace: no kernel module needed
     command -v wg >/dev/null 2>&1 || need+=(wireguard-tools)
-    command -v sudo >/dev/null 2>&1 || need+=(sudo)  # mitmproxy starts local mode's redirector with it, as root too
+    command -v sudo >/dev/null 2>&1 || need+=(sudo)
+    # the image's test (tests/test_container.py): podman with runc, and debootstrap for its base
+    command -v podman >/dev/null 2>&1 || need+=(podman)
+    command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || need+=(runc)
+    command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)  # mitmproxy starts local mode's redirector with it, as root too
 fi
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
