@@ -17,6 +17,9 @@ P=(podman --runtime runc --cgroup-manager=cgroupfs)
 # runc refuses limits above the host's hard ones: the host's own open-files limit, nproc 4096.
 U=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
 CACHE="${GTP_CONTAINER_CACHE:-$ROOT/.cache/container}"; mkdir -p "$CACHE"
+# One build at a time (test.sh starts one ahead of the tests; the tests' own then finds it done).
+exec 9>"$CACHE/build.lock"
+flock 9
 base_key="$(echo "trixie minbase python3 python3-venv ca-certificates $MIRROR" | sha256sum | cut -c1-12)"
 BASE="localhost/gtp-base:$base_key"
 src_key="$( (cat "$ROOT/requirements.lock" "$ROOT/pyproject.toml" "$ROOT/Containerfile"; \

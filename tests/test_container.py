@@ -167,6 +167,9 @@ def test_stack_tool_loop_through_haproxy_lands_on_both_instances(stack: Stack) -
     assert [stack.served(n, "/v1/responses") for n in (1, 2)] == [1, 1], stack.logs()
 
 
+# On the compose stack only (the script's runs the same containers, checked against compose.yaml below,
+# and the same `stack.sh restart`): a second rolling restart costs CI a minute and proves nothing more.
+@pytest.mark.parametrize("stack", ["compose"], indirect=True)
 def test_stack_rolling_restart_under_load_fails_no_request(stack: Stack) -> None:
     done, results, lock = threading.Event(), Counter(), threading.Lock()
     failures: list[str] = []

@@ -106,7 +106,7 @@ def _bodies(draw: st.DrawFn) -> bytes:
     return json.dumps(body, ensure_ascii=style == "ascii").encode()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=_bodies(), tools=st.sampled_from([None, 0, 1, 2]), merge=st.booleans())
 def test_the_spliced_body_means_what_the_full_rewrite_sends(loop: asyncio.AbstractEventLoop, raw: bytes,
                                                             tools: int | None, merge: bool) -> None:
