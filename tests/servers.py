@@ -227,3 +227,51 @@ async def loopback_site(app: web.Application) -> tuple[web.AppRunner, str]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+
+
+class ResponsesLoad:
+    """Clients sending Responses requests nonstop while something restarts behind them (a rolling
+    restart's load): `make_client()` gives each its openai client; every other request is streamed
+    slowly (~0.3 s), so some are mid-stream when their instance is told to stop. Use as a context:
+    the clients run inside it; `results` counts (kind, ok), `failures` says why each failed."""
+
+    def __init__(self, make_client, model: str, clients: int = 4) -> None:
+        from collections import Counter
+
+        self.make_client, self.model = make_client, model
+        self.done, self.lock = threading.Event(), threading.Lock()
+        self.results: Counter = Counter()
+        self.failures: list[str] = []
+        self.threads = [threading.Thread(target=self._load, args=(n,)) for n in range(clients)]
+
+    def _load(self, n: int) -> None:
+        client = self.make_client()
+        i = 0
+        while not self.done.is_set():
+            i += 1
+            streamed = i % 2 == 0
+            try:
+                if streamed:
+                    with client.responses.create(model=self.model, stream=True,
+                                                 input=f"[[mock:slow 0.1]] client {n} turn {i} say hi") as ev:
+                        last = [e.type for e in ev][-1]
+                    ok = last == "response.completed"
+                else:
+                    ok = client.responses.create(model=self.model, input=f"client {n} turn {i}").status == "completed"
+                why = "" if ok else "not completed"
+            except Exception as e:  # noqa: BLE001 - every failure is counted and shown
+                ok, why = False, f"{type(e).__name__}: {e}"
+            with self.lock:
+                self.results["streamed" if streamed else "whole", ok] += 1
+                if not ok:
+                    self.failures.append(why)
+
+    def __enter__(self) -> "ResponsesLoad":
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        for t in self.threads:
+            t.join(30)

@@ -9,11 +9,9 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 import uuid
-from collections import Counter
 from pathlib import Path
 
 import openai
@@ -21,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import WEATHER
-from tests.servers import free_port
+from tests.servers import ResponsesLoad, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,43 +169,12 @@ def test_stack_tool_loop_through_haproxy_lands_on_both_instances(stack: Stack) -
 # and the same `stack.sh restart`): a second rolling restart costs CI a minute and proves nothing more.
 @pytest.mark.parametrize("stack", ["compose"], indirect=True)
 def test_stack_rolling_restart_under_load_fails_no_request(stack: Stack) -> None:
-    done, results, lock = threading.Event(), Counter(), threading.Lock()
-    failures: list[str] = []
-
-    def load(n: int) -> None:
-        client = stack.client()
-        i = 0
-        while not done.is_set():
-            i += 1
-            streamed = i % 2 == 0
-            try:
-                if streamed:  # ~0.3 s each: some are mid-stream when their instance is told to stop
-                    with client.responses.create(model=MODEL, stream=True,
-                                                 input=f"[[mock:slow 0.1]] client {n} turn {i} say hi") as ev:
-                        last = [e.type for e in ev][-1]
-                    ok = last == "response.completed"
-                else:
-                    ok = client.responses.create(model=MODEL, input=f"client {n} turn {i}").status == "completed"
-                why = "" if ok else "not completed"
-            except Exception as e:  # noqa: BLE001 - every failure is counted and shown
-                ok, why = False, f"{type(e).__name__}: {e}"
-            with lock:
-                results["streamed" if streamed else "whole", ok] += 1
-                if not ok:
-                    failures.append(why)
-
     before = [stack.served(n, "/v1/responses") for n in (1, 2)]
-    clients = [threading.Thread(target=load, args=(n,)) for n in range(4)]
-    try:
-        for c in clients:
-            c.start()
+    with ResponsesLoad(stack.client, MODEL) as load:
         time.sleep(1.0)
         out = stack.run("restart")
         time.sleep(1.5)
-    finally:
-        done.set()
-        for c in clients:
-            c.join(30)
+    results, failures = load.results, load.failures
     total = sum(results.values())
     print("rolling restart in containers:", dict(results), out, sep="\n  ")
     assert out.split() == ["p1", "restarted", "p2", "restarted"]

@@ -12,7 +12,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,7 +20,7 @@ import pytest
 import websockets.sync.client as ws_client
 from websockets.exceptions import ConnectionClosed
 
-from tests.servers import HAProxy, Process, RedisServer, free_port
+from tests.servers import HAProxy, Process, RedisServer, ResponsesLoad, free_port
 
 pytestmark = pytest.mark.serial  # timing-bound: run alone (scripts/test.sh)
 
@@ -143,40 +142,16 @@ def test_rolling_restart_behind_haproxy_fails_no_request(tmp_path: Path) -> None
     procs = [serve(tmp_path, f"p{i}-first", *store, port=p) for i, p in enumerate(ports)]
     lb = HAProxy(tmp_path, [f"http://127.0.0.1:{p}" for p in ports], check=CHECK, defaults=DEFAULTS,
                  health="/readyz")
-    done, results, lock = threading.Event(), Counter(), threading.Lock()
-    failures: list[str] = []
-
-    def load(n: int) -> None:
-        client = openai.OpenAI(base_url=lb.url + "/v1", api_key="k", max_retries=0, timeout=30)
-        i = 0
-        while not done.is_set():
-            i += 1
-            streamed = i % 2 == 0
-            try:
-                if streamed:  # ~0.3 s each: some are mid-stream when their instance is told to stop
-                    with client.responses.create(model=MODEL, stream=True,
-                                                 input=f"[[mock:slow 0.1]] client {n} turn {i} say hi") as ev:
-                        last = [e.type for e in ev][-1]
-                    ok = last == "response.completed"
-                else:
-                    ok = client.responses.create(model=MODEL, input=f"client {n} turn {i}").status == "completed"
-                why = "" if ok else "not completed"
-            except Exception as e:  # noqa: BLE001 - every failure is counted and shown
-                ok, why = False, f"{type(e).__name__}: {e}"
-            with lock:
-                results["streamed" if streamed else "whole", ok] += 1
-                if not ok:
-                    failures.append(why)
+    load = ResponsesLoad(lambda: openai.OpenAI(base_url=lb.url + "/v1", api_key="k", max_retries=0, timeout=30),
+                         MODEL)
 
     def served(proc: Process) -> int:
         return proc.logs().count("gtp.access: POST /v1/responses 200")
 
-    clients = [threading.Thread(target=load, args=(n,)) for n in range(4)]
     timeline: list[str] = []
     started = time.monotonic()
     try:
-        for c in clients:
-            c.start()
+        load.__enter__()
         time.sleep(1.0)
         for i, p in enumerate(ports):
             before = served(procs[i])
@@ -193,14 +168,13 @@ def test_rolling_restart_behind_haproxy_fails_no_request(tmp_path: Path) -> None
             timeline.append(f"p{i} UP again at {time.monotonic() - started:.1f} s")
         time.sleep(1.5)
     finally:
-        done.set()
-        for c in clients:
-            c.join(30)
+        load.__exit__()
         lb.stop()
         after = [served(p) for p in procs]
         for p in procs:
             p.stop()
         redis.stop()
+    results, failures = load.results, load.failures
     total = sum(results.values())
     print("rolling restart:", dict(results), "served after restart:", after, *timeline, sep="\n  ")
     assert not failures, f"{len(failures)} of {total} failed: {failures[:5]}"

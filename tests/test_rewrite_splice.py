@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mitmproxy import http
-from mitmproxy.proxy.layers.http import HttpRequestHook
-from mitmproxy.test import taddons, tflow, tutils
+from mitmproxy.test import tutils
 
 from proxy.intercept import rewrite, text_history
 from proxy.intercept.addon import GeminiTools
@@ -23,6 +22,7 @@ from proxy.session.session_tools import ToolContext
 from proxy.store import MemoryStore
 from proxy.store.entry_store import LazyToolContext
 from proxy.tools.prepare_tools import prepare_tools
+from tests.test_text_history import through_addon
 
 FLASH = "gemini-2.5-flash"
 SESSION_TOOLS = [prepare_tools([{"type": "function", "name": name, "description": description, "parameters": {
@@ -42,18 +42,7 @@ async def _sent(raw: bytes, tools: int | None, merge: bool, full: bool, store: M
                       path=f"/v1beta/models/{model}:generateContent".encode(),
                       headers=http.Headers(content_type="application/json",
                                            **({"x-gtp-session": "s1"} if tools is not None else {})), content=raw)
-    flow = tflow.tflow(req=req)
-    flow.client_conn.sni, flow.server_conn.sni = host, None
-    with taddons.context(addon) as tctx:
-        tctx.configure(addon, gtp_tools="merge" if merge else "replace")
-        members = text_history.members
-        if full:
-            text_history.members = lambda raw, key="contents": None
-        try:
-            await tctx.master.addons.handle_lifecycle(HttpRequestHook(flow))
-        finally:
-            text_history.members = members
-    return flow.request.content if flow.response is None else b"refused: " + flow.response.content
+    return await through_addon(addon, req, host, merge, full)
 
 
 @pytest.fixture(scope="module")

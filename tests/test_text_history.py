@@ -132,6 +132,12 @@ async def _sent(raw: bytes, model: str, session: bool, merge: bool, cloudcode: b
                   ("generativelanguage.googleapis.com", f"/v1beta/models/{model}:generateContent"))
     req = tutils.treq(host=host, port=443, scheme=b"https", method=b"POST", path=path.encode(),
                       headers=http.Headers(content_type="application/json", **headers), content=raw)
+    return await through_addon(addon, req, host, merge, full)
+
+
+async def through_addon(addon: GeminiTools, req: object, host: str, merge: bool, full: bool) -> bytes:
+    """`req` through the addon's real request hook (`full`: with the body parsed whole, as when it
+    cannot be split): the body it sends on, or what it answered itself."""
     flow = tflow.tflow(req=req)
     flow.client_conn.sni, flow.server_conn.sni = host, None  # the app's TLS names the host (tflow's: "address")
     with taddons.context(addon) as tctx:

@@ -300,23 +300,19 @@ def rate_headers(v: Verdict, protocol: str, now: float | None = None) -> dict[st
     now = time.time() if now is None else now
     h: dict[str, str] = {}
     lim = v.limit
-    req_reset = v.state.tat_ms / 1000
-    if protocol == "openai":
-        if lim.rpm is not None:
-            h |= {"x-ratelimit-limit-requests": str(lim.rpm), "x-ratelimit-remaining-requests":
-                  str(v.requests_remaining), "x-ratelimit-reset-requests": openai_reset(req_reset)}
-        if lim.tpm is not None:
-            h |= {"x-ratelimit-limit-tokens": str(lim.tpm), "x-ratelimit-remaining-tokens":
-                  str(max(0, lim.tpm - v.tokens_used)), "x-ratelimit-reset-tokens": openai_reset(v.tokens_reset())}
-    elif protocol == "anthropic":
-        def at(seconds: float) -> str:
-            return datetime.fromtimestamp(now + seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if lim.rpm is not None:
-            h |= {"anthropic-ratelimit-requests-limit": str(lim.rpm), "anthropic-ratelimit-requests-remaining":
-                  str(v.requests_remaining), "anthropic-ratelimit-requests-reset": at(req_reset)}
-        if lim.tpm is not None:
-            h |= {"anthropic-ratelimit-tokens-limit": str(lim.tpm), "anthropic-ratelimit-tokens-remaining":
-                  str(max(0, lim.tpm - v.tokens_used)), "anthropic-ratelimit-tokens-reset": at(v.tokens_reset())}
+
+    def rfc3339(seconds: float) -> str:
+        return datetime.fromtimestamp(now + seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    spelling = {"openai": (lambda kind, field: f"x-ratelimit-{field}-{kind}", openai_reset),
+                "anthropic": (lambda kind, field: f"anthropic-ratelimit-{kind}-{field}", rfc3339)}.get(protocol)
+    if spelling is not None:
+        name, reset = spelling
+        for kind, cap, remaining, resets in (
+                ("requests", lim.rpm, v.requests_remaining, v.state.tat_ms / 1000),
+                ("tokens", lim.tpm, max(0, (lim.tpm or 0) - v.tokens_used), v.tokens_reset())):
+            if cap is not None:
+                h |= {name(kind, "limit"): str(cap), name(kind, "remaining"): str(remaining),
+                      name(kind, "reset"): reset(resets)}
     if not v.allowed:
         h["Retry-After"] = str(max(1, math.ceil(v.retry_after)))
     return h
