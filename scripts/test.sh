@@ -8,14 +8,14 @@
 . "$(dirname "$0")/system_deps.sh"
 cd "$ROOT"
 "$VENV_PY" -m ruff check .
-# The whole suite: the container tests' images are built beside the first pass (debootstrap and apt are
+# Test paths given: only those run. Otherwise, the whole suite: the container tests' images are built beside the first pass (debootstrap and apt are
 # mostly downloads), so the serial pass finds them ready; container_build.sh's lock makes the tests wait
 # for this build rather than start another.
-whole=1
+paths=0
 for arg in "$@"; do
-    if [ -e "${arg%%::*}" ]; then whole=0; fi
+    if [ -e "${arg%%::*}" ]; then paths=1; fi
 done
-if [ "$whole" = 1 ] && [ "$(id -u)" = 0 ] && command -v podman >/dev/null && command -v debootstrap >/dev/null; then
+if [ "$paths" = 0 ] && [ "$(id -u)" = 0 ] && command -v podman >/dev/null && command -v debootstrap >/dev/null; then
     mkdir -p "$ROOT/.cache"
     GTP_IMAGE=localhost/gemini-tool-proxy:test GTP_TOOLS_IMAGE=localhost/gtp-tools:test \
         nice -n 10 "$ROOT/scripts/stack.sh" build >"$ROOT/.cache/container-prebuild.log" 2>&1 &
@@ -24,10 +24,6 @@ parallel=0 serial=0
 "$VENV_PY" -m pytest -n "${GTP_TEST_WORKERS:-2}" --dist loadfile -m "not serial" "$@" || parallel=$?
 # Given no test paths, the second pass collects only the files that mark tests serial (collecting every
 # file takes about 27 s here).
-paths=0
-for arg in "$@"; do
-    if [ -e "${arg%%::*}" ]; then paths=1; fi
-done
 serial_files=()
 if [ "$paths" = 0 ]; then
     mapfile -t serial_files < <(grep -l "pytest.mark.serial" tests/test_*.py)

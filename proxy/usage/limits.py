@@ -21,7 +21,7 @@ import asyncio
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -178,8 +178,7 @@ class MemoryLimiter:
         kind, wait = decide(limit, s, now)
         if not kind and limit.rpm is not None:
             self.values[tat] = now_ms + s.tat_ms + MINUTE_MS / limit.rpm
-            s = State(int(s.tat_ms + MINUTE_MS / limit.rpm), *[getattr(s, f) for f in (
-                "tokens_now", "tokens_before", "spent_day", "spent_month")])
+            s = replace(s, tat_ms=int(s.tat_ms + MINUTE_MS / limit.rpm))
         return Verdict(not kind, limit, s, kind, wait, int(now_ms) % MINUTE_MS)
 
     async def charge(self, client: str, tokens: int, cost_nusd: int, answer_id: str = "",
