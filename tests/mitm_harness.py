@@ -48,25 +48,29 @@ def free_port() -> int:
     binds to port 0 and connect()s ports from the ephemeral range only. (Drawn from that range, a
     front-end's port was once taken by another test's outgoing connection in that moment: "address
     already in use".) A server that can start on port 0 and announce its port (servers.Process.url)
-    leaves no such moment."""
+    leaves no such moment. Without xdist (the serial pass) the one worker has the whole slice, and no
+    port is handed out twice: drawn from port 0 there, a front-end's port once answered another
+    server's 404s (its mock's, handed the same port, or a port taken in the moment)."""
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if count == 1:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-    worker = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
     if lo > 11_024:
         lo, hi = lo - 10_000, lo - 1
     width = (hi - lo) // count
     while True:
         port = random.randrange(lo + worker * width, lo + (worker + 1) * width)
+        if port in _GIVEN:  # two servers started one after the other must not be handed the same port
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _GIVEN.add(port)
             return port
+
+
+_GIVEN: set[int] = set()  # ports free_port handed out in this process
 
 
 def upstream_tls(tmp: Path) -> tuple[ssl.SSLContext, Path]:
