@@ -254,7 +254,7 @@ async def _serve(args: argparse.Namespace) -> None:
     import asyncio
 
     from proxy import gc_tuning
-    from proxy.server import make_app  # the routes and wire models: only what serves needs them
+    from proxy.front.app import make_app  # the routes and wire models: only what serves needs them
     from proxy.server.collections import parse_passthrough
     from proxy.server.context import parse_aliases
     from proxy.server.guard import RequestGuard
@@ -335,7 +335,7 @@ async def _serve(args: argparse.Namespace) -> None:
     gc_tuning.freeze_startup()
     print(f"gemini-tool-proxy ready on http://{args.host}:{port}", flush=True)
     try:
-        from proxy.server.app import drain
+        from proxy.front.app import drain
         await _until_stopped(lambda: drain(app), args.drain_seconds)
     finally:
         for r in reversed(runners):

@@ -88,7 +88,7 @@ def decoder_rows(cls, repeat: int) -> dict[str, float]:  # noqa: ANN001
 
 async def _native_rows(repeat: int) -> dict[str, float]:
     """The proxy's native REST stream: the upstream writes N events at once; the client reads them all."""
-    from proxy.server import make_app
+    from proxy.front.app import make_app
     from proxy.server.context import CONTEXT
     from proxy.server.site import start_site
     from proxy.store import MemoryStore

@@ -14,11 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.front.app import make_app
 from proxy.journal.recorder import Recorder
 from proxy.journal.ring import Journal
 from proxy.mock.server import ACCEPTED, RECEIVED, SEEN, start_mock
 from proxy.model_rules import ModelRules
-from proxy.server import make_app
 from proxy.server.auth import ClientKeys
 from proxy.server.context import CONTEXT
 from proxy.server.guard import RequestGuard

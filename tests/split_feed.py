@@ -15,11 +15,11 @@ from typing import Any
 
 from proxy.dialects.base import Dialect, ToolSpec
 from proxy.dialects.parse_answer import AnswerParser
-from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.interactions_upstream.answer import StreamTranslator
 from proxy.intercept.capture_calls import CallCapture, SSETap
 from proxy.intercept.text_calls import SSERewriter
 from proxy.upstream.interactions_api import _event
+from proxy.wire.merge_chunks import merge_chunks
 from proxy.wire.sse import SSEDecoder
 
 REC = Path(__file__).with_name("recorded")

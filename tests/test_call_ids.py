@@ -1,11 +1,11 @@
-"""Claude on Antigravity's wire pairs calls and results by id only (to_gemini/call_ids.py): every
+"""Claude on Antigravity's wire pairs calls and results by id only (tools/call_ids.py): every
 request the proxy sends it — the front-end's own and the interceptor's — has an id on each call and
 the same id on its result; Gemini models get their history as it was."""
 
 import copy
 
-from proxy.to_gemini.call_ids import needs_call_ids
 from proxy.to_gemini.repair_history import repair_history
+from proxy.tools.call_ids import needs_call_ids
 
 
 def _history() -> list[dict]:

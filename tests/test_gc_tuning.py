@@ -10,7 +10,7 @@ from pathlib import Path
 from proxy import gc_tuning
 from tests.servers import Process
 
-PROBE = ("import gc, json; from proxy import gc_tuning; import proxy.server.app; before = gc.get_threshold(); "
+PROBE = ("import gc, json; from proxy import gc_tuning; import proxy.front.app; before = gc.get_threshold(); "
          "gc_tuning.tune(); gc_tuning.freeze_startup(); "
          "print(json.dumps([before, gc.get_threshold(), gc.get_freeze_count()]))")
 

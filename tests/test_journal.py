@@ -2,12 +2,12 @@
 
 import orjson
 
+from proxy.fast_json import held
 from proxy.journal.exchange import Exchange, pairs
 from proxy.journal.kept import FROZEN, kept_headers, seal, thaw
-from proxy.journal.redact import REDACTED, Redactor, headers, path
 from proxy.journal.ring import Journal, summarize
+from proxy.redact import REDACTED, Redactor, headers, path
 from proxy.schema.repairs import schema_repairs
-from proxy.store.byte_lru import held
 
 
 def exchange(i: int, scope: str = "", body: bytes = b'{"input":"hi"}') -> Exchange:

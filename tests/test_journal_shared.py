@@ -14,8 +14,8 @@ import redis.asyncio as aioredis
 
 from proxy.journal import shared as shared_module
 from proxy.journal.exchange import Exchange
-from proxy.journal.redact import Redactor
 from proxy.journal.ring import Journal
+from proxy.redact import Redactor
 from tests.servers import RedisServer, monitored
 
 KEY = "client-key-canary-0123456789"  # presented by the request: a secret of this exchange only

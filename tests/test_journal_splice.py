@@ -8,11 +8,11 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proxy.fast_json import held
 from proxy.journal.exchange import Exchange
 from proxy.journal.kept import FROZEN, thaw
 from proxy.journal.ring import Journal
 from proxy.journal.splice import GRAIN, NEW_AT_MOST, SPLICE_MIN, SPLICED, Bases, common_ends, joined
-from proxy.store.byte_lru import held
 
 
 def _exact_ends(new: bytes, base: bytes) -> tuple[int, int]:

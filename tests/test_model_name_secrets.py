@@ -19,12 +19,11 @@ import openai
 import pytest
 from google.genai import errors as genai_errors
 
-from proxy import metrics
+from proxy import metrics, redact
 from proxy.errors import ProxyError
-from proxy.journal import redact
 from proxy.journal.access_log import access_fields
 from proxy.journal.exchange import Exchange
-from proxy.journal.redact import Redactor
+from proxy.redact import Redactor
 from proxy.wire.model_name import check_model_name
 from tests.mitm_harness import MitmStack
 from tests.otlp_collector import Collector

@@ -8,9 +8,9 @@ from scripts.profile_serve import RATE, report
 
 def test_samples_become_microseconds_per_request(tmp_path: Path, capsys) -> None:
     raw = tmp_path / "samples.txt"
-    run, handle = "run (asyncio/runners.py:118)", "handle (proxy/server/app.py:76)"
+    run, handle = "run (asyncio/runners.py:118)", "handle (proxy/front/app.py:76)"
     raw.write_text(f"{run};{handle};parse (proxy/wire/json_body.py:52) 30\n"
-                   f"{run};{handle};handle (proxy/server/app.py:80) 10\n"
+                   f"{run};{handle};handle (proxy/front/app.py:80) 10\n"
                    f"{run} 60\n"
                    "not a sample line\n")
     report(raw, requests=100, top=10, title="t")

@@ -22,10 +22,10 @@ import openai
 import pytest
 from aiohttp import web
 
-from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.intercept.capture_calls import CallCapture
 from proxy.mock.validate import GeminiRejection, call_signature, validate_request
 from proxy.upstream.gemini import GeminiUpstream
+from proxy.wire.merge_chunks import merge_chunks
 from tests.harness import LoopThread, Stack
 from tests.test_recorded_wire import _serve, mitm_over
 

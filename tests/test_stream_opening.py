@@ -11,11 +11,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from proxy.front.app import make_app
 from proxy.journal import exchange
 from proxy.journal.recorder import Recorder
 from proxy.journal.ring import Journal
 from proxy.responses.translator import ResponsesTranslator
-from proxy.server import make_app
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import GeminiUpstream
 

@@ -15,7 +15,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from proxy.server import make_app
+from proxy.front.app import make_app
 from proxy.store import MemoryStore
 from proxy.upstream.gemini import GeminiUpstream
 from proxy.upstream.retry import MAX_HINT, RetryPolicy, retry_hint

@@ -366,6 +366,6 @@ def test_the_wheel_on_the_other_supported_python(built: dict[str, Path], tmp_pat
                          cwd=tmp_path, env=inst["env"], timeout=120)
     assert out.returncode == 0, out.stderr
     version, *modules = out.stdout.split()
-    assert version == OTHER and "proxy.server.app" in modules and "proxy.intercept.journal_addon" in modules
+    assert version == OTHER and "proxy.front.app" in modules and "proxy.intercept.journal_addon" in modules
     _serve_and_ask(inst, "serve-other-python")
     _mitm_listens(inst)

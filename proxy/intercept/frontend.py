@@ -7,10 +7,10 @@ from aiohttp import web
 from mitmproxy import ctx
 
 from proxy import gc_tuning, log_limits, malloc_tuning
+from proxy.front.app import make_app
 from proxy.intercept.options import Options
 from proxy.intercept.relay import RelayBroker, RelayUpstream
 from proxy.mock.server import start_mock
-from proxy.server import make_app
 from proxy.server.site import start_site
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream

@@ -9,7 +9,7 @@ import json
 from mitmproxy import http
 
 from proxy.errors import ProxyError, gemini_status
-from proxy.to_gemini.call_ids import needs_call_ids
+from proxy.tools.call_ids import needs_call_ids
 
 
 def gemini_error_response(e: ProxyError, status: str | None = None, model: str = "") -> http.Response:

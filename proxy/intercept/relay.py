@@ -22,8 +22,8 @@ from typing import Any, Literal
 import aiohttp
 
 from proxy.errors import UpstreamError
-from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.intercept.session_marker import marker_text
+from proxy.wire.merge_chunks import merge_chunks
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ import logging
 from cachetools import LRUCache
 from mitmproxy import http
 
-from proxy import fast_json
+from proxy import fast_json, redact
 from proxy.errors import ProxyError
 from proxy.intercept import text_history
 from proxy.intercept.flow_selection import META, REFUSED, FlowState, GeminiRequest, select
 from proxy.intercept.options import Options
 from proxy.intercept.refusal import gemini_error_response
-from proxy.journal import exchange, redact
+from proxy.journal import exchange
 from proxy.session.app_tools import note_repairs
 from proxy.session.placeholders import placeholder_count
 from proxy.session.session_tools import ToolContext

@@ -10,7 +10,7 @@ import logging
 import time
 from typing import Any
 
-from proxy.journal import redact
+from proxy import redact
 
 log = logging.getLogger("gtp.access")
 LINE = "%s %s %s proxy %.1fms upstream %.1fms %s tokens %s%s"

@@ -13,8 +13,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from proxy import ids
-from proxy.journal import redact
+from proxy import ids, redact
+from proxy.wire.client_key import key_in
 
 # A body larger than this is kept as its first BODY_CAP bytes (the page says how much was cut).
 BODY_CAP = 256 * 1024
@@ -258,7 +258,6 @@ class Exchange:
 def identity(headers: Any, path: str) -> tuple[str | None, str, str | None]:
     """The key a request presented (in a header or the query), its path without that key, and the
     trace it continues (`headers`: anything pairs() reads)."""
-    from proxy.server.auth import key_in  # (the server's auth records scopes on exchanges: imported late)
     lowered = {k.lower(): v for k, v in pairs(headers)}
     query_key = parse_qs(urlsplit(path).query).get("key", [None])[0] if "key=" in path else None
     return key_in(lowered, query_key) or None, redact.path(path), lowered.get("traceparent")

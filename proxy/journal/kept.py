@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 from multidict import CIMultiDict
 
+from proxy.fast_json import held
 from proxy.journal.exchange import BODY_CAP, PROTOCOLS, Exchange, UpstreamCall, pairs, protocol_of
 from proxy.journal.splice import SPLICE_MIN, Bases, whole
-from proxy.store.byte_lru import held
 
 # An entry: SCOPE, what the filters look at (FILTERED, then whether it failed), the frozen exchange
 # (thaw reads it), the bytes it is counted for.

@@ -8,8 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from proxy import ids
-from proxy.journal import redact
+from proxy import ids, metrics, redact
 from proxy.journal.exchange import CURRENT, Exchange
 from proxy.journal.ring import DEFAULT_MAX_BYTES, Journal, summarize
 from proxy.journal.tracing import Tracing
@@ -32,7 +31,7 @@ class Recorder:
         self._ending: list[Exchange] = []
         if journal is not None:
             journal.before_read = self.finish_pending
-        redact.scrub_logs(self.redactor)
+        redact.scrub_logs(self.redactor, metrics.CURRENT)
         redact.use(self.redactor)  # what the model-name check, the metrics' labels and the access log ask
 
     @classmethod

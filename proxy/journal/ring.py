@@ -24,14 +24,13 @@ from typing import Any
 
 import orjson
 
-from proxy import ids, metrics
-from proxy.from_gemini.merge_chunks import merge_chunks
-from proxy.journal import redact
+from proxy import ids, metrics, redact
 from proxy.journal.exchange import Exchange, pairs
 from proxy.journal.kept import FILTERED, FILTERS, FROZEN, SCOPE, SIZE, fallback, seal, thaw, tools_of
-from proxy.journal.redact import Redactor
 from proxy.journal.shared import Shared
 from proxy.journal.splice import Bases
+from proxy.redact import Redactor
+from proxy.wire.merge_chunks import merge_chunks
 
 log = logging.getLogger(__name__)
 from proxy.defaults import JOURNAL_MAX_BYTES as DEFAULT_MAX_BYTES  # noqa: E402 (the options' default)

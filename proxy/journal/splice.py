@@ -16,7 +16,7 @@ forgotten with the exchange that kept it whole (`Bases.evicted`).
 
 from typing import Any
 
-from proxy.store.byte_lru import held
+from proxy.fast_json import held
 
 # Bodies shorter than this are kept whole (finding what they share would cost more than it saves).
 SPLICE_MIN = 8 * 1024

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from proxy.journal.exchange import Exchange
-from proxy.journal.redact import Redactor
+from proxy.redact import Redactor
 
 log = logging.getLogger(__name__)
 SYSTEM = "gemini"

@@ -20,10 +20,10 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.mock import hops as long_answers
 from proxy.mock.model import respond
 from proxy.mock.validate import GeminiRejection, is_gemini3, validate_request
+from proxy.wire.merge_chunks import merge_chunks
 
 STORE = web.AppKey("interactions", dict)  # id -> {"contents", "interaction", "events", "input"}
 # continuation_token -> the hop it continues: {"owner": the id of the hop that issued it, "next": the hop

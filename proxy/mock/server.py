@@ -17,12 +17,12 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.from_gemini.merge_chunks import merge_chunks
 from proxy.mock import antigravity, generated_objects, interactions, oauth, objects
 from proxy.mock import hops as long_answers
 from proxy.mock.dialect_model import TEXT_CALL, calls_as_text, detect, dialect_reply
 from proxy.mock.model import ERRORS, Reply, fragment_calls, latest_user_text, respond
 from proxy.mock.validate import CLOUDCODE_FIELDS, GeminiRejection, check_fields, validate_request, vertex_takes_call_ids
+from proxy.wire.merge_chunks import merge_chunks
 
 RECEIVED = web.AppKey("received", collections.deque)
 ACCEPTED = web.AppKey("accepted", list)  # [count]: every request accepted, unlike RECEIVED which keeps the last 256

@@ -15,7 +15,7 @@ import hmac
 import ipaddress
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 from aiohttp import web
@@ -24,6 +24,7 @@ from proxy.defaults import CLIENT_KEYS_ENV as KEYS_ENV  # noqa: E402 (the option
 from proxy.errors import ProxyError
 from proxy.journal import exchange
 from proxy.signatures.carrier_keys import CarrierKeys
+from proxy.wire.client_key import key_in
 
 SESSION_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")  # as session markers spell them
 SCOPED_NAME = re.compile(r"c-[0-9a-f]{12}:")  # scoped_session's names for keyed clients (scope_of)
@@ -131,15 +132,6 @@ def presented_key(request: web.BaseRequest) -> str | None:
     """The key in the caller's usual place: `Authorization: Bearer` (OpenAI, Claude Code), `x-goog-api-key`
     or `?key=` (Gemini), `x-api-key` (the anthropic SDKs)."""
     return key_in(request.headers, request.query.get("key"))
-
-
-def key_in(headers: Mapping[str, str], query_key: str | None) -> str | None:
-    """presented_key's places in `headers` (looked up by lower-case name) and the query's `key`: also
-    what the journal reads of a finished exchange (journal/exchange.py)."""
-    auth = headers.get("authorization") or ""
-    if auth[:7].lower() == "bearer " and auth[7:].strip():
-        return auth[7:].strip()
-    return headers.get("x-goog-api-key") or headers.get("x-api-key") or query_key or None
 
 
 SCOPE = web.RequestKey("scope", str)  # the authenticated client's scope (absent when auth is off)

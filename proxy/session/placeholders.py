@@ -68,7 +68,7 @@ def rewrite_history(contents: list[dict[str, Any]], rounds: list[ToolRound],
     """Replace placeholder model turns with the captured rounds (the latest placeholders get the latest
     rounds); sent to `model`, a call another model made goes without its signature (model_bound.py).
     `ids`: every functionCall and functionResponse written carries an id (Claude on Antigravity's wire
-    refuses one without), the call's record's when the model sent none (to_gemini/call_ids.py)."""
+    refuses one without), the call's record's when the model sent none (tools/call_ids.py)."""
     marks = [i for i, c in enumerate(contents) if _is_placeholder(c, placeholder)]
     if not marks:
         return contents

@@ -19,9 +19,9 @@ from proxy.session.app_tools import declared_names, note_repairs, repair_app_too
 from proxy.session.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
 from proxy.session.session_tools import ToolContext
 from proxy.signatures.sentinel import sign_current_turn
-from proxy.to_gemini.call_ids import needs_call_ids
 from proxy.to_gemini.repair_history import repair_history
 from proxy.tools import claude_schema
+from proxy.tools.call_ids import needs_call_ids
 
 
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,

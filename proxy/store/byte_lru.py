@@ -12,6 +12,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from proxy.fast_json import held
+
 Key = tuple[str, str, str]  # (session, kind, key)
 # Tombstones of evicted entries ("was evicted" instead of "never existed"), about 300 bytes each:
 # at most one per 4 KiB of budget (so they stay a small part of what the process holds), and never
@@ -22,14 +24,6 @@ MAX_TOMBSTONES = 100_000
 # and its list (measured: about 400 bytes), and each document's bytes-object header.
 ENTRY_OVERHEAD = 400
 DOC_OVERHEAD = 40
-
-
-def held(doc: bytes | memoryview) -> bytes:
-    """The document in an object of its own size: orjson's output keeps its whole 8 KiB working
-    buffer (a 1.7 KB answer held 8 KB), which made the process hold several times the budget.
-    A join of two parts always makes a new object (of one, it may hand back the part itself); it
-    takes half the instructions memoryview.tobytes() did."""
-    return b"".join((doc, b""))
 
 
 def _size(key: Key, value: tuple[bytes, ...]) -> int:

@@ -3,7 +3,7 @@
 - no trailing text-only model turn for models that refuse one ("prefill");
 - adjacent model turns (chunks of one streamed answer, as google-genai's automatic function calling
   stores them) merged into one, a call part stored twice dropped when the answers say so;
-- for models that need them (Claude on Antigravity's wire: to_gemini/call_ids.py), an id on every
+- for models that need them (Claude on Antigravity's wire: tools/call_ids.py), an id on every
   functionCall that has none;
 - a functionResponse without the id of the call it answers given that id (google-genai omits it;
   Gemini 3 then answers with nothing);
@@ -25,8 +25,8 @@ from typing import Any
 from proxy.from_gemini.server_tools import SERVER_PARTS, is_server_part
 from proxy.journal import exchange
 from proxy.pattern_rules import matches
-from proxy.to_gemini.call_ids import needs_call_ids
 from proxy.to_gemini.tool_result_media import media_as_siblings, parts_in_results
+from proxy.tools.call_ids import needs_call_ids
 from proxy.tools.hosted_tools import combines_search
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ sees each keyword's meaning in the property's description where one was written.
 
 from typing import Any
 
-from proxy.to_gemini.call_ids import needs_call_ids
+from proxy.tools.call_ids import needs_call_ids
 
 DROPPED = frozenset({"minLength", "maxLength", "exclusiveMinimum", "exclusiveMaximum", "pattern", "minItems",
                      "maxItems", "uniqueItems", "format", "default", "examples", "example"})

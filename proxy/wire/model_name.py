@@ -13,8 +13,8 @@ the spans and the logs (and into the refusal itself).
 
 import re
 
+from proxy import redact
 from proxy.errors import ProxyError
-from proxy.journal import redact
 
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 COLLECTIONS = ("models", "tunedModels")

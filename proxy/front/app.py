@@ -12,6 +12,7 @@ from proxy.anthropic import errors as anthropic_errors
 from proxy.anthropic import routes as anthropic_routes
 from proxy.chat import routes as chat_routes
 from proxy.errors import ProxyError
+from proxy.front.models_route import list_models
 from proxy.gemini import errors as gemini_errors
 from proxy.gemini import routes as gemini_routes
 from proxy.inspect import quota_routes
@@ -29,7 +30,6 @@ from proxy.server.context import CONTEXT, RATE_HEADERS, Context
 from proxy.server.errors import ERROR_SHAPES, error_middleware
 from proxy.server.fair_share import FAIR, FairShare, client_of, fair_share_middleware
 from proxy.server.guard import RequestGuard
-from proxy.server.models_route import list_models
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
 from proxy.server.workers import shutdown_workers

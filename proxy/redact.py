@@ -1,4 +1,6 @@
-"""Secrets out of everything the journal keeps, the page shows and a span carries.
+"""Secrets out of everything the journal keeps, the page shows, a log line and a span carry. It
+stands on the ground floor (imports nothing of the proxy): the wire, the metrics and the journal
+all ask it.
 
 Three nets, each catching what the others may not:
 - headers that carry credentials by name (their values become REDACTED);
@@ -14,9 +16,11 @@ recorder's once there is one) is the one every exporter asks: the model-name che
 labels, the spans and the access log.
 """
 
+import contextvars
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import orjson
 import re2
@@ -164,11 +168,12 @@ class LogScrubber(logging.Filter):
     """Scrubs the known secrets and credential shapes from every log line (a client may put its key in
     a field the proxy's messages quote, such as an id it asked for)."""
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, request: contextvars.ContextVar[Any]) -> None:
+        """`request`: the request a line is logged in (metrics.CURRENT, whose `secrets` are its own
+        and are scrubbed too); passed in, as metrics stands above this module."""
         super().__init__()
         self.redactor = redactor
-        from proxy import metrics  # (it imports this module)
-        self.request = metrics.CURRENT  # the request a line is logged in: its own secrets are scrubbed too
+        self.request = request
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -184,8 +189,8 @@ class LogScrubber(logging.Filter):
         return True
 
 
-def scrub_logs(redactor: Redactor) -> None:
+def scrub_logs(redactor: Redactor, request: contextvars.ContextVar[Any]) -> None:
     """Put the scrubber on the root logger's handlers (logs.setup_logging made them)."""
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, LogScrubber) for f in handler.filters):
-            handler.addFilter(LogScrubber(redactor))
+            handler.addFilter(LogScrubber(redactor, request))

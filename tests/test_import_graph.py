@@ -1,0 +1,125 @@
+"""The house's floors, read from the code's own imports (issue 63): every arrow points down.
+
+A room is a top-level module or package of `proxy/` (`proxy/journal/`, `proxy/metrics.py`); an arrow
+is any import of one room by another, the late ones inside functions included (they are arrows too,
+only hidden). FLOORS lists the rooms from the top of the house to its bottom; a room may import only
+rooms on floors below its own. A new room has to be given a floor here, which is the point: someone
+decides where it stands.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PROXY = Path(__file__).resolve().parents[1] / "proxy"
+
+# Top to bottom. A room imports only what stands below it; rooms on one floor do not import each other.
+FLOORS: list[tuple[str, set[str]]] = [
+    ("entry points", {"__main__", "addon_script"}),
+    ("the commands", {"cli"}),
+    ("a command's helper", {"usage_command"}),
+    ("the mitmproxy addons", {"intercept"}),
+    ("composition root", {"front"}),
+    ("client protocols, the inspector", {"responses", "chat", "anthropic", "gemini", "interactions", "inspect"}),
+    ("the front-end's kit", {"server"}),
+    ("model rules; the store", {"model_rules", "store"}),
+    ("upstream peers; sessions", {"upstream", "session"}),
+    ("core: client history to Gemini", {"to_gemini"}),
+    ("core: Gemini answers to events; text dialects; the mock", {"from_gemini", "dialects", "mock"}),
+    ("core: tools; thought signatures", {"tools", "signatures"}),
+    ("the journal (a leaf anyone notes into); usage; quota board; config file",
+     {"journal", "usage", "quota_board", "config_file", "interactions_upstream"}),
+    ("wire models; metrics; options; the CA", {"wire", "metrics", "options", "ca", "openai_upstream"}),
+    ("ground", {"errors", "logs", "ids", "fast_json", "redact", "schema", "pattern_rules", "defaults",
+                "certs_dir", "gc_tuning", "malloc_tuning", "log_limits"}),
+]
+FLOOR = {room: i for i, (_, rooms) in enumerate(FLOORS) for room in rooms}
+
+
+def room_of(path: Path) -> str:
+    rel = path.relative_to(PROXY)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _package_of(path: Path) -> list[str]:
+    rel = path.relative_to(PROXY.parent).with_suffix("")
+    parts = list(rel.parts)
+    return parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+
+
+def arrows() -> list[tuple[str, str, str, int, bool]]:
+    """(from room, to room, file, line, late) for every import of one room by another."""
+    found = []
+    for path in sorted(PROXY.rglob("*.py")):
+        src = room_of(path)
+        tree = ast.parse(path.read_text(), str(path))
+        top_level = {id(n) for n in tree.body}
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: resolve against the module's package
+                    base = _package_of(path)[: len(_package_of(path)) - node.level + 1]
+                    module = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    module = node.module or ""
+                names = [module]
+                if module == "proxy":  # `from proxy import ids, metrics`
+                    names = [f"proxy.{a.name}" for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] != "proxy" or len(parts) < 2:
+                    continue
+                dst = parts[1]
+                if dst != src and ((PROXY / dst).is_dir() or (PROXY / f"{dst}.py").exists()):  # not __version__
+                    found.append((src, dst, str(path.relative_to(PROXY)), node.lineno, id(node) not in top_level))
+    return found
+
+
+def rooms() -> set[str]:
+    return {room_of(p) for p in PROXY.rglob("*.py")} - {"__init__"}
+
+
+def test_every_room_has_a_floor() -> None:
+    missing = sorted(rooms() - FLOOR.keys())
+    assert not missing, f"give these rooms a floor in FLOORS: {missing}"
+    gone = sorted(FLOOR.keys() - rooms())
+    assert not gone, f"FLOORS names rooms that no longer exist: {gone}"
+
+
+def test_every_arrow_points_down() -> None:
+    up = [f"{file}:{line} {src} -> {dst}{' (late import)' if late else ''}"
+          for src, dst, file, line, late in arrows() if dst in FLOOR and FLOOR[dst] <= FLOOR[src]]
+    assert not up, "imports that point up or sideways:\n" + "\n".join(up)
+
+
+def test_no_circle() -> None:
+    """Implied by the floors, checked on its own so the message names the circle if FLOORS is wrong."""
+    graph: dict[str, set[str]] = {}
+    for src, dst, *_ in arrows():
+        graph.setdefault(src, set()).add(dst)
+    seen: dict[str, int] = {}  # 1 on the path, 2 done
+
+    def visit(room: str, path: list[str]) -> None:
+        seen[room] = 1
+        for nxt in sorted(graph.get(room, ())):
+            if seen.get(nxt) == 1:
+                pytest.fail("a circle: " + " -> ".join([*path[path.index(nxt):], nxt]))
+            if nxt not in seen:
+                visit(nxt, [*path, nxt])
+        seen[room] = 2
+
+    for room in sorted(graph):
+        if room not in seen:
+            visit(room, [room])
+
+
+def test_the_reader_sees_late_imports(tmp_path: Path) -> None:
+    """The graph is only true if an import inside a function counts: a made-up module proves the
+    reader finds one, and resolves relative imports."""
+    code = "def f():\n    from proxy.server import app\n    from . import redact\n"
+    tree = ast.parse(code)
+    late = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and id(n) not in {id(b) for b in tree.body}]
+    assert [n.module for n in late] == ["proxy.server", None]
