@@ -8,7 +8,6 @@ from typing import Any
 
 from proxy.anthropic.translator import error_type
 from proxy.errors import ProxyError
-from proxy.server.errors import ErrorShape
 
 PATHS = ("/v1/messages",)
 
@@ -27,5 +26,3 @@ def anthropic_error_body(e: ProxyError) -> dict[str, Any]:
         error["details"] = details
     return {"type": "error", "error": error}
 
-
-SHAPE = ErrorShape(is_anthropic_path, anthropic_error_body)

@@ -20,22 +20,20 @@ from proxy.anthropic.to_items import (
 )
 from proxy.anthropic.translator import AnthropicTranslator
 from proxy.errors import PairingError, ProxyError
-from proxy.server import object_owners, prompt_cache, search_hops
+from proxy.server import object_owners, prompt_cache
+from proxy.server.answer_turn import ReadyTurn, answer_turn
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.json_answer import json_answer
-from proxy.server.stream import run_stream
 from proxy.signatures.sentinel import requires_signatures
 from proxy.to_gemini.cached_prefix import prefix_sizes
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import budget_in_range, thinking_config
-from proxy.to_gemini.request_body import assemble_request, stream_arguments
+from proxy.to_gemini.request_body import assemble_request
 from proxy.tools.deferral import loaded_in_contents
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.anthropic import CountTokensRequest, MessagesRequest, check_ranges
-from proxy.wire.gemini import checked
 
 # Anthropic's effort levels, each also one of the core's (reasoning.py).
 EFFORTS = frozenset({"low", "medium", "high", "max"})
@@ -117,7 +115,7 @@ async def _answer(request: web.Request, req: MessagesRequest, session: str,
     ctx: Context = request.app[CONTEXT]
     prior = thread.prior if thread is not None else None
     model, tools, body, conv, report = await _prepare(request, req, prior)
-    await ctx.admit(request, "anthropic")
+    await ctx.admit(request)
     if thread is not None:  # before Gemini is asked: a turn too large to hold is not billed and lost
         ctx.store.refuse_unkeepable(conv.contents[len(prior.contents) if prior else 0:], "This turn", "messages")
     key = api_key_of(request)
@@ -134,27 +132,30 @@ async def _answer(request: web.Request, req: MessagesRequest, session: str,
                 added, system = conv.added_since(prior, translator.model_content())
                 await thread.keep(translator.id, added, system, [c.call_id for c in translator.calls], model)
 
-    if req.stream and ctx.rules.streams_arguments(model):
-        stream_arguments(body)
-    marks = breakpoints(req)
-    sent, cache = await prompt_cache.attach(request, model, body,
-                                            prefix_sizes(marks.turns, body["contents"], marks.roles), marks.ttls)
-    translator.cache_written = cache is not None and cache.created
-    upstream = ctx.upstream  # (a search's later hops go uncached: search_hops.py)
-    if req.stream:
-        chunks = search_hops.searched(prompt_cache.stream(request, model, sent, cache, key),
-                                      lambda b: upstream.stream(model, b, key), body, tools)
-        return await run_stream(request, chunks, AnthropicWriter(translator), headers=headers, on_end=remember,
-                                keep_alive=keep_alive())
-    translator.start()
-    for answer in await search_hops.searched_whole(prompt_cache.generate(request, model, sent, cache, key),
-                                                   lambda b: upstream.generate(model, b, key), body, tools):
-        translator.feed(checked(answer))
-    failure = translator.finish()
-    if translator.failed:  # never an empty success: the failure in Anthropic's own shape
-        raise ProxyError(failure[-1]["error"]["message"], status=502, type="server_error")
-    await remember(True)
-    return json_answer(translator.message(), headers=headers)
+    async def ready() -> tuple[Any, Any]:
+        """The prompt cache the breakpoints ask for, attached to the final body (a search's later
+        hops go uncached: search_hops.py); its first hop opened through it."""
+        marks = breakpoints(req)
+        sent, cache = await prompt_cache.attach(request, model, body,
+                                                prefix_sizes(marks.turns, body["contents"], marks.roles), marks.ttls)
+        translator.cache_written = cache is not None and cache.created
+        if req.stream:
+            return prompt_cache.stream(request, model, sent, cache, key), None
+        return None, prompt_cache.generate(request, model, sent, cache, key)
+
+    def whole(answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+        translator.start()
+        for answer in answers:
+            translator.feed(answer)
+        failure = translator.finish()
+        if translator.failed:  # never an empty success: the failure in Anthropic's own shape
+            raise ProxyError(failure[-1]["error"]["message"], status=502, type="server_error")
+        return translator.message(), True
+
+    return await answer_turn(request, ReadyTurn(model=model, body=body, key=key, stream=bool(req.stream),
+                                                writer=lambda: AnthropicWriter(translator), whole=whole,
+                                                remember=remember, tools=tools, headers=headers,
+                                                keep_alive=keep_alive() if req.stream else None, ready=ready))
 
 
 async def count_tokens(request: web.Request) -> web.Response:

@@ -1,5 +1,7 @@
 """`POST /v1/chat/completions`: OpenAI Chat Completions over Gemini, sync and streaming."""
 
+from typing import Any
+
 from aiohttp import web
 
 from proxy.chat.stream_writer import ChatWriter
@@ -7,16 +9,14 @@ from proxy.chat.to_items import chat_messages_to_items
 from proxy.chat.translator import ChatTranslator
 from proxy.errors import PairingError, ProxyError
 from proxy.server import object_owners
+from proxy.server.answer_turn import ReadyTurn, answer_turn
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.json_answer import json_answer
-from proxy.server.stream import run_stream
 from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import structured_output, thinking_config
-from proxy.to_gemini.request_body import assemble_request, stream_arguments
+from proxy.to_gemini.request_body import assemble_request
 from proxy.tools.hosted_tools import warning_headers
 from proxy.wire.chat import ChatRequest
-from proxy.wire.gemini import checked
 from proxy.wire.responses import wire_choice
 
 # OpenAI's own wording for the two pairing errors of the Chat API (typo included).
@@ -37,7 +37,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     items = own_items(chat_messages_to_items(req.messages))
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
-    await ctx.admit(request, "openai")
+    await ctx.admit(request)
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items,
                                             web_search=req.web_search_options is not None)
     try:
@@ -61,19 +61,19 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if ok:
             await ctx.keep_calls(session, translator.calls, "chat", model=model)
 
-    if req.stream:
-        if ctx.rules.streams_arguments(model):
-            stream_arguments(body)
-        include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        return await run_stream(request, ctx.upstream.stream(model, body, key), ChatWriter(translator, include_usage),
-                                headers=headers, on_end=remember)
+    def whole(answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+        for answer in answers:
+            translator.feed(answer)
+        _, failure = translator.outcome()
+        if failure:  # never an empty success: an unusable finish is an error in Chat's own shape
+            raise ProxyError(failure, status=502, type="server_error", code="upstream_error")
+        return translator.completion(), True
 
-    translator.feed(checked(await ctx.upstream.generate(model, body, key)))
-    _, failure = translator.outcome()
-    if failure:  # never an empty success: an unusable finish is an error in Chat's own shape
-        raise ProxyError(failure, status=502, type="server_error", code="upstream_error")
-    await remember(True)
-    return json_answer(translator.completion(), headers=headers)
+    include_usage = bool(req.stream_options and req.stream_options.include_usage)
+    # (no `tools`: Chat has no hosted tool search for the proxy to run)
+    return await answer_turn(request, ReadyTurn(model=model, body=body, key=key, stream=bool(req.stream),
+                                                writer=lambda: ChatWriter(translator, include_usage), whole=whole,
+                                                remember=remember, headers=headers))
 
 
 def add_routes(app: web.Application) -> None:

@@ -8,28 +8,26 @@ from typing import Any
 from aiohttp import web
 
 from proxy import ids, metrics
-from proxy.anthropic import errors as anthropic_errors
-from proxy.anthropic import routes as anthropic_routes
-from proxy.chat import routes as chat_routes
+from proxy.anthropic.protocol import PROTOCOL as ANTHROPIC
+from proxy.chat.protocol import PROTOCOL as CHAT
 from proxy.errors import ProxyError
 from proxy.front.models_route import list_models
-from proxy.gemini import errors as gemini_errors
-from proxy.gemini import routes as gemini_routes
+from proxy.gemini.protocol import PROTOCOL as GEMINI
 from proxy.inspect import quota_routes
 from proxy.inspect.routes import add_routes as add_inspect_routes
-from proxy.interactions import errors as interactions_errors
-from proxy.interactions import routes as interactions_routes
+from proxy.interactions.protocol import PROTOCOL as INTERACTIONS
 from proxy.journal import access_log, exchange
 from proxy.journal.recorder import UNRECORDED, Recorder
 from proxy.logs import REQUEST_ID, SESSION_ID
 from proxy.model_rules import ModelRules
-from proxy.responses import routes as responses_routes
+from proxy.responses.protocol import PROTOCOL as RESPONSES
 from proxy.server import background, object_owners, recording, usage_route
 from proxy.server.auth import COOKIE_SECRET, ClientKeys, admit, authenticate, cookie_secret, presented_key
 from proxy.server.context import CONTEXT, RATE_HEADERS, Context
-from proxy.server.errors import ERROR_SHAPES, error_middleware
+from proxy.server.errors import error_middleware
 from proxy.server.fair_share import FAIR, FairShare, client_of, fair_share_middleware
 from proxy.server.guard import RequestGuard
+from proxy.server.protocol import PROTOCOLS, ClientProtocol, protocol_of
 from proxy.server.sessions_routes import add_routes as add_session_routes
 from proxy.server.site import FINAL_PHASE, ServerLimits
 from proxy.server.workers import shutdown_workers
@@ -49,6 +47,10 @@ from proxy.usage.ledger import Ledger
 # inline images reach several MB; 32 MiB stays well above that and below Gemini's own ~20 MB inline cap x2.
 MAX_BODY_BYTES = 32 * 1024 * 1024
 REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a caller's x-request-id, kept when it is this tame
+# The client protocols, each one record (server/protocol.py). Their order is the one order there is:
+# routes are added in it, Gemini's catch-all last, and a path belongs to the first that owns it
+# (Interactions' paths lie inside Gemini's).
+PROTOCOLS_IN_ORDER: tuple[ClientProtocol, ...] = (RESPONSES, CHAT, ANTHROPIC, INTERACTIONS, GEMINI)
 
 
 GUARD = web.AppKey("guard", RequestGuard)
@@ -99,8 +101,9 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
         resp = await handler(request)
         status = 500 if record.failed else resp.status
         resp.headers["x-request-id"] = rid
-        if anthropic_errors.is_anthropic_path(request.path):
-            resp.headers["request-id"] = rid  # where the anthropic SDKs look for it
+        protocol = protocol_of(request)
+        if protocol is not None and protocol.request_id_header:
+            resp.headers[protocol.request_id_header] = rid
         return resp
     except web.HTTPException as e:
         status = e.status
@@ -129,7 +132,8 @@ async def metrics_route(request: web.Request) -> web.Response:
 @web.middleware
 async def identity_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Gemini-native callers' User-Agent / x-goog-api-client go upstream with the proxy's token."""
-    if not gemini_errors.is_gemini_path(request.path):
+    protocol = protocol_of(request)
+    if protocol is None or not protocol.forwards_client_identity:
         return await handler(request)
     token = CLIENT_HEADERS.set(client_headers(request.headers))
     try:
@@ -232,11 +236,9 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
     usage_route.add_routes(app)
     add_inspect_routes(app)
     quota_routes.add_routes(app)
-    # One line per client protocol: its routes, and its error shape for its paths (Interactions' before
-    # Gemini's, whose paths hold them); Gemini's routes last, as their catch-all must shadow none.
-    for protocol in (responses_routes, chat_routes, anthropic_routes, interactions_routes, gemini_routes):
+    app[PROTOCOLS] = PROTOCOLS_IN_ORDER
+    for protocol in PROTOCOLS_IN_ORDER:
         protocol.add_routes(app)
-    app[ERROR_SHAPES] = (anthropic_errors.SHAPE, interactions_errors.SHAPE, gemini_errors.SHAPE)
 
     async def close_upstream(_: web.Application) -> None:
         await upstream.close()
@@ -250,7 +252,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
         end in their protocol (a run: stored failed, background.stop_runs)."""
         ctx = app[CONTEXT]
         grace = max(0.0, ctx.limits.shutdown_timeout - FINAL_PHASE)
-        runs = [*app[responses_routes.TASKS].values(), *app[interactions_routes.TASKS].values()]
+        runs = [run for p in PROTOCOLS_IN_ORDER if p.tasks is not None for run in app[p.tasks].values()]
         await asyncio.gather(ctx.in_flight.stop(grace=grace), background.stop_runs(runs, grace, FINAL_PHASE))
 
     async def start_recorder(_: web.Application) -> None:

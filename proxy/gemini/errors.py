@@ -5,7 +5,6 @@ from typing import Any
 
 from proxy.errors import ProxyError, RateLimited, UpstreamError, gemini_status
 from proxy.server.collections import KNOWN
-from proxy.server.errors import ErrorShape
 
 _GEMINI_PREFIXES = ("/v1beta/", "/v1alpha/", "/v1/models/", "/v1/gemini", "/v1/interactions", "/upload/",
                     *(f"/v1/{c}" for c in sorted(KNOWN - {"models"})))
@@ -31,5 +30,3 @@ def gemini_error_body(e: ProxyError) -> dict[str, Any]:
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{max(1, math.ceil(e.retry_after))}s"}]
     return {"error": body}
 
-
-SHAPE = ErrorShape(is_gemini_path, gemini_error_body)

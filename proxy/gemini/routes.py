@@ -6,7 +6,6 @@ the shape with the Gemini wire model, and apply the same repairs every intercept
 (schemas sanitized, signatures, function-response order, prefill, `$ref` in results).
 """
 
-import asyncio
 import re
 from typing import Any
 
@@ -19,13 +18,12 @@ from proxy.gemini import rest
 from proxy.gemini.rest import MODEL_METHODS, model_method
 from proxy.gemini.stream_writer import GeminiWriter
 from proxy.server import object_owners
+from proxy.server.answer_turn import ReadyTurn, answer_turn
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
-from proxy.server.json_answer import json_answer
-from proxy.server.stream import run_stream
 from proxy.session.tool_context import apply_tool_context
 from proxy.signatures.sentinel import sign_unsigned_turns
-from proxy.wire.gemini import NativeRequest, check_generate_request, checked, first_candidate_parts
+from proxy.wire.gemini import NativeRequest, check_generate_request, first_candidate_parts
 from proxy.wire.gemini_keys import to_camel_request
 
 CONVERSATION_HEADER = "x-gtp-conversation"
@@ -81,7 +79,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     history = await ctx.store.get_conversation(session, req.conversation, model) if req.conversation else []
     body = prepared_body(ctx, _gemini_body(req, history + _new_contents(req)), model)
     await object_owners.refuse_foreign(request, body)
-    await ctx.admit(request, "gemini")
+    await ctx.admit(request)
     sign_unsigned_turns(body["contents"], model)  # the whole kept history, not only the current turn
     added = body["contents"][len(history):]
     if req.conversation:
@@ -90,23 +88,28 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     key = api_key_of(request)
     headers = {CONVERSATION_HEADER: req.conversation} if req.conversation else {}
 
-    async def save(ok: bool, turn: list[dict[str, Any]]) -> None:
+    writer, whole_turn = GeminiWriter(), ModelTurn()
+
+    def whole(answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+        data = answers[0]
+        answer_problem(data)
+        for part in first_candidate_parts(data):
+            whole_turn.add(part)
+        return data, True
+
+    async def save(ok: bool) -> None:
+        turn = writer.turn.parts if req.stream else whole_turn.parts
         if ok and req.conversation:  # one atomic append: concurrent turns never overwrite each other
             await ctx.store.append_conversation(session, req.conversation,
                                                 added + ([{"role": "model", "parts": turn}] if turn else []), model)
 
-    if req.stream:
-        writer = GeminiWriter()
-        return await run_stream(request, ctx.upstream.stream(model, body, key), writer, headers,
-                                on_end=lambda ok: save(ok, writer.turn.parts))
+    return await answer_turn(request, ReadyTurn(model=model, body=body, key=key, stream=bool(req.stream),
+                                                writer=lambda: writer, whole=whole, remember=save, headers=headers))
 
-    data = checked(await ctx.upstream.generate(model, body, key))
-    answer_problem(data)
-    turn = ModelTurn()
-    for part in first_candidate_parts(data):
-        turn.add(part)
-    await save(True, turn.parts)
-    return json_answer(data, headers=headers)
+
+def _whole(answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+    answer_problem(answers[0])
+    return answers[0], True
 
 
 async def rest_generate(request: web.Request) -> web.StreamResponse:
@@ -124,15 +127,11 @@ async def rest_generate(request: web.Request) -> web.StreamResponse:
         raise ProxyError("Invalid JSON payload received. Expected an object.")
     body = prepared_body(ctx, raw, model)
     await object_owners.refuse_foreign(request, body)
-    await ctx.admit(request, "gemini")
-    key = api_key_of(request)
-    if method == "generateContent":
-        data = checked(await ctx.upstream.generate(model, body, key))
-        await asyncio.sleep(0)  # a large answer's check and its writing: two stretches, the loop served between
-        answer_problem(data)
-        return json_answer(data)
-    writer = GeminiWriter(sse=request.query.get("alt") == "sse")
-    return await run_stream(request, ctx.upstream.stream(model, body, key), writer)
+    await ctx.admit(request)
+    sse = request.query.get("alt") == "sse"
+    return await answer_turn(request, ReadyTurn(model=model, body=body, key=api_key_of(request),
+                                                stream=method == "streamGenerateContent",
+                                                writer=lambda: GeminiWriter(sse=sse), whole=_whole))
 
 
 def add_routes(app: web.Application) -> None:

@@ -4,7 +4,6 @@ import re
 from typing import Any
 
 from proxy.errors import ProxyError, UpstreamError, gemini_status
-from proxy.server.errors import ErrorShape
 
 INTERACTIONS_PATH = re.compile(r"^/(v1|v1beta|v1alpha)/interactions(/|$)")
 
@@ -17,4 +16,5 @@ def interactions_error_body(e: ProxyError) -> dict[str, Any]:
     return {"error": {"code": gemini_status(status), "message": e.message}}
 
 
-SHAPE = ErrorShape(lambda path: INTERACTIONS_PATH.match(path) is not None, interactions_error_body)
+def is_interactions_path(path: str) -> bool:
+    return INTERACTIONS_PATH.match(path) is not None

@@ -29,10 +29,10 @@ from proxy.interactions.input import (
 from proxy.interactions.stream_writer import InteractionsWriter, interaction_events
 from proxy.interactions.translator import InteractionsTranslator, replay
 from proxy.server import background, object_owners
+from proxy.server.answer_turn import ReadyTurn, answer_turn, whole_answer
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json, validate
 from proxy.server.json_answer import json_answer
-from proxy.server.stream import run_stream
 from proxy.server.translator_writer import DONE
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import StoredResponse, conversation_at
@@ -41,7 +41,6 @@ from proxy.to_gemini.input_to_contents import input_to_contents
 from proxy.to_gemini.reasoning import thinking_config
 from proxy.to_gemini.request_body import assemble_request
 from proxy.tools.hosted_tools import warning_headers
-from proxy.wire.gemini import checked
 from proxy.wire.interactions import CreateInteraction
 
 log = logging.getLogger(__name__)
@@ -96,16 +95,21 @@ class _Turn:
             contents=added, system=system, pending=[c.call_id for c in self.t.calls],
             parent=self.req.previous_interaction_id, model=self.model))
 
-    async def run_whole(self, key: str | None) -> dict[str, Any]:
-        answer = checked(await self.ctx.upstream.generate(self.model, self.body, key))
+    def whole(self, answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
         self.t.start()
-        self.t.feed(answer)
+        for answer in answers:
+            self.t.feed(answer)
         events = self.t.finish()
         if self.t.interaction["status"] == "failed":
             error = events[-1]["error"]
             raise ProxyError(error["message"], status=502, type="server_error")
-        await self.remember(True)
-        return self.t.interaction
+        return self.t.interaction, True
+
+    def ready(self, key: str | None, stream: bool) -> ReadyTurn:
+        """For the one turn skeleton (no `tools`: the Interactions API has no hosted tool search)."""
+        return ReadyTurn(model=self.model, body=self.body, key=key, stream=stream,
+                         writer=lambda: InteractionsWriter(self.t), whole=self.whole, remember=self.remember,
+                         headers=warning_headers(self.warnings))
 
 
 async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
@@ -160,18 +164,14 @@ async def _prepare(request: web.Request, req: CreateInteraction) -> _Turn:
 async def create_interaction(request: web.Request) -> web.StreamResponse:
     req = validate(CreateInteraction, await read_json(request))
     turn = await _prepare(request, req)
-    await request.app[CONTEXT].admit(request, "gemini")
-    key = api_key_of(request)
-    headers = warning_headers(turn.warnings)
+    await request.app[CONTEXT].admit(request)
+    ready = turn.ready(api_key_of(request), bool(req.stream))
     if req.background:
-        return json_answer(await _start_background(request, turn, key), headers=headers)
-    if req.stream:
-        return await run_stream(request, turn.ctx.upstream.stream(turn.model, turn.body, key),
-                                InteractionsWriter(turn.t), headers=headers, on_end=turn.remember)
-    return json_answer(await turn.run_whole(key), headers=headers)
+        return json_answer(await _start_background(request, turn, ready), headers=ready.headers)
+    return await answer_turn(request, ready)
 
 
-async def _start_background(request: web.Request, turn: _Turn, key: str | None) -> dict[str, Any]:
+async def _start_background(request: web.Request, turn: _Turn, ready: ReadyTurn) -> dict[str, Any]:
     """Store the interaction as in progress, answer at once, and let a task finish it (background.py
     keeps its lease and hears stop requests from other instances)."""
     iid = turn.t.interaction["id"]
@@ -190,7 +190,7 @@ async def _start_background(request: web.Request, turn: _Turn, key: str | None) 
 
     async def run() -> None:
         try:
-            await turn.run_whole(key)
+            await whole_answer(request, ready)
         except asyncio.CancelledError:
             if background.shut_down():  # not a client's cancel: the process stops
                 background.failed(background.shutdown_error())

@@ -42,7 +42,7 @@ async def compact_route(request: web.Request) -> web.Response:
         raise ProxyError("Nothing to compact: give 'input', 'previous_response_id', or both.", param="input",
                          code="missing_required_parameter")
     items = parse_input(history)
-    await ctx.admit(request, "openai")
+    await ctx.admit(request)
     model, _tools, calls = await ctx.prepare(request, session, req.model, None, items)
     seal = ctx.seal(request, model)
     summaries, carried = open_compactions(seal, items)

@@ -12,13 +12,12 @@ from aiohttp import web
 from proxy.errors import ProxyError
 from proxy.responses import compact, websocket
 from proxy.responses.compaction import as_items
-from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.turn import Turn, prepare_turn
 from proxy.server import background
+from proxy.server.answer_turn import answer_turn
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import read_json
 from proxy.server.json_answer import json_answer
-from proxy.server.stream import run_stream
 from proxy.server.translator_writer import sse_events
 from proxy.store.base import StoredResponse
 
@@ -41,10 +40,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             return web.Response(body=body, headers={**turn.headers, "cache-control": "no-cache"},
                                 content_type="text/event-stream")
         return json_answer(turn.response, headers=turn.headers)
-    if turn.req.stream:
-        return await run_stream(request, turn.open_stream(), ResponsesWriter(turn.translator),
-                                headers=turn.headers, on_end=turn.remember)
-    return json_answer(await turn.run_whole(), headers=turn.headers, text=turn.answer_json)
+    return await answer_turn(request, turn.ready(bool(turn.req.stream)))
 
 
 # -- background -------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 websocket.py): the request checked, the history found (the store, or a WebSocket's own cache of
 its last response), the Gemini body built, and the turn stored once the answer is whole."""
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,19 +20,20 @@ from proxy.responses.compaction import (
     rendered_tokens,
 )
 from proxy.responses.response_object import response_skeleton
+from proxy.responses.stream_writer import ResponsesWriter
 from proxy.responses.translator import ResponsesTranslator
-from proxy.server import object_owners, search_hops
+from proxy.server import object_owners
+from proxy.server.answer_turn import ReadyTurn, open_answer, prepared, whole_answer
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
 from proxy.server.errors import validate
 from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput, conversation_at
 from proxy.to_gemini.conversation import Conversation
 from proxy.to_gemini.input_to_contents import input_to_contents, parse_input
-from proxy.to_gemini.request_body import build_gemini_request, stream_arguments
+from proxy.to_gemini.request_body import build_gemini_request
 from proxy.tools.deferral import loaded_in_contents
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
-from proxy.wire.gemini import checked
 from proxy.wire.responses import INCLUDE_VALUES, ResponsesRequest
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
@@ -67,6 +68,7 @@ class Recent:
 
 @dataclass
 class Turn:
+    request: web.Request
     ctx: Context
     session: str
     req: ResponsesRequest
@@ -94,26 +96,30 @@ class Turn:
     def response(self) -> dict[str, Any]:
         return self.translator.response
 
-    def open_stream(self) -> Awaitable[AsyncIterator[dict[str, Any]]]:
-        """The answer's stream; the proxy's tool searches run within it (search_hops.py)."""
-        if self.ctx.rules.streams_arguments(self.model):
-            stream_arguments(self.body)
-        upstream = self.ctx.upstream
-        return search_hops.searched(upstream.stream(self.model, self.body, self.key),
-                                    lambda b: upstream.stream(self.model, b, self.key), self.body, self.tools)
+    def ready(self, stream: bool) -> ReadyTurn:
+        """This turn for the one turn skeleton (server/answer_turn.py); the proxy's tool searches run
+        within the answer (search_hops.py)."""
+        return ReadyTurn(model=self.model, body=self.body, key=self.key, stream=stream,
+                         writer=lambda: ResponsesWriter(self.translator), whole=self._whole, remember=self.remember,
+                         tools=self.tools, headers=self.headers, answer_text=lambda: self.answer_json)
+
+    def _whole(self, answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+        """A failed response is an answer of its own (status failed, its error), kept by nobody."""
+        self.translator.start()
+        for answer in answers:
+            self.translator.feed(answer)
+        self.translator.finish()
+        return self.response, self.response["status"] != "failed"
+
+    async def open_stream(self) -> AsyncIterator[dict[str, Any]]:
+        """The answer's stream, for a transport of its own (the WebSocket)."""
+        ready = self.ready(True)
+        first, _ = await prepared(self.request, ready)
+        return await open_answer(self.request, ready, first)
 
     async def run_whole(self) -> dict[str, Any]:
         """The whole answer (no stream), stored before it is returned."""
-        upstream = self.ctx.upstream
-        answers = await search_hops.searched_whole(upstream.generate(self.model, self.body, self.key),
-                                                   lambda b: upstream.generate(self.model, b, self.key),
-                                                   self.body, self.tools)
-        self.translator.start()
-        for answer in answers:
-            self.translator.feed(checked(answer))
-        self.translator.finish()
-        await self.remember(self.response["status"] != "failed")
-        return self.response
+        return await whole_answer(self.request, self.ready(False))
 
     def without_generation(self) -> list[dict[str, Any]]:
         """`generate: false` (Codex warms a WebSocket up with it): the response is created and
@@ -187,7 +193,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
     loaded = loaded_in_contents(prior.contents) if prior else set()  # deferred tools it loaded
-    await ctx.admit(request, "openai")
+    await ctx.admit(request)
     model, tools, calls = await ctx.prepare(request, session, req.model, sent.get("tools"), items, loaded=loaded)
     seal = ctx.seal(request, model)
     summaries, compacted = open_compactions(seal, items)
@@ -240,7 +246,7 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                      carrier=ctx.seal(request, model) if carry else None, snapshots=False,
                                      sources="web_search_call.action.sources" in (req.include or []))
     translator.preface, translator.preface_usage = preface, summary_usage
-    return Turn(ctx, session, req, sent_input, prior, conv, model, tools, body, translator,
+    return Turn(request, ctx, session, req, sent_input, prior, conv, model, tools, body, translator,
                 api_key_of(request), warning_headers(tools.warnings), recent, known, parent=parent,
                 generates=not trigger)
 

@@ -15,6 +15,7 @@ from proxy.model_rules import ModelRules
 from proxy.server.auth import SCOPE, ClientKeys, presented_key, scoped_session
 from proxy.server.fair_share import client_of
 from proxy.server.in_flight import InFlight
+from proxy.server.protocol import protocol_of
 from proxy.server.site import ServerLimits
 from proxy.signatures.call_record import CallRecord
 from proxy.signatures.carrier import CarrierSeal
@@ -93,11 +94,11 @@ class Context:
         await self.store.put_calls(session, records)
         metrics.child(metrics.TOOL_CALLS, route).inc(len(calls))
 
-    async def admit(self, request: web.Request, protocol: str) -> None:
+    async def admit(self, request: web.Request) -> None:
         """A turn's place in its client key's limits (--limit), before Gemini is asked: refused in
         the protocol's own rate-limit error, or admitted with the protocol's rate-limit headers
-        (`protocol`: openai, anthropic or gemini). When the limits a fleet shares are unreachable, a
-        limited key is refused (503) rather than let through; keys without limits never ask."""
+        (its record's `limits`: openai, anthropic or gemini). When the limits a fleet shares are
+        unreachable, a limited key is refused (503) rather than let through; keys without limits never ask."""
         try:
             verdict = await self.usage.admit(client_of(request))
         except LimitsUnavailable:
@@ -106,7 +107,8 @@ class Context:
                              type="server_error", headers={"Retry-After": "1"}) from None
         if verdict is None:
             return
-        headers = rate_headers(verdict, protocol)
+        protocol = protocol_of(request)
+        headers = rate_headers(verdict, protocol.limits if protocol is not None else "openai")
         if not verdict.allowed:
             metrics.child(metrics.RATE_LIMITED, verdict.refused_by).inc()
             raise RateLimited(refusal_text(verdict), status=429, type="rate_limit_error", code="rate_limit_exceeded",

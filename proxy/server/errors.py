@@ -1,5 +1,5 @@
-"""Render errors in the caller's own protocol: each protocol's folder holds its shape (ErrorShape), and
-app.py registers it beside the protocol's routes.
+"""Render errors in the caller's own protocol: each protocol's record (server/protocol.py) names its
+paths and its error object.
 
 Every answer the front-end gives — its own refusals, Gemini's errors, aiohttp's limit errors,
 unknown paths and methods, and the unexpected — goes through here, so none is ever plain text.
@@ -7,16 +7,15 @@ unknown paths and methods, and the unexpected — goes through here, so none is 
 
 import asyncio
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from proxy.errors import ProxyError, openai_error_body
+from proxy.errors import ProxyError
 from proxy.journal import exchange
 from proxy.server.context import CONTEXT
+from proxy.server.protocol import error_body
 from proxy.server.workers import worker_processes
 from proxy.wire.json_body import (
     check_tools,
@@ -30,22 +29,8 @@ from proxy.wire.shared_tools import SharedTools, parse_with_tools
 
 log = logging.getLogger(__name__)
 
-@dataclass(frozen=True)
-class ErrorShape:
-    """A client protocol's error object, for the paths that are its own (each protocol's errors.py)."""
-
-    matches: Callable[[str], bool]
-    body: Callable[[ProxyError], dict[str, Any]]
-
-
-# The protocols' shapes, in the order they are tried (app.py registers them); OpenAI's is the rest's.
-ERROR_SHAPES = web.AppKey("error_shapes", tuple)
-
-
 def render(request: web.Request, e: ProxyError) -> web.Response:
-    shape = next((s for s in request.app.get(ERROR_SHAPES, ()) if s.matches(request.path)), None)
-    body = shape.body(e) if shape is not None else openai_error_body(e)
-    return web.json_response(body, status=e.status, headers=e.headers)
+    return web.json_response(error_body(request, e), status=e.status, headers=e.headers)
 
 
 @web.middleware
