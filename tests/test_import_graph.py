@@ -8,6 +8,7 @@ decides where it stands.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -25,13 +26,15 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("the front-end's kit", {"server"}),
     ("model rules; the store", {"model_rules", "store"}),
     ("upstream peers; sessions", {"upstream", "session"}),
+    ("until the engine lands", {"interactions_upstream", "openai_upstream"}),
     ("core: client history to Gemini", {"to_gemini"}),
     ("core: Gemini answers to events; text dialects; the mock", {"from_gemini", "dialects", "mock"}),
     ("core: tools; thought signatures", {"tools", "signatures"}),
+    ("core: schemas", {"schema"}),
     ("the journal (a leaf anyone notes into); usage; quota board; config file",
-     {"journal", "usage", "quota_board", "config_file", "interactions_upstream"}),
-    ("wire models; metrics; options; the CA", {"wire", "metrics", "options", "ca", "openai_upstream"}),
-    ("ground", {"errors", "logs", "ids", "fast_json", "redact", "schema", "pattern_rules", "defaults",
+     {"journal", "usage", "quota_board", "config_file"}),
+    ("wire models; metrics; options; the CA", {"wire", "metrics", "options", "ca"}),
+    ("ground", {"errors", "logs", "ids", "fast_json", "redact", "pattern_rules", "defaults",
                 "certs_dir", "gc_tuning", "malloc_tuning", "log_limits"}),
 ]
 FLOOR = {room: i for i, (_, rooms) in enumerate(FLOORS) for room in rooms}
@@ -123,3 +126,19 @@ def test_the_reader_sees_late_imports(tmp_path: Path) -> None:
     tree = ast.parse(code)
     late = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and id(n) not in {id(b) for b in tree.body}]
     assert [n.module for n in late] == ["proxy.server", None]
+
+
+def test_the_readmes_layout_shows_the_floors() -> None:
+    """The README's layout section names every folder of proxy/, from the top of the house down."""
+    readme = (PROXY.parent / "README.md").read_text()
+    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    named = []
+    for room in re.findall(r"proxy/(\w+)[/.]", section):
+        if room not in named:
+            named.append(room)
+    folders = {p.name for p in PROXY.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert not folders - set(named), f"the README's layout leaves out {sorted(folders - set(named))}"
+    floors = [FLOOR[r] for r in named if r in FLOOR]
+    out_of_order = [(a, b) for a, b in zip(named, named[1:], strict=False)
+                    if a in FLOOR and b in FLOOR and FLOOR[b] < FLOOR[a]]
+    assert floors == sorted(floors), f"the README lists these above what they stand on: {out_of_order}"
