@@ -291,9 +291,27 @@ class HttpEngine:
         on (0: another key at once, 1: waited for one), or raised; None: not the pool's."""
         return None
 
+    def _key_back(self, model: str) -> float | None:
+        """Seconds until the key pool's first resting key (for `model`) is back; None: no key pool."""
+        return None
+
     async def _wait_for_a_key(self, attempt: int, deadline: float, cooling: UpstreamError, model: str = "") -> bool:
-        """Every pooled key rests: whether one was waited for (a retry)."""
-        return False
+        """Every pooled key rests: the retry rule still holds (one key and a "retry in 1s" is waited
+        out, as the client's own key would be), if the first key is back within the hint cap, the
+        retries left and the deadline; whether it was waited for (a retry). Refused credentials are
+        not waited for."""
+        if cooling.status != 429 or FALLING_BACK.get():  # (a fallback model is asked instead)
+            return False
+        back = self._key_back(model)
+        wait = None if back is None else self.retry.wait(attempt, back)
+        loop = asyncio.get_running_loop()
+        if wait is None or loop.time() + wait >= deadline:
+            return False
+        log.info("every upstream key rests; retry %d of %d in %.1fs, when the first is back", attempt + 1,
+                 self.retry.max_retries, wait)
+        metrics.RETRIES.inc()
+        await asyncio.sleep(wait)
+        return True
 
     def _pool_full(self) -> UpstreamError:
         """No upstream connection came free within --pool-timeout: a 503 the client may retry."""

@@ -3,7 +3,6 @@ engine (upstream/http.py): its URLs, headers, key pool, errors and chunks, and t
 of an answer Gemini stopped at its decode limit.
 """
 
-import asyncio
 import contextvars
 import json
 import logging
@@ -16,7 +15,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from proxy import __version__, fast_json, metrics
+from proxy import __version__, fast_json
 from proxy.errors import ProxyError, UpstreamError
 from proxy.from_gemini.merge_hops import (
     added_parts,
@@ -32,7 +31,6 @@ from proxy.upstream.gemini.credentials import ApiKey, Credential, CredentialErro
 from proxy.upstream.gemini.key_pool import KeyPool, keys_from_env
 from proxy.upstream.http import (
     DEFAULT_POOL_TIMEOUT,
-    FALLING_BACK,
     LOOKUP,
     Forwarded,
     Hops,
@@ -153,21 +151,8 @@ class GeminiUpstream(HttpEngine):
             raise cooling
         return 1
 
-    async def _wait_for_a_key(self, attempt: int, deadline: float, cooling: UpstreamError, model: str = "") -> bool:
-        """Every pooled key rests: the retry rule still holds (one key and a "retry in 1s" is waited
-        out, as the client's own key would be), if the first key is back within the hint cap, the
-        retries left and the deadline. Refused credentials are not waited for."""
-        if cooling.status != 429 or FALLING_BACK.get():  # (a fallback model is asked instead)
-            return False
-        wait = self.retry.wait(attempt, self.pool.soonest(model))
-        loop = asyncio.get_running_loop()
-        if wait is None or loop.time() + wait >= deadline:
-            return False
-        log.info("every upstream key rests; retry %d of %d in %.1fs, when the first is back", attempt + 1,
-                 self.retry.max_retries, wait)
-        metrics.RETRIES.inc()
-        await asyncio.sleep(wait)
-        return True
+    def _key_back(self, model: str) -> float | None:
+        return self.pool.soonest(model) if len(self.pool) else None
 
     def _credential(self, api_key: str | None, model: str = "") -> Credential | None:
         """The client's own key, else the server's next pooled one (every pooled key resting is the
