@@ -315,7 +315,7 @@ class HttpEngine:
 
     def _pool_full(self) -> UpstreamError:
         """No upstream connection came free within --pool-timeout: a 503 the client may retry."""
-        message = (f"The proxy's {self.pool_size} connections to {self.PEER} are all in use and none came free "
+        message = (f"The proxy's {self.pool_size} connections to {self._peer()} are all in use and none came free "
                    f"within {self.pool_timeout:g}s; retry shortly.")
         error = UpstreamError(message, status=503, type="server_error", code="upstream_connections_busy",
                               gemini_error={"code": 503, "status": "UNAVAILABLE", "message": message})
@@ -323,13 +323,17 @@ class HttpEngine:
         error.headers = {"Retry-After": "1"}
         return error
 
+    def _peer(self) -> str:
+        """PEER within a sentence ("the OpenAI-compatible upstream")."""
+        return "t" + self.PEER[1:] if self.PEER.startswith("The ") else self.PEER
+
     def _timed_out(self, what: str) -> UpstreamError:
         return UpstreamError(f"{self.PEER} {what} ({self.base_url}).", status=504, type="server_error",
                              gemini_error={"code": 504, "status": "DEADLINE_EXCEEDED",
                                            "message": f"The proxy's deadline passed: {self.PEER} {what}."})
 
     def _unreachable(self, e: Exception) -> UpstreamError:
-        return UpstreamError(f"Could not reach {self.PEER} at {self.base_url}: {e}", status=502, type="server_error")
+        return UpstreamError(f"Could not reach {self._peer()} at {self.base_url}: {e}", status=502, type="server_error")
 
     def _unreadable(self, e: Exception | str) -> UpstreamError:
         return UpstreamError(f"{self.PEER} sent an unreadable answer: {e}", status=502, type="server_error")

@@ -7,12 +7,14 @@ engine's, as for Gemini. Two-pass thinking: two_pass.py.
 
 import json
 import logging
+import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from yarl import URL
 
+from proxy import fast_json
 from proxy.errors import UpstreamError
 from proxy.journal.exchange import UpstreamCall, upstream_call
 from proxy.pattern_rules import matches, rule_for
@@ -71,6 +73,7 @@ class OpenAIUpstream(HttpEngine):
         hint = retry_hint(None, {k.lower(): v for k, v in headers.items()})
         if hint is not None:
             error.retry_after = hint
+            error.headers = {**error.headers, "Retry-After": str(max(1, math.ceil(hint)))}
         return error
 
     async def _whole(self, req: dict[str, Any], deadline: float, journal: UpstreamCall | None) -> dict[str, Any]:
@@ -126,23 +129,26 @@ class OpenAIUpstream(HttpEngine):
 
     async def _chunks(self, resp: Any, deadline: float, translator: StreamTranslator, lead: list[dict[str, Any]],
                       journal: UpstreamCall | None) -> AsyncIterator[dict[str, Any]]:
-        for chunk in lead:
-            yield chunk
-
         def translate(event: dict[str, Any]) -> list[dict[str, Any]]:
             if event is END_OF_STREAM:
                 return translator.close()
             return translator.feed(event)
-        async for chunk in self._events(resp, deadline, _parse_chunk, journal, translate=translate,
-                                        finish=translator.close):
-            yield chunk
+        events = self._events(resp, deadline, _parse_chunk, journal, translate=translate, finish=translator.close)
+        try:
+            for chunk in lead:
+                yield chunk
+            async for chunk in events:
+                yield chunk
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+            resp.close()  # (a no-op once read to the end: the connection went back to the pool)
 
 
 def _parse_chunk(payload: str) -> dict[str, Any] | None:
     if payload.strip() == "[DONE]":
         return END_OF_STREAM
     try:
-        parsed = json.loads(payload)
+        parsed = fast_json.loads(payload)
     except ValueError:
         raise UpstreamError("The OpenAI-compatible upstream sent an unreadable stream chunk", status=502) from None
     return parsed if isinstance(parsed, dict) else None
