@@ -171,7 +171,6 @@ class _BoundedWaitConnector(aiohttp.TCPConnector):
         return connection
 
 
-
 # send()'s journal record: looked up (exchange.upstream_call)
 LOOKUP: Any = object()
 # What a peer's parse gives for an event that ends the stream's data (`[DONE]`): not journaled,
@@ -180,7 +179,7 @@ END_OF_STREAM: dict[str, Any] = {}
 
 
 class NextKey(Exception):
-    """Raised by a peer's _headers: the key could not be used (its token refused) and another is
+    """Raised by a peer's _attempt_headers: the key could not be used (its token refused) and another is
     ready; send() goes on with it at once (not a retry)."""
 
 
@@ -219,7 +218,8 @@ class HttpEngine:
 
     A peer sets PEER (its name in errors, "Gemini"), WHAT (its base URL's name in a ValueError) and
     WIRE (the API it speaks, on the journal's record of each attempt), and overrides _headers and
-    _error; a peer with a key pool overrides _credential, _note_key and _key_refused."""
+    _error; a peer with a key pool overrides _credential, _attempt_headers, _note_key, _key_refused
+    and _key_back."""
 
     PEER = "Gemini"
     WHAT = "the Gemini base URL"
@@ -273,6 +273,10 @@ class HttpEngine:
 
     async def _headers(self, key: Any) -> dict[str, str]:
         return {"content-type": "application/json"}
+
+    async def _attempt_headers(self, key: Any) -> dict[str, str]:
+        """The headers of one attempt of send(); NextKey: the key cannot be used, go on with another."""
+        return await self._headers(key)
 
     def _error(self, status: int, text: str, headers: Mapping[str, str]) -> UpstreamError:
         """The peer's refusal (`text`: its body) as an UpstreamError, its retry hint on it."""
@@ -382,7 +386,7 @@ class HttpEngine:
                 async with asyncio.timeout_at(limit) as scope:
                     wait = PoolWait(scope, self.pool_timeout)
                     try:
-                        headers = await self._headers(key)
+                        headers = await self._attempt_headers(key)
                     except NextKey:
                         continue
                     read_limit = {} if stream else {"timeout": self._idle_limit(self.read_timeout)}

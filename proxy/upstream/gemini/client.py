@@ -117,17 +117,21 @@ class GeminiUpstream(HttpEngine):
     async def _headers(self, key: Credential | None) -> dict[str, str]:
         headers = {"content-type": "application/json", "user-agent": PROXY_TOKEN, **(CLIENT_HEADERS.get() or {})}
         if key is not None:
-            try:
-                headers.update(await key.headers())
-            except CredentialError:
-                if not self.pool.owns(key):
-                    raise
-                self.pool.cool(key, None, "refused")
-                if self.pool.ready():  # another credential can go on at once
-                    log.warning("upstream credential %s was refused a token; going on with the next", key.label)
-                    raise NextKey from None
-                raise
+            headers.update(await key.headers())
         return headers
+
+    async def _attempt_headers(self, key: Credential | None) -> dict[str, str]:
+        """A pooled credential refused a token rests, and the next goes on at once (NextKey)."""
+        try:
+            return await self._headers(key)
+        except CredentialError:
+            if key is None or not self.pool.owns(key):
+                raise
+            self.pool.cool(key, None, "refused")
+            if self.pool.ready():  # another credential can go on at once
+                log.warning("upstream credential %s was refused a token; going on with the next", key.label)
+                raise NextKey from None
+            raise
 
     def _error(self, status: int, text: str, headers: Mapping[str, str]) -> UpstreamError:
         return _error_from(status, text, headers)
