@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from proxy.server.site import ServerLimits
     from proxy.store.entry_store import EntryStore
     from proxy.upstream.base import Upstream
-    from proxy.upstream.gemini import GeminiUpstream
-    from proxy.upstream.openai_compat import OpenAIUpstream
+    from proxy.upstream.gemini.client import GeminiUpstream
+    from proxy.upstream.openai.client import OpenAIUpstream
 
 DEFAULT_PORT = options.DEFAULT_PORT
 DEFAULT_MOCK_PORT = 8742
@@ -262,7 +262,7 @@ async def _serve(args: argparse.Namespace) -> None:
     from proxy.signatures.carrier_keys import load_carrier_keys
     from proxy.store.open_store import open_store
     from proxy.tools.schema_mode import parse_schema_modes
-    from proxy.upstream.vertex import VertexUpstream
+    from proxy.upstream.gemini.vertex import VertexUpstream
     from proxy.usage.ledger import Ledger
     from proxy.usage.limits import parse_limits
     from proxy.usage.meter import PriceError, Prices
@@ -375,12 +375,12 @@ async def _check_store(store: EntryStore, url: str, keyed: bool) -> None:
 def _upstream(args: argparse.Namespace, base: str, pool_size: int = 0) -> Upstream:
     """Gemini at `base`, with the models --openai-upstream names routed to their servers; each upstream
     with a pool of `pool_size` connections (0: no limit)."""
-    from proxy.upstream.gemini import GeminiUpstream
-    from proxy.upstream.interactions_api import InteractionsUpstream
-    from proxy.upstream.openai_compat import OpenAIUpstream
-    from proxy.upstream.retry import RetryPolicy
+    from proxy.upstream.gemini.client import GeminiUpstream
+    from proxy.upstream.gemini.vertex import VertexUpstream, vertex_credentials
+    from proxy.upstream.http import RetryPolicy
+    from proxy.upstream.interactions.client import InteractionsUpstream
+    from proxy.upstream.openai.client import OpenAIUpstream
     from proxy.upstream.routes import RoutedUpstream, gemini_routes, parse_budgets, parse_routes, parse_upstream_api
-    from proxy.upstream.vertex import VertexUpstream, vertex_credentials
 
     timeouts = {"connect_timeout": args.connect_timeout, "read_timeout": args.read_timeout,
                 "total_timeout": args.total_timeout, "retry": RetryPolicy(args.max_retries), "pool_size": pool_size,

@@ -6,7 +6,7 @@ DEFAULT_PORT = 8741
 DEFAULT_HOSTS = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "*cloudcode-pa*.googleapis.com",
                  "aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
 
-# upstream/gemini.py
+# upstream/gemini/client.py
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 # Idle time allowed between meaningful data of a stream (and before its first byte): thinking
@@ -14,8 +14,8 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
 # The whole exchange, retries included: a long agent turn streams for minutes, never for this long.
 DEFAULT_TOTAL_TIMEOUT = 900.0
-DEFAULT_POOL_TIMEOUT = 5.0  # upstream/http_session.py: seconds a request waits for a free upstream connection
-DEFAULT_MAX_RETRIES = 3  # upstream/retry.py
+DEFAULT_POOL_TIMEOUT = 5.0  # upstream/http.py: seconds a request waits for a free upstream connection
+DEFAULT_MAX_RETRIES = 3  # upstream/http.py
 FORCED_CHOICE_POLICIES = ("retry", "error", "allow")  # upstream/forced_choice.py's POLICIES
 
 # server/site.py

@@ -92,7 +92,7 @@ async def _native_rows(repeat: int) -> dict[str, float]:
     from proxy.server.context import CONTEXT
     from proxy.server.site import start_site
     from proxy.store import MemoryStore
-    from proxy.upstream.gemini import GeminiUpstream
+    from proxy.upstream.gemini.client import GeminiUpstream
 
     bodies = {n: _burst(n) for n in (100, 4000)}
     want: list[int] = [100]

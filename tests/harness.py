@@ -24,7 +24,7 @@ from proxy.server.context import CONTEXT
 from proxy.server.guard import RequestGuard
 from proxy.server.site import ServerLimits, start_site
 from proxy.store import MemoryStore
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 
 
 class LoopThread:

@@ -15,10 +15,10 @@ from typing import Any
 
 from proxy.dialects.base import Dialect, ToolSpec
 from proxy.dialects.parse_answer import AnswerParser
-from proxy.interactions_upstream.answer import StreamTranslator
 from proxy.intercept.capture_calls import CallCapture, SSETap
 from proxy.intercept.text_calls import SSERewriter
-from proxy.upstream.interactions_api import _event
+from proxy.upstream.interactions.answer import StreamTranslator
+from proxy.upstream.interactions.client import _event
 from proxy.wire.merge_chunks import merge_chunks
 from proxy.wire.sse import SSEDecoder
 
@@ -104,7 +104,7 @@ def gemini_feed(pieces: Sequence[bytes]) -> dict[str, Any]:
 
 def interactions_feed(pieces: Sequence[bytes]) -> dict[str, Any]:
     """An Interactions stream as the Interactions upstream turns it into Gemini chunks
-    (proxy/upstream/interactions_api.py `_event`, proxy/interactions_upstream/answer.py)."""
+    (proxy/upstream/interactions/client.py `_event`, proxy/upstream/interactions/answer.py)."""
     t, capture, chunks = StreamTranslator(), CallCapture(), []
     for payload in decoded(pieces):
         event = _event(payload)

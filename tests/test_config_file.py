@@ -14,7 +14,7 @@ from mitmproxy.test import taddons
 from proxy import cli, options
 from proxy.intercept.addon import GeminiTools
 from proxy.store import MemoryStore
-from proxy.upstream.gemini import DEFAULT_READ_TIMEOUT
+from proxy.upstream.gemini.client import DEFAULT_READ_TIMEOUT
 from tests.servers import Process
 
 KEY = "client-secret-0123456789"

@@ -16,7 +16,7 @@ from proxy.errors import UpstreamError
 from proxy.model_rules import ModelRules
 from proxy.signatures.sentinel import SENTINEL
 from proxy.upstream.fallback import parse_fallback, thinking_for
-from proxy.upstream.key_pool import KeyPool
+from proxy.upstream.gemini.key_pool import KeyPool
 from tests.conftest import WEATHER
 from tests.harness import Stack
 

@@ -4,7 +4,7 @@ import pytest
 
 from proxy.errors import UpstreamError
 from proxy.upstream.forced_choice import ForcedChoiceUpstream
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 
 BODY = {"contents": [{"role": "user", "parts": [{"text": "[[mock:ignore_choice]] hi"}]}],
         "tools": [{"functionDeclarations": [{"name": "f"}]}],

@@ -1,15 +1,15 @@
 """One Gemini Schema -> JSON Schema walker (proxy/schema/gemini_to_json_schema.py) for the text dialects'
 templates, the Interactions API upstream and the intercepted Interactions traffic. The cases are those on
 which the two walkers it replaced disagreed (dialects/render_request.json_schema and
-interactions_upstream.openapi_to_json_schema), each with the answer now given to both, and each
+upstream.interactions.openapi_to_json_schema), each with the answer now given to both, and each
 result checked against JSON Schema's own meta-schema."""
 
 import jsonschema
 import pytest
 
 from proxy.dialects.render_request import tool_specs
-from proxy.interactions_upstream.request import tools_of
 from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
+from proxy.upstream.interactions.request import tools_of
 
 CASES = [
     # nullable: the templates kept `nullable` (no JSON Schema keyword); Interactions made a "null" type

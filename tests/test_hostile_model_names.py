@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.errors import ProxyError
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 from proxy.wire.model_name import check_model_name
 from tests.harness import Stack
 

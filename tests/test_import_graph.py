@@ -26,7 +26,6 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("the front-end's kit", {"server"}),
     ("model rules; the store", {"model_rules", "store"}),
     ("upstream peers; sessions", {"upstream", "session"}),
-    ("until the engine lands", {"interactions_upstream", "openai_upstream"}),
     ("core: client history to Gemini", {"to_gemini"}),
     ("core: Gemini answers to events; text dialects; the mock", {"from_gemini", "dialects", "mock"}),
     ("core: tools; thought signatures", {"tools", "signatures"}),

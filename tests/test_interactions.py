@@ -10,10 +10,10 @@ from google import genai
 from google.genai._gaos.lib.compat_errors import APIError  # what client.interactions raises (3.x)
 from google.genai.interactions import CreateModelInteraction
 
-from proxy.interactions_upstream.request import interactions_request
 from proxy.mock.validate import sign
 from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
-from proxy.upstream.interactions_api import InteractionsUpstream
+from proxy.upstream.interactions.client import InteractionsUpstream
+from proxy.upstream.interactions.request import interactions_request
 from proxy.upstream.routes import RoutedUpstream, parse_upstream_api
 from tests.harness import Stack
 
@@ -393,7 +393,7 @@ def test_the_mock_continues_as_google_genai_expects(stack: Stack) -> None:
 
 def test_hops_merge_as_google_genai_merges_them() -> None:
     """The numbers of google-genai's own test (test_unary_automatic_continuation_with_request_object)."""
-    from proxy.interactions_upstream.continuation import merged, next_request
+    from proxy.upstream.interactions.continuation import merged, next_request
     hop1 = {"id": "int_req_1", "status": "requires_continuation", "continuation_token": "tok_req_1",
             "steps": [{"type": "model_output", "content": [{"type": "text", "text": "Part A "}]}],
             "usage": {"total_input_tokens": 10, "total_output_tokens": 40, "total_thought_tokens": 5,

@@ -153,7 +153,7 @@ def test_a_continuation_going_round_or_adding_nothing_is_refused(stack: Stack, s
 def test_a_hop_gemini_refuses_fails_the_answer(stack: Stack, stream: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Gemini refusing the hop that continues an answer (here: a token sent with another request) fails
     the answer in the client's protocol, streamed or not, after the first hop's text was passed on."""
-    from proxy.upstream import gemini
+    from proxy.upstream.gemini import client as gemini
     monkeypatch.setattr(gemini, "continued_body", lambda body, token: {**body, "continuationToken": token,
                                                                         "contents": [*body["contents"], body[
                                                                             "contents"][-1]]})

@@ -170,7 +170,7 @@ def test_20000_model_names_leave_metrics_and_rss_bounded(tmp_path: Path) -> None
 def test_a_client_keys_label_is_bounded_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without client keys a client's own key goes upstream, and its hashed label counts tokens: the
     pool's keys are labels of their own, a client's only once it was answered, and at most MAX_KEYS."""
-    from proxy.upstream.key_pool import KeyPool
+    from proxy.upstream.gemini.key_pool import KeyPool
     monkeypatch.setattr(metrics, "KEYS", KnownLabels(cap=2))
     pool = KeyPool(["server-key-000001"])
     assert metrics.KEYS(pool.keys[0].label) == pool.keys[0].label

@@ -1,4 +1,4 @@
-"""Gemini bodies to Chat Completions requests and Chat answers back (openai_upstream/): what maps,
+"""Gemini bodies to Chat Completions requests and Chat answers back (proxy/upstream/openai/): what maps,
 what is refused by name, and no input that is not a ProxyError breaks it (hypothesis)."""
 
 import pytest
@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.errors import ProxyError, UpstreamError
-from proxy.openai_upstream.answer import StreamTranslator, gemini_answer
-from proxy.openai_upstream.request import chat_request
+from proxy.upstream.openai.answer import StreamTranslator, gemini_answer
+from proxy.upstream.openai.request import chat_request
 
 BODY = {"systemInstruction": {"parts": [{"text": "be brief"}]},
         "contents": [{"role": "user", "parts": [{"text": "hi"}, {"inlineData": {"mimeType": "image/png",

@@ -12,8 +12,8 @@ import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 
 from proxy import metrics
-from proxy.upstream.credentials import ApiKey
-from proxy.upstream.key_pool import KeyPool
+from proxy.upstream.gemini.credentials import ApiKey
+from proxy.upstream.gemini.key_pool import KeyPool
 from tests.servers import Process, free_port, mock_gemini
 
 GOOD, EXHAUSTED = "good-key-0001", "exhausted-key-0002"

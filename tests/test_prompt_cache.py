@@ -212,7 +212,7 @@ def _turns_marked(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_a_pool_of_server_keys_sends_no_cache() -> None:
     """Under client keys the proxy calls Google with its own keys; a pool of them may be several
     projects, and a cache made with one key is not there for the next: no cache is made."""
-    from proxy.upstream.key_pool import KeyPool
+    from proxy.upstream.gemini.key_pool import KeyPool
 
     stack = Stack(keys=[KEY_A])
     try:

@@ -20,7 +20,7 @@ from proxy.from_gemini.model_turn import ModelTurn
 from proxy.intercept.capture_calls import CallCapture
 from proxy.mock.model import fragment_calls
 from proxy.mock.server import start_mock
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 from tests.harness import LoopThread, Stack
 
 REC = Path(__file__).parent / "recorded"
@@ -398,7 +398,7 @@ def test_recorded_429_is_read_as_google_wrote_it() -> None:
     """The recorded 429 (QuotaFailure, then RetryInfo "34.4s"): the proxy reads the delay from it, and
     the mock's 429 has the same details in the same order."""
     from proxy.mock.validate import GeminiRejection
-    from proxy.upstream.gemini import _error_from
+    from proxy.upstream.gemini.client import _error_from
 
     text = (REC / "error-429-retry-info.json").read_text()
     recorded = json.loads(text)["error"]
@@ -418,7 +418,7 @@ def _recorded_5xx() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("which", [0, 1, 2])
 def test_recorded_5xx_is_retried_and_the_answer_arrives(replay, monkeypatch, which: int) -> None:
     """Google's 500 and 503 are passing trouble: asked again, and the client sees only the answer."""
-    from proxy.upstream import retry
+    from proxy.upstream import http as retry
 
     monkeypatch.setattr(retry, "BASE_DELAY", 0.01)
     stack, rep = replay
@@ -432,7 +432,7 @@ def test_recorded_5xx_is_retried_and_the_answer_arrives(replay, monkeypatch, whi
 
 @pytest.mark.parametrize("which", [0, 1, 2])
 def test_recorded_5xx_that_persists_reaches_each_client_in_its_own_protocol(replay, monkeypatch, which: int) -> None:
-    from proxy.upstream import retry
+    from proxy.upstream import http as retry
 
     monkeypatch.setattr(retry, "BASE_DELAY", 0.01)
     stack, rep = replay
@@ -539,7 +539,7 @@ class InteractionsReplay:
 
 @pytest.fixture(scope="module")
 def interactions_replay():
-    from proxy.upstream.interactions_api import InteractionsUpstream
+    from proxy.upstream.interactions.client import InteractionsUpstream
     from proxy.upstream.routes import RoutedUpstream
 
     lt, rep = LoopThread(), InteractionsReplay()

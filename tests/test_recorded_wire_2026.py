@@ -24,7 +24,7 @@ from aiohttp import web
 
 from proxy.intercept.capture_calls import CallCapture
 from proxy.mock.validate import GeminiRejection, call_signature, validate_request
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 from proxy.wire.merge_chunks import merge_chunks
 from tests.harness import LoopThread, Stack
 from tests.test_recorded_wire import _serve, mitm_over
@@ -485,14 +485,14 @@ def test_mock_mints_call_ids_as_gemini_37_flash_does() -> None:
     assert pattern.fullmatch(part["functionCall"]["id"]) and part["thoughtSignature"]
 
 
-# ---- item 9: functionCall.id per upstream (the rule and its evidence: proxy/upstream/vertex.py) ----
+# ---- item 9: functionCall.id per upstream (the rule and its evidence: proxy/upstream/gemini/vertex.py) ----
 
 @pytest.fixture(scope="module")
 def vertex(tmp_path_factory: pytest.TempPathFactory):
     """The front-ends with Vertex AI as the upstream (a service account minted a token at the mock's
     endpoint), against the mock's Vertex paths, strict as Vertex about `id`."""
-    from proxy.upstream.credentials import GoogleCredential
-    from proxy.upstream.vertex import VertexUpstream
+    from proxy.upstream.gemini.credentials import GoogleCredential
+    from proxy.upstream.gemini.vertex import VertexUpstream
     from tests.test_vertex_pool import service_account
 
     tmp = tmp_path_factory.mktemp("vertex-ids")

@@ -17,7 +17,7 @@ from proxy.journal.recorder import Recorder
 from proxy.journal.ring import Journal
 from proxy.responses.translator import ResponsesTranslator
 from proxy.store import MemoryStore
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 
 CHUNK = {"candidates": [{"content": {"role": "model", "parts": [{"text": "hello"}]}, "index": 0,
                          "finishReason": "STOP"}],

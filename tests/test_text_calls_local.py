@@ -12,7 +12,8 @@ import pytest
 
 from proxy.mock.local_server import LOCAL_RECEIVED, NO_PARSER, REASONING, start_local_mock
 from proxy.model_rules import ModelRules
-from proxy.upstream.openai_compat import CUT_THINKING, OpenAIUpstream, first_pass, prefill
+from proxy.upstream.openai.client import OpenAIUpstream
+from proxy.upstream.openai.two_pass import CUT_THINKING, first_pass, prefill
 from proxy.upstream.routes import RoutedUpstream
 from tests.harness import LoopThread, Stack
 from tests.test_text_calls_gemini import chat_turn

@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from proxy.errors import ProxyError
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 from tests.harness import Stack
 from tests.test_bad_input import post
 
@@ -51,7 +51,7 @@ def test_unreachable_upstream_is_a_clear_502() -> None:
 def test_upstream_urls_are_built_once_and_bounded() -> None:
     """The URL for a model is kept once built (it is the same every request); a model Gemini's grammar
     refuses is refused every time (never kept), and client-chosen names cannot grow the memo."""
-    from proxy.upstream.gemini import MAX_URLS
+    from proxy.upstream.gemini.client import MAX_URLS
 
     up = GeminiUpstream("http://127.0.0.1:1")
     url = up._url("gemini-2.5-flash", True)

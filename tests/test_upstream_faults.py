@@ -17,8 +17,8 @@ from google.genai import types
 
 from proxy.front.app import make_app
 from proxy.store import MemoryStore
-from proxy.upstream.gemini import GeminiUpstream
-from proxy.upstream.retry import MAX_HINT, RetryPolicy, retry_hint
+from proxy.upstream.gemini.client import GeminiUpstream
+from proxy.upstream.http import MAX_HINT, RetryPolicy, retry_hint
 from tests.harness import LoopThread, Stack
 
 

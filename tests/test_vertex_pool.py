@@ -24,9 +24,9 @@ from proxy import metrics
 from proxy.intercept.addon import GeminiTools
 from proxy.mock.server import SEEN, start_mock
 from proxy.store import MemoryStore
-from proxy.upstream.credentials import CredentialError, GoogleCredential
-from proxy.upstream.key_pool import KeyPool
-from proxy.upstream.vertex import vertex_credentials
+from proxy.upstream.gemini.credentials import CredentialError, GoogleCredential
+from proxy.upstream.gemini.key_pool import KeyPool
+from proxy.upstream.gemini.vertex import vertex_credentials
 from tests.mitm_harness import MitmStack
 from tests.servers import Process, free_port, mock_gemini
 

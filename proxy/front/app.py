@@ -36,9 +36,9 @@ from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
 from proxy.upstream.fallback import SERVED, SERVED_HEADER, FallbackUpstream
 from proxy.upstream.forced_choice import ForcedChoiceUpstream, Policy
-from proxy.upstream.gemini import CLIENT_HEADERS, DEFAULT_TOTAL_TIMEOUT, GeminiUpstream, client_headers
+from proxy.upstream.gemini.client import CLIENT_HEADERS, DEFAULT_TOTAL_TIMEOUT, GeminiUpstream, client_headers
+from proxy.upstream.http import DEFAULT_MAX_RETRIES
 from proxy.upstream.observed import ObservedUpstream
-from proxy.upstream.retry import DEFAULT_MAX_RETRIES
 from proxy.upstream.routes import RoutedUpstream
 from proxy.upstream.text_calls import TextCallsUpstream
 from proxy.usage.ledger import Ledger

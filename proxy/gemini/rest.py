@@ -3,7 +3,7 @@ countTokens, embedContent, batchEmbedContents, `GET models` and `models/{m}` (al
 and every other API path (files, cachedContents, operations, uploads) passed through untouched.
 
 Answers and errors come back exactly as Gemini gave them; the proxy's own refusals are in Gemini's
-error shape (errors.py). URLs are built from checked segments only (upstream/gemini.py).
+error shape (errors.py). URLs are built from checked segments only (upstream/gemini/client.py).
 """
 
 import json
@@ -19,7 +19,7 @@ from proxy.server.collections import KNOWN, OWNED, STATELESS, check_allowed, col
 from proxy.server.context import CONTEXT, Context, api_key_of
 from proxy.server.errors import read_json
 from proxy.server.object_owners import owned_name
-from proxy.upstream.gemini import Forwarded, GeminiUpstream
+from proxy.upstream.gemini.client import Forwarded, GeminiUpstream
 from proxy.wire.model_name import credential_like, model_resource
 
 MODEL_METHODS = ("countTokens", "embedContent", "batchEmbedContents")

@@ -14,11 +14,11 @@ from proxy.mock.server import start_mock
 from proxy.server.site import start_site
 from proxy.store.base import SessionStore
 from proxy.upstream.base import Upstream
-from proxy.upstream.gemini import DEFAULT_BASE_URL, GeminiUpstream
-from proxy.upstream.interactions_api import InteractionsUpstream
-from proxy.upstream.retry import RetryPolicy
+from proxy.upstream.gemini.client import DEFAULT_BASE_URL, GeminiUpstream
+from proxy.upstream.gemini.vertex import VertexUpstream
+from proxy.upstream.http import RetryPolicy
+from proxy.upstream.interactions.client import InteractionsUpstream
 from proxy.upstream.routes import RoutedUpstream, gemini_routes
-from proxy.upstream.vertex import VertexUpstream
 
 log = logging.getLogger(__name__)
 

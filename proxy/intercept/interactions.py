@@ -17,7 +17,6 @@ from mitmproxy import http
 
 from proxy import fast_json
 from proxy.errors import ProxyError
-from proxy.interactions_upstream.request import generation_of
 from proxy.intercept.capture import record_round
 from proxy.intercept.flow_selection import destination
 from proxy.intercept.options import FlowOptions, Options
@@ -27,6 +26,7 @@ from proxy.schema.gemini_to_json_schema import gemini_to_json_schema
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
 from proxy.store.base import SessionStore
+from proxy.upstream.interactions.request import generation_of
 from proxy.wire.interactions import StepAssembler, UnreadableArguments
 from proxy.wire.sse import SSEDecoder
 

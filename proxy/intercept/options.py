@@ -25,9 +25,9 @@ from proxy.server.site import ServerLimits
 from proxy.signatures.carrier_keys import KEYS_FILE as CARRIER_KEYS_FILE
 from proxy.signatures.carrier_keys import CarrierKeys, load_carrier_keys
 from proxy.tools.schema_mode import parse_schema_modes
-from proxy.upstream.credentials import GoogleCredential
+from proxy.upstream.gemini.credentials import GoogleCredential
+from proxy.upstream.gemini.vertex import vertex_credentials
 from proxy.upstream.routes import parse_upstream_api
-from proxy.upstream.vertex import vertex_credentials
 
 log = logging.getLogger(__name__)
 

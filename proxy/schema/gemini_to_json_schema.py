@@ -1,6 +1,6 @@
 """Gemini `Schema` (the `parameters` field: OpenAPI 3.0 subset, upper-case types, `nullable`) -> JSON
 Schema: what a text-dialect model's template renders (dialects/render_request.py) and what the
-Interactions API takes (interactions_upstream/request.py, intercept/interactions.py). One walker, so
+Interactions API takes (proxy/upstream/interactions/request.py, intercept/interactions.py). One walker, so
 both read a declaration alike.
 
 - `type` lower-cased; `nullable: true` becomes a `"null"` type (JSON Schema has no `nullable`);

@@ -27,7 +27,7 @@ from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
 from proxy.upstream.fallback import served_model
-from proxy.upstream.gemini import GeminiUpstream
+from proxy.upstream.gemini.client import GeminiUpstream
 from proxy.usage.ledger import Ledger, LimitsUnavailable
 from proxy.usage.limits import rate_headers, refusal_text
 from proxy.wire.model_name import check_model_name, credential_like, credential_refusal

@@ -1,2 +1,3 @@
-"""Whatever answers the front-end's Gemini requests: Gemini over HTTP, the forced-choice wrapper.
-(Relay mode's upstream is in proxy/intercept/relay.py.)"""
+"""Whatever answers the front-end's Gemini requests: one HTTP engine (http.py) with one folder per
+peer over it (gemini/, interactions/, openai/), and the peer-agnostic wrappers (fallback, forced
+choice, observed, routes, text calls). (Relay mode's upstream is in proxy/intercept/relay.py.)"""

@@ -34,7 +34,7 @@ from proxy.signatures.model_bound import without_signatures
 from proxy.signatures.sentinel import requires_signatures, sign_unsigned_turns
 from proxy.to_gemini.reasoning import budget_in_range
 from proxy.upstream.base import Upstream
-from proxy.upstream.retry import CHAIN_DEADLINE, FALLING_BACK, RETRIES_SPENT
+from proxy.upstream.http import CHAIN_DEADLINE, FALLING_BACK, RETRIES_SPENT
 from proxy.wire.model_name import check_model_name
 
 SERVED_HEADER = "x-gtp-served-model"

@@ -19,8 +19,8 @@ from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.journal.exchange import UpstreamCall
 from proxy.pattern_rules import matches
-from proxy.upstream.credentials import Credential, GoogleCredential
-from proxy.upstream.gemini import LOOKUP, Forwarded, GeminiUpstream, Target
+from proxy.upstream.gemini.client import LOOKUP, Forwarded, GeminiUpstream, Target
+from proxy.upstream.gemini.credentials import Credential, GoogleCredential
 from proxy.wire.model_name import model_resource
 
 # Google Cloud locations (`us-central1`, `europe-west4`, `global`) and project ids (6-30 lowercase

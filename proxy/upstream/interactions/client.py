@@ -13,22 +13,19 @@ Google stops at its decode limit is continued hop by hop and passed on whole (co
 import hashlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from cachetools import LRUCache
 from yarl import URL
 
-from proxy import fast_json
 from proxy.errors import UpstreamError
-from proxy.interactions_upstream import continuation
-from proxy.interactions_upstream.answer import StreamTranslator, gemini_answer
-from proxy.interactions_upstream.request import interactions_request, turn_keys
 from proxy.journal import exchange
 from proxy.journal.exchange import upstream_call
-from proxy.upstream.gemini import GeminiUpstream
-from proxy.upstream.http_session import read_whole
+from proxy.upstream.gemini.client import GeminiUpstream
+from proxy.upstream.interactions import continuation
+from proxy.upstream.interactions.answer import StreamTranslator, gemini_answer
+from proxy.upstream.interactions.request import interactions_request, turn_keys
 
 log = logging.getLogger(__name__)
 # Remembered history ends (one key -> one interaction id, ~150 bytes each): plenty for a day of agents.
@@ -112,23 +109,14 @@ class InteractionsUpstream(GeminiUpstream):
 
     async def _interaction(self, resp: Any, deadline: float) -> dict[str, Any]:
         """A whole answer's interaction, kept as read by the journal's current call."""
-        call = upstream_call()
-        try:
-            raw = await read_whole(resp, self.read_timeout, deadline)
-            if call is not None:
-                call.answer, call.last_byte = raw, time.perf_counter()  # as read: the interaction
-            interaction = await fast_json.loads_cooperatively(raw)
-        except TimeoutError as e:
-            raise self._cut_answer(e) from e
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise UpstreamError(f"The Interactions upstream sent an unreadable answer: {e}", status=502,
-                                type="server_error") from e
-        finally:
-            resp.release()
+        interaction = await self._read_answer(resp, deadline, upstream_call(), parsed=False)
         if not isinstance(interaction, dict):
-            raise UpstreamError("The Interactions upstream sent an unreadable answer: not an interaction.",
-                                status=502, type="server_error")
+            raise self._unreadable("not an interaction.")
         return interaction
+
+    def _unreadable(self, e: Exception | str) -> UpstreamError:
+        return UpstreamError(f"The Interactions upstream sent an unreadable answer: {e}", status=502,
+                             type="server_error")
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
                      ) -> AsyncIterator[dict[str, Any]]:
@@ -142,7 +130,7 @@ class InteractionsUpstream(GeminiUpstream):
         parts: list[dict[str, Any]] = []
         hops, seen = 1, []
         while True:
-            events = self._chunks(resp, deadline, parse=_event, journal=upstream_call())
+            events = self._events(resp, deadline, _event, upstream_call())
             try:
                 async for event in events:
                     if "error" in event and "event_type" not in event:  # the reader's own (timeouts, cuts)

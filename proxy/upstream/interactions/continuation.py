@@ -3,7 +3,7 @@
 is an interaction of its own. google-genai (3.6) continues so by default (its
 _interactions_continuation.py is the reference read here): the proxy continues the same way and
 passes the hops on as one answer, never the first hop's part of it as if it were the whole (the
-limit on hops and the refusals are generateContent's: from_gemini/merge_hops.py, upstream/gemini.py's
+limit on hops and the refusals are generateContent's: from_gemini/merge_hops.py, upstream/gemini/client.py's
 _next_hop).
 """
 

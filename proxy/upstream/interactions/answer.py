@@ -12,7 +12,7 @@ naming them, never dropped.
 from typing import Any
 
 from proxy.errors import ProxyError, UpstreamError
-from proxy.interactions_upstream.continuation import summed, token_of
+from proxy.upstream.interactions.continuation import summed, token_of
 from proxy.wire.interactions import StepAssembler, UnreadableArguments
 
 _FINISH = {"completed": "STOP", "requires_action": "STOP", "incomplete": "MAX_TOKENS"}

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from proxy import metrics
-from proxy.upstream.credentials import ApiKey, Credential
+from proxy.upstream.gemini.credentials import ApiKey, Credential
 
 DEFAULT_COOLDOWN = 60.0  # Gemini's per-minute quotas refill within a minute
 

@@ -1,1 +1,0 @@
-"""Gemini bodies <-> Google's Interactions API, for `--upstream-api interactions`."""
