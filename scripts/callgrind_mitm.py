@@ -1,12 +1,13 @@
 """Instructions per flow (valgrind's callgrind), plain mitmdump against the addon, on the small
-plaintext flow of bench_mitm.py's rows: repeatable while other processes load the machine, where
-CPU-time ratios are not. Each mitmdump runs under callgrind; after a warm-up its counters are zeroed
-(callgrind_control -z), N flows are sent one at a time, and the counters dumped (-d): instructions
-of those N flows only, start-up excluded. The canned upstream (bench_mitm.py) answers.
+flow of bench_mitm.py's rows, plaintext and TLS: repeatable while other processes load the machine,
+where CPU-time ratios are not. Each mitmdump runs under callgrind; after a warm-up its counters are
+zeroed (callgrind_control -z), N flows are sent one at a time, and the counters dumped (-d):
+instructions of those N flows only, start-up excluded. The canned upstream (bench_mitm.py) answers.
 
 `python scripts/callgrind_mitm.py [N]` prints the table (ratios against plain mitmdump, same run);
 CALLGRIND_ADDON_ROOT=DIR runs the addon of another checkout (an earlier commit's `git archive`), for
-a before/after.
+a before/after; CALLGRIND_SCHEMES=http (or tls) measures one scheme only. The dumps stay in the
+printed directory (`callgrind_annotate FILE` shows where the instructions went).
 """
 
 import asyncio
@@ -23,29 +24,39 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from proxy.ca import generate_ca  # noqa: E402
 from scripts.bench import tools  # noqa: E402
 from scripts.bench_mitm import GL, SESSION, small_body  # noqa: E402
 from tests.mitm_harness import MITMDUMP  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
 ADDON_ROOT = Path(os.environ.get("CALLGRIND_ADDON_ROOT") or ROOT)
-URL = GL.replace("https://", "http://") + "/v1beta/models/gemini-2.5-flash:generateContent"
+PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
+URLS = {"http": GL.replace("https://", "http://") + PATH, "tls": GL + PATH}
 
 
 def start(tmp: Path, name: str, *args: str) -> tuple[subprocess.Popen, str, Path]:
+    """A mitmdump under callgrind, started (`ready` waits until it listens)."""
     port = free_port()
     out = tmp / f"{name}.callgrind"
     log = open(tmp / f"{name}.log", "w+")  # noqa: SIM115 - the process's; closed with it
+    trusted = tmp / "upstream-ca" / "mitmproxy-ca-cert.pem"  # the canned upstream's CA
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(MITMDUMP),
                              "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", "flow_detail=0",
-                             "--set", f"confdir={tmp / 'mitm-ca'}",
-                             "--set", "connection_strategy=eager", *args], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 1800  # start-up under callgrind: minutes on a loaded machine
-    while "proxy listening" not in (tmp / f"{name}.log").read_text():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError((tmp / f"{name}.log").read_text())
-        time.sleep(0.5)
+                             "--set", f"confdir={tmp / 'mitm-ca'}", "--set", "connection_strategy=eager",
+                             "--set", f"ssl_verify_upstream_trusted_ca={trusted}", *args],
+                            stdout=log, stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}", out
+
+
+def ready(tmp: Path, started: tuple[subprocess.Popen, str, Path]) -> None:
+    proc, _, out = started
+    log = out.with_suffix(".log")
+    deadline = time.monotonic() + 1800  # start-up under callgrind: minutes on a loaded machine
+    while "proxy listening" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(log.read_text())
+        time.sleep(0.5)
 
 
 def instructions(pid: int, out: Path, label: str) -> int:
@@ -55,42 +66,52 @@ def instructions(pid: int, out: Path, label: str) -> int:
     return int(re.search(r"^(?:summary|totals): (\d+)", text, re.M).group(1))
 
 
-async def flows(via: str, body: dict, session: bool, n: int) -> None:
+async def flows(via: str, url: str, ssl_ctx: object, body: dict, session: bool, n: int) -> None:
     headers = {"x-goog-api-key": "bench-key", "content-type": "application/json",
                **({"x-gtp-session": SESSION} if session else {})}
     import json
     data = json.dumps(body).encode()
     async with aiohttp.ClientSession() as s:
         for _ in range(n):
-            async with s.post(URL, data=data, headers=headers, proxy=via) as r:
+            async with s.post(url, data=data, headers=headers, proxy=via, ssl=ssl_ctx) as r:
                 await r.read()
                 assert r.status == 200, await r.text()
 
 
-def measure(proc: subprocess.Popen, via: str, out: Path, body: dict, session: bool, n: int, label: str) -> float:
-    asyncio.run(flows(via, body, session, 20))  # warm-up: connections, caches
+def measure(proc: subprocess.Popen, via: str, out: Path, scheme: str, ssl_ctx: object, body: dict, session: bool,
+            n: int, label: str) -> float:
+    asyncio.run(flows(via, URLS[scheme], ssl_ctx, body, session, 20))  # warm-up: connections, caches
     subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
-    asyncio.run(flows(via, body, session, n))
+    asyncio.run(flows(via, URLS[scheme], ssl_ctx, body, session, n))
     return instructions(proc.pid, out, label) / n
 
 
 def main() -> None:
+    import ssl
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    schemes = (os.environ.get("CALLGRIND_SCHEMES") or "http,tls").split(",")
     tmp = Path(tempfile.mkdtemp(prefix="gtp-callgrind-"))
+    print(f"dumps in {tmp}", flush=True)
     http_port, tls_port = free_port(), free_port()
     canned = Process(tmp, "canned", [sys.executable, str(ROOT / "scripts" / "bench_mitm.py"), "canned",
                                      str(http_port), str(tls_port), str(tmp)], "ready")
-    route = f"127.0.0.1:{http_port}"
-    front = free_port()
-    procs = []
+    generate_ca(tmp / "mitm-ca")  # before the mitmdumps, which share it
+    client_ssl = ssl.create_default_context(cafile=str(tmp / "mitm-ca" / "mitmproxy-ca-cert.pem"))
+    procs, plain, addon, fronts = [], {}, {}, {}
     try:
-        plain = start(tmp, "plain", "-s", str(ROOT / "scripts" / "bench_route.py"), "--set", f"bench_route={route}")
-        procs.append(plain[0])
-        addon = start(tmp, "addon", "-s", str(ADDON_ROOT / "addons" / "gemini_tools.py"), "--set", f"gtp_route={route}",
-                      "--set", f"gtp_frontend_port={front}")
-        procs.append(addon[0])
+        for scheme in schemes:
+            route = f"127.0.0.1:{http_port if scheme == 'http' else tls_port}"
+            plain[scheme] = start(tmp, f"plain-{scheme}", "-s", str(ROOT / "scripts" / "bench_route.py"),
+                                  "--set", f"bench_route={route}")
+            procs.append(plain[scheme][0])
+            fronts[scheme] = free_port()
+            addon[scheme] = start(tmp, f"addon-{scheme}", "-s", str(ADDON_ROOT / "addons" / "gemini_tools.py"),
+                                  "--set", f"gtp_route={route}", "--set", f"gtp_frontend_port={fronts[scheme]}")
+            procs.append(addon[scheme][0])
+        for started in (*plain.values(), *addon.values()):
+            ready(tmp, started)
 
-        async def set_tools() -> None:
+        async def set_tools(front: int) -> None:
             for _ in range(600):
                 try:
                     async with aiohttp.ClientSession() as s, s.put(
@@ -99,17 +120,22 @@ def main() -> None:
                         return
                 except aiohttp.ClientConnectorError:
                     await asyncio.sleep(0.5)
-        asyncio.run(set_tools())
-        lines = ["| flow (plaintext, canned upstream) | app's own tools | tools injected | plain mitmdump "
+        for front in fronts.values():
+            asyncio.run(set_tools(front))
+        lines = ["| flow (canned upstream) | app's own tools | tools injected | plain mitmdump "
                  "instructions/flow | addon instructions/flow | addon vs plain |", "|---|---|---|---|---|---|"]
-        for app_tools in (True, False):
-            body = small_body(app_tools)
-            base = measure(*plain, body, False, n, f"plain-{app_tools}")
-            for injected in (0, 20):
-                got = measure(*addon, body, injected > 0, n, f"addon-{app_tools}-{injected}")
-                lines.append(f"| plaintext | {'present' if app_tools else 'absent'} | {injected} | "
-                             f"{base / 1e6:.2f} M | {got / 1e6:.2f} M | {got / base:.2f}× |")
-                print(lines[-1], flush=True)
+        for scheme in schemes:
+            ssl_ctx = client_ssl if scheme == "tls" else False
+            for app_tools in (True, False):
+                body = small_body(app_tools)
+                base = measure(*plain[scheme], scheme, ssl_ctx, body, False, n, f"plain-{scheme}-{app_tools}")
+                for injected in (0, 20):
+                    got = measure(*addon[scheme], scheme, ssl_ctx, body, injected > 0, n,
+                                  f"addon-{scheme}-{app_tools}-{injected}")
+                    lines.append(f"| {'plaintext' if scheme == 'http' else 'TLS'} | "
+                                 f"{'present' if app_tools else 'absent'} | {injected} | "
+                                 f"{base / 1e6:.2f} M | {got / 1e6:.2f} M | {got / base:.3f}× |")
+                    print(lines[-1], flush=True)
         print("\n".join(lines))
     finally:
         for p in procs:

@@ -9,8 +9,9 @@ from typing import Any
 
 from mitmproxy import http
 
-from proxy import metrics
+from proxy import fast_json, metrics
 from proxy.errors import ProxyError
+from proxy.intercept import headers
 from proxy.intercept.capture_calls import SSETap
 from proxy.intercept.flow_selection import META, FlowState
 from proxy.intercept.refusal import gemini_error_response
@@ -49,6 +50,12 @@ def _after(first: Callable[[bytes], Any], tap: SSETap) -> Callable[[bytes], Any]
     return run
 
 
+def may_call(body: bytes) -> bool:
+    """Whether a whole answer may hold a functionCall part (else walking its parts finds nothing):
+    it names one, or it escapes characters (a key may be written with \\u escapes)."""
+    return b"functionCall" in body or b"\\u" in body
+
+
 class Capture:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
@@ -57,7 +64,7 @@ class Capture:
         state: FlowState | None = flow.metadata.get(META)
         if state is None or state.relay is not None or flow.response is None or flow.response.status_code != 200:
             return
-        if "text/event-stream" in flow.response.headers.get("content-type", ""):
+        if "text/event-stream" in (headers.get(flow.response.headers, b"content-type") or ""):
             tap, before = SSETap(state.capture), flow.response.stream
             flow.response.stream = _after(before, tap) if callable(before) else tap
 
@@ -69,8 +76,12 @@ class Capture:
         if flow.response.status_code != 200:
             return
         if not flow.response.stream:
+            body = headers.content(flow.response) or b""
             try:
-                state.capture.feed_body(flow.response.get_content(strict=False) or b"")
+                if may_call(body):
+                    state.capture.feed_body(body)
+                else:  # nothing to capture, but an unreadable answer is told all the same
+                    fast_json.loads(body)
             except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
                 log.warning("could not read Gemini's answer on %s", flow.request.path)
         if state.capture.calls and state.session:

@@ -18,7 +18,7 @@ from mitmproxy import http
 from mitmproxy.net.http import url
 
 from proxy.errors import ProxyError
-from proxy.intercept import text_history
+from proxy.intercept import headers, text_history
 from proxy.intercept.capture_calls import CallCapture
 from proxy.intercept.relay import RelayTurn
 from proxy.intercept.session_marker import take_marker
@@ -67,7 +67,7 @@ def select(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], session_head
         return flow.metadata[SELECTED]
     found = _parse(flow, hosts, placeholder)
     if found is not None:
-        header = flow.request.headers.pop(session_header, None)
+        header = headers.pop(flow.request.headers, session_header.encode("utf-8", "surrogateescape").lower())
         found.session = header or found.session or default_session
     flow.metadata[SELECTED] = found
     return found
@@ -83,7 +83,8 @@ def destination(flow: http.HTTPFlow) -> str | None:
     certificate holder, so it is B that decides."""
     name = flow.server_conn.sni or flow.client_conn.sni or flow.request.host
     host = name.lower().rstrip(".")
-    header = flow.request.host_header
+    req = flow.request  # its host_header, with the Host header looked up in one pass
+    header = (req.is_http2 or req.is_http3) and req.authority or headers.get(req.headers, b"host")
     if header and header.lower().rstrip(".") != host:  # the same name as written: nothing to parse
         try:
             claimed = url.parse_authority(header, check=True)[0].lower().rstrip(".")
@@ -103,7 +104,7 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], placeholder:
     target = classify(flow.request.path)
     if target is None:
         return None
-    raw = flow.request.get_content(strict=False) or b""
+    raw = headers.content(flow.request) or b""
     if target.kind != "cloudcode":
         if (split := text_history.members(raw)) is not None:
             return _split(target, None, (target.model or "").removeprefix("models/"), *split, placeholder)

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from mitmproxy import http
 
+from proxy.intercept import headers
 from proxy.intercept.flow_selection import META, REFUSED, FlowState
 from proxy.intercept.quota import QUOTA, quota_target
 from proxy.journal.exchange import BODY_CAP, CURRENT, Exchange
@@ -123,7 +124,7 @@ class JournalEnd:
             ex.status = flow.response.status_code
             ex.answer_headers = flow.response.headers.fields
             if not flow.response.stream:
-                body = flow.response.get_content(strict=False) or b""
+                body = headers.content(flow.response) or b""
                 ex.answer_body = body[: BODY_CAP + 1]
                 if ex.status >= 400 and ex.error is None:  # Gemini's refusal, as the app got it: its message
                     ex.error = {"message": _message(body), "status": ex.status}

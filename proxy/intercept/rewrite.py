@@ -17,7 +17,7 @@ from mitmproxy import http
 
 from proxy import fast_json, redact
 from proxy.errors import ProxyError
-from proxy.intercept import text_history
+from proxy.intercept import headers, text_history
 from proxy.intercept.flow_selection import META, REFUSED, FlowState, GeminiRequest, select
 from proxy.intercept.options import Options
 from proxy.intercept.refusal import gemini_error_response
@@ -77,7 +77,7 @@ class Rewrite:
             exchange.failed(e)
             return
         if body is not None:
-            flow.request.set_content(body)
+            headers.set_content(flow.request, body)
         if req.target.stream:
             flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
         flow.metadata[META] = FlowState(req.target, req.model, req.session)

@@ -63,13 +63,26 @@ class SSERewriter:
 class TextCalls:
     def __init__(self, options: Options) -> None:
         self.options = options
+        # model -> (its dialect, its rescue dialect) under these tool modes (the options' current ones):
+        # two pattern lookups per flow otherwise, for the few models an app names
+        self._modes: Any = None
+        self._dialects: dict[str, tuple[Any, Any]] = {}
+
+    def _dialects_of(self, model: str) -> tuple[Any, Any]:
+        modes = self.options.rules.text_calls
+        if modes is not self._modes or len(self._dialects) >= 256:
+            self._modes, self._dialects = modes, {}
+        found = self._dialects.get(model)
+        if found is None:
+            found = self._dialects[model] = (modes.dialect(model), modes.rescue_dialect(model))
+        return found
 
     def request(self, flow: http.HTTPFlow) -> None:
         state: FlowState | None = flow.metadata.get(META)
         if state is None or state.relay is not None or flow.response is not None:
             return
         modes = self.options.rules.text_calls
-        d, rescue = modes.dialect(state.model), modes.rescue_dialect(state.model)
+        d, rescue = self._dialects_of(state.model)
         if d is None and rescue is None:
             return
         try:
