@@ -10,7 +10,11 @@ times the text it parses (663 KB for the bench's 54 KB large body), and a pool i
 mapped, faulted in page by page and unmapped on every large request (20 page faults per request,
 4 % of its CPU; scripts/bench.sh's large rows).
 Even so, freed pages inside the heap stay resident until `malloc_trim` hands them back: `trim_soon`
-does that after large requests end, at most once per TRIM_INTERVAL.
+does that after large requests end, at most once per TRIM_INTERVAL. A whole (not streamed) answer
+continuing a long stored history parses it into objects of 40 KB and less, which live in the heap
+between the turns the store keeps: `transient` counts their bytes and `trim_if_due`, called as each
+request ends, trims once TRIM_AFTER_BYTES of them were freed (a 150-turn chain of 40 KB turns held
+the last turn's 6 MB history resident until the next long answer).
 """
 
 import asyncio
@@ -26,7 +30,10 @@ ARENA_MAX = 2
 
 
 TRIM_INTERVAL = 1.0  # seconds; a trim walks the heap (about a millisecond per 100 MB)
-_state: dict[str, object] = {"libc": None, "pending": False}
+# Bytes of parsed history freed between two trims: parsing and sending 4 MB takes some 20 ms, a
+# trim of a few hundred MB of heap a few.
+TRIM_AFTER_BYTES = 4 * 1024 * 1024
+_state: dict[str, object] = {"libc": None, "pending": False, "transient": 0}
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -53,6 +60,21 @@ def trim_soon() -> None:
         libc.malloc_trim(0)
 
     asyncio.get_running_loop().call_later(TRIM_INTERVAL, trim)
+
+
+def transient(nbytes: int) -> None:
+    """Note that a request holds `nbytes` (a parsed history) that it frees when it ends."""
+    _state["transient"] += nbytes  # type: ignore[operator]
+
+
+def trim_if_due() -> None:
+    """As a request ends: trim now once TRIM_AFTER_BYTES of noted transient memory was freed."""
+    if _state["transient"] < TRIM_AFTER_BYTES:  # type: ignore[operator]
+        return
+    _state["transient"] = 0
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def tune() -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from proxy import malloc_tuning
 from proxy.errors import ProxyError, openai_error_body
 from proxy.journal import exchange
 from proxy.server.context import CONTEXT
@@ -53,8 +54,11 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
     in_flight = request.app[CONTEXT].in_flight
     if in_flight.closing:
         return render(request, in_flight.refusal())
-    with in_flight.track():
-        return await _handle(request, handler)
+    try:
+        with in_flight.track():
+            return await _handle(request, handler)
+    finally:
+        malloc_tuning.trim_if_due()  # its parsed history is free now (malloc_tuning.transient)
 
 
 async def _handle(request: web.Request, handler: Any) -> web.StreamResponse:
