@@ -21,11 +21,12 @@ def test_a_150_turn_chain_keeps_its_input_once_and_one_history(tmp_path) -> None
     # The history cache: one entry, the chain's head (it was a near-copy per turn).
     assert m['gtp_cache_bytes{cache="history"}'] < 1.2 * m["sent"], m
     growth = m["after"] - m["before"]
-    # Measured under load: 4.3x (the release before: 8.15x, its store holding 2x the bytes sent).
-    assert growth <= 6 * m["sent"], m
-    if growth > 2.5 * m["sent"]:  # issue 62's goal, not reached yet: what is left is each turn's own
-        # working memory (the whole history parsed, built into Gemini's request and serialized).
-        pytest.xfail(f"RSS grew {growth / m['sent']:.2f}x the bytes sent (the goal: 2.5x)")
+    # Issue 62's goal: 2.5x. Measured under load (3 runs): 1.96x, 1.97x, 1.97x, what the store and the
+    # history cache hold (2.05x the bytes sent) and no more. It was 4.0-4.3x: each stored turn's input
+    # kept alive in a reference cycle until the cyclic collector ran (shared_input.py), and the last
+    # turn's parsed history left resident in the heap (malloc_tuning.trim_if_due); 8.15x before that.
+    print(f"RSS grew {growth / m['sent']:.2f}x the bytes sent")
+    assert growth <= 2.5 * m["sent"], m
 
 
 STORE, SESSION, JOURNAL = 16 << 20, 4 << 20, 8 << 20
