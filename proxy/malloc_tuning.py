@@ -12,9 +12,10 @@ mapped, faulted in page by page and unmapped on every large request (20 page fau
 Even so, freed pages inside the heap stay resident until `malloc_trim` hands them back: `trim_soon`
 does that after large requests end, at most once per TRIM_INTERVAL. A whole (not streamed) answer
 continuing a long stored history parses it into objects of 40 KB and less, which live in the heap
-between the turns the store keeps: `transient` counts their bytes and `trim_if_due`, called as each
-request ends, trims once TRIM_AFTER_BYTES of them were freed (a 150-turn chain of 40 KB turns held
-the last turn's 6 MB history resident until the next long answer).
+between the turns the store keeps: `transient` counts their bytes (and large request bodies') and `trim_if_due`,
+called as each request ends, trims once TRIM_AFTER_BYTES of them were freed, or fewer when no other
+request runs (a 150-turn chain of 40 KB turns held the last turn's 6 MB history resident until the
+next long answer; a load's last requests, 35 MB of freed heap).
 """
 
 import asyncio
@@ -33,6 +34,7 @@ TRIM_INTERVAL = 1.0  # seconds; a trim walks the heap (about a millisecond per 1
 # Bytes of parsed history freed between two trims: parsing and sending 4 MB takes some 20 ms, a
 # trim of a few hundred MB of heap a few.
 TRIM_AFTER_BYTES = 4 * 1024 * 1024
+IDLE_TRIM_BYTES = 256 * 1024  # ... and when the last request running ends (a load is over)
 _state: dict[str, object] = {"libc": None, "pending": False, "transient": 0}
 
 
@@ -67,14 +69,18 @@ def transient(nbytes: int) -> None:
     _state["transient"] += nbytes  # type: ignore[operator]
 
 
-def trim_if_due() -> None:
-    """As a request ends: trim now once TRIM_AFTER_BYTES of noted transient memory was freed."""
-    if _state["transient"] < TRIM_AFTER_BYTES:  # type: ignore[operator]
+def trim_if_due(idle: bool = False) -> None:
+    """As a request ends: trim once TRIM_AFTER_BYTES of noted transient memory was freed, or, `idle`
+    (no other request runs), once IDLE_TRIM_BYTES was: nobody waits on that trim. Soon rather than
+    now: the request's own answer is written first."""
+    noted: int = _state["transient"]  # type: ignore[assignment]
+    if noted < (IDLE_TRIM_BYTES if idle else TRIM_AFTER_BYTES):
+        return
+    libc = _libc()
+    if libc is None:
         return
     _state["transient"] = 0
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
+    asyncio.get_running_loop().call_soon(libc.malloc_trim, 0)
 
 
 def tune() -> bool:
