@@ -44,14 +44,17 @@ def test_a_trim_is_due_after_enough_freed_history_or_when_idle(monkeypatch) -> N
         malloc_tuning.trim_if_due(idle=False)  # others still run: not yet
         await asyncio.sleep(0)
         assert trims == []
-        malloc_tuning.trim_if_due(idle=True)  # the last one ended: soon
-        assert trims == []
-        await asyncio.sleep(0)
+        malloc_tuning.trim_if_due(idle=True)  # the last one ended: now, and once its end freed what it holds
         assert trims == [0]
-        malloc_tuning.trim_if_due(idle=True)  # nothing freed since
-        malloc_tuning.transient(malloc_tuning.TRIM_AFTER_BYTES)
-        malloc_tuning.trim_if_due(idle=False)  # enough freed, though others run
+        await asyncio.sleep(0)
         await asyncio.sleep(0)
         assert trims == [0, 0]
+        malloc_tuning.trim_if_due(idle=True)  # nothing freed since
+        malloc_tuning.transient(malloc_tuning.TRIM_AFTER_BYTES)
+        malloc_tuning.trim_if_due(idle=False)  # enough freed, though others run: soon
+        assert trims == [0, 0]
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert trims == [0, 0, 0]
 
     asyncio.run(run())

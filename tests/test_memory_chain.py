@@ -21,7 +21,7 @@ def test_a_150_turn_chain_keeps_its_input_once_and_one_history(tmp_path) -> None
     # The history cache: one entry, the chain's head (it was a near-copy per turn).
     assert m['gtp_cache_bytes{cache="history"}'] < 1.2 * m["sent"], m
     growth = m["after"] - m["before"]
-    # Issue 62's goal: 2.5x. Measured under load (3 runs): 1.96x, 1.97x, 1.97x, what the store and the
+    # Issue 62's goal: 2.5x. Measured under load (6 runs): 1.96x-1.97x, what the store and the
     # history cache hold (2.05x the bytes sent) and no more. It was 4.0-4.3x: each stored turn's input
     # kept alive in a reference cycle until the cyclic collector ran (shared_input.py), and the last
     # turn's parsed history left resident in the heap (malloc_tuning.trim_if_due); 8.15x before that.
@@ -49,8 +49,10 @@ def test_after_a_load_past_its_budgets_what_is_kept_stays_within_them(tmp_path) 
         url = proc.url()
         idle = rss(proc.proc.pid)
         sent = asyncio.run(_load(url))
-        after = rss(proc.proc.pid)
+        # The gauges first: their answer comes once the server finished what the load's last answers
+        # left to do after they were sent (the journal keeps their exchanges, then the heap is trimmed).
         gauges = asyncio.run(metrics(url))
+        after = rss(proc.proc.pid)
     finally:
         proc.stop()
         mock.stop()
@@ -59,7 +61,10 @@ def test_after_a_load_past_its_budgets_what_is_kept_stays_within_them(tmp_path) 
     assert gauges["gtp_store_bytes"] <= STORE and gauges["gtp_journal_bytes"] <= JOURNAL
     assert gauges['gtp_cache_bytes{cache="history"}'] <= CACHE
     assert gauges['gtp_cache_max_bytes{cache="history"}'] == CACHE
-    # The process's memory over what it holds idle (the interpreter, its modules: about 80 MB).
-    if after - idle > 1.3 * budgets:  # issue 62's goal, not reached: 21 turns of 200 KB in flight at once
-        # each hold their request, its history and Gemini's body several times over (not budgeted).
-        pytest.xfail(f"RSS grew {(after - idle) / budgets:.2f}x the budgets' sum (the goal: 1.3x)")
+    # The process's memory over what it holds idle (the interpreter, its modules: about 80 MB), against
+    # issue 62's goal: 1.3x the budgets' sum. Measured under load (3 runs): 1.21x each. It was 4.6-4.8x:
+    # the stored turns' inputs held in reference cycles (shared_input.py), pooled upstream connections
+    # holding their first requests' exchanges (journal/recorder.py), and the load's freed heap kept
+    # resident (malloc_tuning.trim_if_due).
+    print(f"RSS grew {(after - idle) / budgets:.2f}x the budgets' sum")
+    assert after - idle <= 1.3 * budgets, (after - idle, budgets)
