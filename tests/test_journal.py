@@ -32,6 +32,21 @@ def test_the_journal_holds_no_more_than_its_bytes() -> None:
     assert journal.get("", "ex_299") is not None and journal.get("", "ex_0") is None
 
 
+def test_a_finished_exchange_lets_go_of_its_bodies_the_journal_keeps_them() -> None:
+    """A connection to the upstream (or a timer) opened while a request ran keeps a copy of its
+    context, exchange.CURRENT with it, for as long as it lives: a finished exchange holds no bodies
+    (21 pooled connections kept 4 MB of their first requests' past the journal's budget, issue 62)."""
+    from proxy.journal.recorder import Recorder
+
+    recorder = Recorder(Journal())
+    ex = exchange(1, body=orjson.dumps({"input": "kept " * 100}))
+    recorder.finish(ex)
+    assert ex.request_body is None and ex.answer_body is None and ex.upstreams == []
+    doc = recorder.journal.get("", "ex_1")
+    assert doc is not None and b"kept kept" in doc  # the journal's own copy: the request body
+    assert b"gemini-2.5-flash" in doc and b'"promptTokenCount"' in doc  # and its upstream call
+
+
 def test_one_huge_exchange_keeps_its_summary_not_its_bodies() -> None:
     journal = Journal(max_bytes=100_000)
     journal.add(exchange(1, body=orjson.dumps({"input": "x" * 60_000})))

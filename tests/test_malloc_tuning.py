@@ -25,3 +25,36 @@ def test_parsing_a_64_kb_request_takes_a_pool_below_the_mmap_threshold() -> None
     assert value["input"][73]["role"] == "user"
     assert pool > 10 * len(body)  # orjson's pool is still about 12 times the text (else this test says nothing)
     assert pool < malloc_tuning.MMAP_THRESHOLD, (pool, before)
+
+
+def test_a_trim_is_due_after_enough_freed_history_or_when_idle(monkeypatch) -> None:
+    import asyncio
+
+    trims: list[int] = []
+
+    class Libc:
+        def malloc_trim(self, pad: int) -> None:
+            trims.append(pad)
+
+    monkeypatch.setattr(malloc_tuning, "_libc", Libc)
+    monkeypatch.setitem(malloc_tuning._state, "transient", 0)
+
+    async def run() -> None:
+        malloc_tuning.transient(malloc_tuning.IDLE_TRIM_BYTES)
+        malloc_tuning.trim_if_due(idle=False)  # others still run: not yet
+        await asyncio.sleep(0)
+        assert trims == []
+        malloc_tuning.trim_if_due(idle=True)  # the last one ended: now, and once its end freed what it holds
+        assert trims == [0]
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert trims == [0, 0]
+        malloc_tuning.trim_if_due(idle=True)  # nothing freed since
+        malloc_tuning.transient(malloc_tuning.TRIM_AFTER_BYTES)
+        malloc_tuning.trim_if_due(idle=False)  # enough freed, though others run: soon
+        assert trims == [0, 0]
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert trims == [0, 0, 0]
+
+    asyncio.run(run())

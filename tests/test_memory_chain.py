@@ -21,11 +21,12 @@ def test_a_150_turn_chain_keeps_its_input_once_and_one_history(tmp_path) -> None
     # The history cache: one entry, the chain's head (it was a near-copy per turn).
     assert m['gtp_cache_bytes{cache="history"}'] < 1.2 * m["sent"], m
     growth = m["after"] - m["before"]
-    # Measured under load: 4.3x (the release before: 8.15x, its store holding 2x the bytes sent).
-    assert growth <= 6 * m["sent"], m
-    if growth > 2.5 * m["sent"]:  # issue 62's goal, not reached yet: what is left is each turn's own
-        # working memory (the whole history parsed, built into Gemini's request and serialized).
-        pytest.xfail(f"RSS grew {growth / m['sent']:.2f}x the bytes sent (the goal: 2.5x)")
+    # Issue 62's goal: 2.5x. Measured under load (6 runs): 1.96x-1.97x, what the store and the
+    # history cache hold (2.05x the bytes sent) and no more. It was 4.0-4.3x: each stored turn's input
+    # kept alive in a reference cycle until the cyclic collector ran (shared_input.py), and the last
+    # turn's parsed history left resident in the heap (malloc_tuning.trim_if_due); 8.15x before that.
+    print(f"RSS grew {growth / m['sent']:.2f}x the bytes sent")
+    assert growth <= 2.5 * m["sent"], m
 
 
 STORE, SESSION, JOURNAL = 16 << 20, 4 << 20, 8 << 20
@@ -48,8 +49,10 @@ def test_after_a_load_past_its_budgets_what_is_kept_stays_within_them(tmp_path) 
         url = proc.url()
         idle = rss(proc.proc.pid)
         sent = asyncio.run(_load(url))
-        after = rss(proc.proc.pid)
+        # The gauges first: their answer comes once the server finished what the load's last answers
+        # left to do after they were sent (the journal keeps their exchanges, then the heap is trimmed).
         gauges = asyncio.run(metrics(url))
+        after = rss(proc.proc.pid)
     finally:
         proc.stop()
         mock.stop()
@@ -58,7 +61,13 @@ def test_after_a_load_past_its_budgets_what_is_kept_stays_within_them(tmp_path) 
     assert gauges["gtp_store_bytes"] <= STORE and gauges["gtp_journal_bytes"] <= JOURNAL
     assert gauges['gtp_cache_bytes{cache="history"}'] <= CACHE
     assert gauges['gtp_cache_max_bytes{cache="history"}'] == CACHE
-    # The process's memory over what it holds idle (the interpreter, its modules: about 80 MB).
-    if after - idle > 1.3 * budgets:  # issue 62's goal, not reached: 21 turns of 200 KB in flight at once
-        # each hold their request, its history and Gemini's body several times over (not budgeted).
+    # The process's memory over what it holds idle (the interpreter, its modules: about 80 MB), against
+    # issue 62's goal: 1.3x the budgets' sum. Run alone beside other test runs (3 runs): 1.21x each; in
+    # the whole suite's parallel pass once 2.13x (not understood yet: the heap trimmed before the
+    # load's last memory was freed?), so not asserted yet. It was 4.6-4.8x: the stored turns' inputs
+    # held in reference cycles (shared_input.py), pooled upstream connections holding their first
+    # requests' exchanges (journal/recorder.py), the load's freed heap resident (malloc_tuning.trim_if_due).
+    print(f"RSS grew {(after - idle) / budgets:.2f}x the budgets' sum")
+    assert after - idle <= 3 * budgets, (after - idle, budgets)
+    if after - idle > 1.3 * budgets:
         pytest.xfail(f"RSS grew {(after - idle) / budgets:.2f}x the budgets' sum (the goal: 1.3x)")

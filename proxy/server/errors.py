@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from proxy import malloc_tuning
 from proxy.errors import ProxyError
 from proxy.journal import exchange
 from proxy.server.context import CONTEXT
@@ -38,8 +39,11 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
     in_flight = request.app[CONTEXT].in_flight
     if in_flight.closing:
         return render(request, in_flight.refusal())
-    with in_flight.track():
-        return await _handle(request, handler)
+    try:
+        with in_flight.track():
+            return await _handle(request, handler)
+    finally:
+        malloc_tuning.trim_if_due(in_flight.idle)  # its parsed history is free now (malloc_tuning.transient)
 
 
 async def _handle(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -93,6 +97,8 @@ async def read_json(request: web.Request, shared_tools: bool = False) -> Any:
             raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
                              code="request_timeout", headers={"Connection": "close"}) from None
     body = await parse_body(raw, shared_tools)
+    if len(raw) >= malloc_tuning.IDLE_TRIM_BYTES:
+        malloc_tuning.transient(len(raw))  # parsed into objects that are freed when the request ends
     ex = exchange.CURRENT.get()
     if ex is not None:
         ex.request_body = raw  # well-formed JSON, as aiohttp read it: the journal keeps it as it is

@@ -22,6 +22,11 @@ class InFlight:
         self.closing = False
         self.draining = False  # SIGTERM came: still serving, but no longer ready (/readyz 503)
 
+    @property
+    def idle(self) -> bool:
+        """No request is running."""
+        return not self._running
+
     @contextlib.contextmanager
     def track(self) -> Iterator[None]:
         task = asyncio.current_task()

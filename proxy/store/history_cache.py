@@ -23,7 +23,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
-from proxy import fast_json
+from proxy import fast_json, malloc_tuning
 from proxy.store.byte_lru import ByteLRU, TooLarge
 from proxy.to_gemini.conversation import Conversation
 
@@ -56,6 +56,7 @@ class CachedHistory:
     def conversation(self) -> Conversation:
         """The history as fresh objects (each call parses again: callers modify what they get)."""
         contents, system, pending = (fast_json.loads(d) for d in self._docs[1:4])
+        malloc_tuning.transient(len(self._docs[1]) + len(self._docs[2]))  # freed as the request ends
         return Conversation(contents, system, pending)
 
 
