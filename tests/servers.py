@@ -260,7 +260,12 @@ class ResponsesLoad:
                     ok = client.responses.create(model=self.model, input=f"client {n} turn {i}").status == "completed"
                 why = "" if ok else "not completed"
             except Exception as e:  # noqa: BLE001 - every failure is counted and shown
-                ok, why = False, f"{type(e).__name__}: {e}"
+                # Whose refusal it was: a balancer's own 503 is an HTML page, the proxy's is its JSON error.
+                try:
+                    body = getattr(getattr(e, "response", None), "text", "")
+                except Exception:  # noqa: BLE001 - a streamed body that was never read
+                    body = ""
+                ok, why = False, f"{type(e).__name__}: {e}" + (f" [{' '.join(body.split())[:160]}]" if body else "")
             with self.lock:
                 self.results["streamed" if streamed else "whole", ok] += 1
                 if not ok:
