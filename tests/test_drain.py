@@ -120,12 +120,15 @@ def test_sigint_skips_the_drain(tmp_path: Path) -> None:
         proc.stop()
 
 
-# The health check the docs show (docs/deployment.md): /readyz every 200 ms, one failure takes a server
-# out, one success puts it back. No retries: a request that reached a stopping instance and failed
-# would be a failure the client sees, so zero failures come from the drain alone.
-CHECK = "check inter 200ms fall 1 rise 1"
-DEFAULTS = "retries 0"  # HAProxy's own keep-alive to the servers (no http-server-close), no redispatch
-DRAIN = 1.5  # > inter x fall + the check's own time, with margin
+# The health check the docs show (docs/deployment.md, deploy/haproxy.cfg): /readyz every 200 ms, two
+# failures take a server out, one success puts it back, a check may take 2 s. No retries: a request that
+# reached a stopping instance and failed would be a failure the client sees, so zero failures come from
+# the drain alone. (With `fall 1` and the default check timeout, 200 ms, one CI run's serial pass, with
+# another session loading the machine, saw both servers' checks time out at once: 36 of HAProxy's own
+# 503s, no server being up.)
+CHECK = "check inter 200ms fall 2 rise 1"
+DEFAULTS = "retries 0\n    timeout check 2s"  # HAProxy's own keep-alive to the servers; no redispatch
+DRAIN = 3.0  # > inter x fall + a check's longest time (2.4 s), with margin
 
 
 def until(what: str, ok: object, timeout: float = 20) -> None:
