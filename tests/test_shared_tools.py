@@ -1,5 +1,5 @@
 """wire/shared_tools.py: a tools text seen before is parsed and checked once and shared (Responses,
-Chat and Gemini REST). The body it
+Chat, Anthropic Messages and Gemini REST). The body it
 gives is the one the whole parse gives (or the same error); its tools skip a check they passed for
 that wire model only; a route that changed them would be caught (tests/shared_tools_check.py, which
 the conftest runs after every test)."""
@@ -17,11 +17,13 @@ from google.genai import types as genai_types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.anthropic.routes import CORE_TOOLS
 from proxy.errors import ProxyError
 from proxy.server import context
 from proxy.server.errors import ON_LOOP_BYTES, _parsed, parse_body, validate
 from proxy.tools.prepare_tools import _prepare, prepare_tools
 from proxy.wire import shared_tools
+from proxy.wire.anthropic import MessagesRequest
 from proxy.wire.chat import ChatRequest
 from proxy.wire.gemini import GenerateContentRequest
 from proxy.wire.json_body import split_member
@@ -180,6 +182,27 @@ def test_responses_and_chat_share_their_tools_over_http(stack: Stack, client: op
                                        messages=[{"role": "user", "content": "Weather in Paris?"}])
         assert [d["name"] for d in stack.last_body()["tools"][0]["functionDeclarations"]] == [tools[0]["name"]]
     assert ChatRequest in shared_tools._kept[orjson.dumps(chat_tools)].checked
+
+
+def test_anthropic_messages_share_their_tools_over_http(stack: Stack) -> None:
+    """Claude Code sends the same tools every turn: parsed, checked and converted for the core once,
+    and what Gemini gets is what a list of its own gives (the conftest's check holds their copies)."""
+    tools = [{"name": f"get_weather_{uuid.uuid4().hex[:8]}", "description": "Weather in a city",
+              "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+              "cache_control": {"type": "ephemeral"}}]
+    body = {"model": "gemini-3-flash-preview", "max_tokens": 100, "tools": tools,
+            "messages": [{"role": "user", "content": "Weather in Paris?"}]}
+    sent = []
+    for _ in range(3):
+        status, _answer = post_json(stack.url + "/v1/messages", body)
+        assert status == 200
+        sent.append(stack.last_body()["tools"])
+    assert sent[0] == sent[1] == sent[2]
+    assert [d["name"] for d in sent[0][0]["functionDeclarations"]] == [tools[0]["name"]]
+    kept = shared_tools._kept[json.dumps(tools).encode()]  # (the text as post_json sent it)
+    assert MessagesRequest in kept.checked and CORE_TOOLS in kept.facts
+    assert kept.facts[CORE_TOOLS].facts, "the core's tools keep their preparation's key"
+    assert not changed_shared_tools()
 
 
 def test_a_route_that_changed_shared_tools_would_be_caught(stack: Stack, client: openai.OpenAI,

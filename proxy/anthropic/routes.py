@@ -34,6 +34,7 @@ from proxy.tools.deferral import loaded_in_contents
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.anthropic import CountTokensRequest, MessagesRequest, check_ranges
+from proxy.wire.shared_tools import SharedTools
 
 # Anthropic's effort levels, each also one of the core's (reasoning.py).
 EFFORTS = frozenset({"low", "medium", "high", "max"})
@@ -58,17 +59,34 @@ def _thinking(model: str, req: MessagesRequest) -> dict[str, Any] | None:
     return config
 
 
+# Where a shared tools text (wire/shared_tools.py) keeps its tools as the core's, converted once.
+CORE_TOOLS = "anthropic core tools"
+
+
+def _core_tools(req: MessagesRequest | CountTokensRequest, sent: SharedTools | None) -> list[dict[str, Any]] | None:
+    """tools_for_core(req.tools); once per tools text while they are the shared ones (`sent`: the
+    body's SharedTools, whose checked copy they are unless a thread set its own), as a SharedTools
+    of their own, so that their preparation is looked up by a key worked out once (prepare_tools)."""
+    if sent is None or req.tools is None or req.tools is not sent.checked.get(MessagesRequest):
+        return tools_for_core(req.tools)
+    core = sent.facts.get(CORE_TOOLS)
+    if core is None:
+        core = sent.facts[CORE_TOOLS] = SharedTools(tools_for_core(req.tools), sent.text)
+    return core
+
+
 async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest,
-                   prior: Conversation | None = None
+                   prior: Conversation | None = None, sent: SharedTools | None = None
                    ) -> tuple[str, PreparedTools, dict[str, Any], Conversation, dict[str, Any] | None]:
     """The Gemini model, the tools, the Gemini body (generation settings only for a message:
     countTokens takes none), its history (`prior`: a thread's held history the messages follow) and
-    the context editing report (None: none was asked for; a thread refuses editing, threads.py)."""
+    the context editing report (None: none was asked for; a thread refuses editing, threads.py).
+    `sent`: the body's tools when they are shared (wire/shared_tools.py)."""
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
     items = own_items(system_items(req.system) + messages_to_items(req.messages))
     loaded = referenced_tools(req.messages) | (loaded_in_contents(prior.contents) if prior else set())
-    model, tools, calls = await ctx.prepare(request, session, req.model, tools_for_core(req.tools), items,
+    model, tools, calls = await ctx.prepare(request, session, req.model, _core_tools(req, sent), items,
                                             loaded=loaded)
     try:
         conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model,
@@ -92,7 +110,10 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
 
 async def create_message(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
-    req = validate(MessagesRequest, await read_json(request))
+    sent = await read_json(request, shared_tools=True)  # its tools are only read (SharedTools)
+    req = validate(MessagesRequest, sent)
+    shared = sent.get("tools")
+    shared = shared if type(shared) is SharedTools else None
     check_ranges(req)
     if (req.model_extra or {}).get("compaction") is not None:  # a compaction request: never answered as a turn
         raise ProxyError("compaction: this proxy does not make Anthropic's signed compaction blocks (the "
@@ -103,18 +124,18 @@ async def create_message(request: web.Request) -> web.StreamResponse:
     session = session_of(request)
     thread = await threads.begin(request, ctx, session, req)
     if thread is None:
-        return await _answer(request, req, session, None)
+        return await _answer(request, req, session, None, shared)
     try:
-        return await _answer(request, req, session, thread)
+        return await _answer(request, req, session, thread, shared)
     finally:
         await thread.release()  # (nothing when the answer was held)
 
 
 async def _answer(request: web.Request, req: MessagesRequest, session: str,
-                  thread: threads.ThreadTurn | None) -> web.StreamResponse:
+                  thread: threads.ThreadTurn | None, shared: SharedTools | None = None) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     prior = thread.prior if thread is not None else None
-    model, tools, body, conv, report = await _prepare(request, req, prior)
+    model, tools, body, conv, report = await _prepare(request, req, prior, shared)
     await ctx.admit(request)
     if thread is not None:  # before Gemini is asked: a turn too large to hold is not billed and lost
         ctx.store.refuse_unkeepable(conv.contents[len(prior.contents) if prior else 0:], "This turn", "messages")

@@ -101,10 +101,13 @@ def fill_response_ids(contents: list[dict[str, Any]]) -> None:
     for i in range(len(contents) - 1):
         if contents[i].get("role") != "model":
             continue
+        answers = _answers(contents[i + 1])
+        if all(a["functionResponse"].get("id") for a in answers):
+            continue  # (the front-ends' own histories: every response names its call)
         open_calls = [p["functionCall"] for p in _calls(contents[i]) if p["functionCall"].get("id")]
-        answered = {a["functionResponse"].get("id") for a in _answers(contents[i + 1])}
+        answered = {a["functionResponse"].get("id") for a in answers}
         open_calls = [c for c in open_calls if c["id"] not in answered]
-        for answer in _answers(contents[i + 1]):
+        for answer in answers:
             fr = answer["functionResponse"]
             if fr.get("id"):
                 continue
@@ -121,11 +124,13 @@ def order_function_responses(contents: list[dict[str, Any]]) -> None:
     position. Responses that match no call keep their place after the matched ones.
     """
     for i in range(len(contents) - 1):
-        calls = [p["functionCall"] for p in _calls(contents[i])]
         nxt = contents[i + 1]
-        parts = nxt.get("parts") or []
-        if contents[i].get("role") != "model" or len(calls) < 2 or nxt.get("role") != "user":
+        if contents[i].get("role") != "model" or nxt.get("role") != "user":
             continue
+        calls = [p["functionCall"] for p in _calls(contents[i])]
+        if len(calls) < 2:
+            continue
+        parts = nxt.get("parts") or []
         answers = _answers(nxt)
         if len(answers) != len(parts):
             continue
@@ -160,8 +165,8 @@ def escape_response_refs(contents: list[dict[str, Any]]) -> None:
     for content in contents:
         for part in content.get("parts") or []:
             fr = part.get("functionResponse")
-            if not isinstance(fr, dict):
-                continue
+            if not isinstance(fr, dict) or not _has_ref_key(fr.get("response")):
+                continue  # (no `$ref` key at all: the labels below could only excuse one)
             labels = frozenset(d.get("displayName") for m in fr.get("parts") or [] if isinstance(m, dict)
                                for d in m.values() if isinstance(d, dict) and isinstance(d.get("displayName"), str))
             if _has_ref_key(fr.get("response"), labels):

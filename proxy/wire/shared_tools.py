@@ -9,8 +9,8 @@ the rest of the body is parsed.
 
 The value is shared by every request that sends the same text, whatever its client key: nothing may
 change it (tests/conftest.py checks after every test that each kept value still equals its text).
-Only routes that read their tools without changing them ask for it (Responses, Chat, and
-Gemini's REST generateContent).
+Only routes that read their tools without changing them ask for it (Responses, Chat, Anthropic
+Messages, and Gemini's REST generateContent).
 """
 
 from collections.abc import Callable
