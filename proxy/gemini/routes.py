@@ -91,11 +91,10 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
     writer, whole_turn = GeminiWriter(), ModelTurn()
 
     def whole(answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
-        data = answers[0]
-        answer_problem(data)
+        data, keep = _whole(answers)
         for part in first_candidate_parts(data):
             whole_turn.add(part)
-        return data, True
+        return data, keep
 
     async def save(ok: bool) -> None:
         turn = writer.turn.parts if req.stream else whole_turn.parts
@@ -108,6 +107,7 @@ async def native_generate(request: web.Request) -> web.StreamResponse:
 
 
 def _whole(answers: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+    """A Gemini-native client gets Gemini's answer as it came, unless it is unusable."""
     answer_problem(answers[0])
     return answers[0], True
 

@@ -69,8 +69,6 @@ async def open_answer(request: web.Request, turn: ReadyTurn,
     `first`: the first hop as `prepared` opened it."""
     upstream, model, key = request.app[CONTEXT].upstream, turn.model, turn.key
     first = first if first is not None else upstream.stream(model, turn.body, key)
-    if turn.tools is None:
-        return await first
     return await search_hops.searched(first, lambda b: upstream.stream(model, b, key), turn.body, turn.tools)
 
 
@@ -79,11 +77,8 @@ async def whole_answer(request: web.Request, turn: ReadyTurn) -> Any:
     _, first = await prepared(request, turn)
     upstream, model, key = request.app[CONTEXT].upstream, turn.model, turn.key
     first = first if first is not None else upstream.generate(model, turn.body, key)
-    if turn.tools is None:
-        answers = [await first]
-    else:
-        answers = await search_hops.searched_whole(first, lambda b: upstream.generate(model, b, key), turn.body,
-                                                   turn.tools)
+    answers = await search_hops.searched_whole(first, lambda b: upstream.generate(model, b, key), turn.body,
+                                               turn.tools)
     answers = [checked(a) for a in answers]
     await asyncio.sleep(0)  # a large answer's check and its translation: two stretches, the loop served between
     data, keep = turn.whole(answers)

@@ -84,12 +84,12 @@ def _results_chunk(parts: list[dict[str, Any]]) -> Chunk:
 
 
 async def searched(first: Awaitable[AsyncIterator[Chunk]], again: Callable[[dict[str, Any]], Awaitable[
-        AsyncIterator[Chunk]]], body: dict[str, Any], tools: PreparedTools) -> AsyncIterator[Chunk]:
+        AsyncIterator[Chunk]]], body: dict[str, Any], tools: PreparedTools | None) -> AsyncIterator[Chunk]:
     """The answer's chunks across its hops. `first` is the first hop opened (its failure to open is
     raised here, before any chunk); `again(body)` opens a later hop uncached; `body` is the request
     without a cache."""
     chunks = await first
-    if not runs_searches(tools):
+    if tools is None or not runs_searches(tools):  # (None: a protocol with no hosted tool search)
         return chunks
     return _hops(chunks, again, body, tools)
 
@@ -144,8 +144,10 @@ async def _one(answer: Awaitable[Chunk]) -> AsyncIterator[Chunk]:
 
 
 async def searched_whole(first: Awaitable[Chunk], again: Callable[[dict[str, Any]], Awaitable[Chunk]],
-                         body: dict[str, Any], tools: PreparedTools) -> list[Chunk]:
+                         body: dict[str, Any], tools: PreparedTools | None) -> list[Chunk]:
     """The same over whole answers (no stream): the chunks a translator is fed, in order."""
+    if tools is None or not runs_searches(tools):
+        return [await first]
     async def first_stream() -> AsyncIterator[Chunk]:
         return _one(first)
 
