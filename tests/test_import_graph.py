@@ -44,10 +44,28 @@ def room_of(path: Path) -> str:
     return rel.parts[0].removesuffix(".py")
 
 
-def _package_of(path: Path) -> list[str]:
-    rel = path.relative_to(PROXY.parent).with_suffix("")
-    parts = list(rel.parts)
-    return parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+def imported_rooms(code: str, package: list[str], proxy: Path = PROXY) -> list[tuple[str, int, bool]]:
+    """(room, line, late) for every import of a room of `proxy` in `code`, a module of `package`
+    (e.g. ["proxy", "journal"]: relative imports are resolved against it); `late`: inside a function."""
+    tree = ast.parse(code)
+    top_level = {id(n) for n in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # relative: resolved against the module's package
+                module = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
+            # `from proxy import ids, metrics`: each name is the module imported
+            names = [f"{module}.{a.name}" for a in node.names] if module == "proxy" else [module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "proxy" and len(parts) > 1 and ((proxy / parts[1]).is_dir()
+                                                           or (proxy / f"{parts[1]}.py").exists()):  # not __version__
+                found.append((parts[1], node.lineno, id(node) not in top_level))
+    return found
 
 
 def arrows() -> list[tuple[str, str, str, int, bool]]:
@@ -55,28 +73,9 @@ def arrows() -> list[tuple[str, str, str, int, bool]]:
     found = []
     for path in sorted(PROXY.rglob("*.py")):
         src = room_of(path)
-        tree = ast.parse(path.read_text(), str(path))
-        top_level = {id(n) for n in tree.body}
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:  # relative: resolve against the module's package
-                    base = _package_of(path)[: len(_package_of(path)) - node.level + 1]
-                    module = ".".join([*base, *([node.module] if node.module else [])])
-                else:
-                    module = node.module or ""
-                names = [module]
-                if module == "proxy":  # `from proxy import ids, metrics`
-                    names = [f"proxy.{a.name}" for a in node.names]
-            for name in names:
-                parts = name.split(".")
-                if parts[0] != "proxy" or len(parts) < 2:
-                    continue
-                dst = parts[1]
-                if dst != src and ((PROXY / dst).is_dir() or (PROXY / f"{dst}.py").exists()):  # not __version__
-                    found.append((src, dst, str(path.relative_to(PROXY)), node.lineno, id(node) not in top_level))
+        package = list(path.relative_to(PROXY.parent).parts[:-1])
+        found += [(src, dst, str(path.relative_to(PROXY)), line, late)
+                  for dst, line, late in imported_rooms(path.read_text(), package) if dst != src]
     return found
 
 
@@ -118,13 +117,13 @@ def test_no_circle() -> None:
             visit(room, [room])
 
 
-def test_the_reader_sees_late_imports(tmp_path: Path) -> None:
-    """The graph is only true if an import inside a function counts: a made-up module proves the
-    reader finds one, and resolves relative imports."""
-    code = "def f():\n    from proxy.server import app\n    from . import redact\n"
-    tree = ast.parse(code)
-    late = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and id(n) not in {id(b) for b in tree.body}]
-    assert [n.module for n in late] == ["proxy.server", None]
+def test_the_reader_sees_late_and_relative_imports() -> None:
+    """The graph is only true if an import inside a function counts, a relative one resolves to its
+    room, and `from proxy import name` is an arrow only when the name is a room (not __version__)."""
+    code = ("from proxy import ids, __version__\n"
+            "def f():\n    from proxy.server import auth\n    from .. import metrics\n    from .ring import x\n")
+    assert imported_rooms(code, ["proxy", "journal"]) == [
+        ("ids", 1, False), ("server", 3, True), ("metrics", 4, True), ("journal", 5, True)]
 
 
 def test_the_readmes_layout_shows_the_floors() -> None:
