@@ -182,11 +182,13 @@ class _Builder:
         self.contents.append({"role": "user", "parts": parts or [{"text": ""}]})
 
     def function_call(self, item: FunctionCallItem | CustomToolCallItem, index: int) -> None:
-        if isinstance(item, CustomToolCallItem):
-            args: Any = {"input": item.input}  # a custom tool is offered to Gemini as f(input: string)
+        wire = item.wire()  # (its fields read from the dict: a field read through a property is a call)
+        if type(item) is CustomToolCallItem:
+            args: Any = {"input": wire.get("input")}  # a custom tool is offered to Gemini as f(input: string)
         else:
+            text = wire.get("arguments")
             try:
-                args = parse_arguments(item.arguments, f"input[{index}].arguments") if item.arguments.strip() else {}
+                args = parse_arguments(text, f"input[{index}].arguments") if text.strip() else {}
             except json.JSONDecodeError:
                 args = None
         if not isinstance(args, dict):
@@ -194,15 +196,19 @@ class _Builder:
                              param=f"input[{index}].arguments", code="invalid_value")
         if self.pending and not self.model_open:
             self._close_outputs()
-        call_id = item.call_id
+        call_id = wire.get("call_id")
         rec = self.calls.get(call_id)
-        if rec is None:  # history the proxy never saw: the call_id is the id
-            name = item.name
-            rec = CallRecord(call_id, name, self.names.to_gemini(name, item.namespace), call_id, None)
+        if rec is None:  # history the proxy never saw: the call_id is the id (CallRecord.part's shape)
+            gemini_name = self.names.to_gemini(wire.get("name"), wire.get("namespace"))
+            call: dict[str, Any] = {"name": gemini_name, "args": args}
+            if call_id:
+                call["id"] = call_id
+            self._model_parts().append({"functionCall": call})
+            self.pending.append((call_id, gemini_name, call_id))
+            return
         self._server_parts(rec.server_parts)
         self._model_parts().append(rec.part(args))  # Gemini's own arguments and signature when known
         self.pending.append((call_id, rec.gemini_name, rec.gemini_id))
-        self.calls.setdefault(call_id, rec)
 
     def web_search(self, item: WebSearchCallItem, index: int) -> None:
         """A search Gemini ran: its toolCall/toolResponse parts go back exactly as they came."""
@@ -228,16 +234,22 @@ class _Builder:
 
     def function_output(self, item: FunctionCallOutputItem, index: int) -> None:
         self.model_open = False
-        call_id = item.call_id
-        match = next((p for p in self.pending if p[0] == call_id), None)
-        if match is None:
+        sent = item.wire()  # with fields of Interactions' function_result that Responses does not declare
+        call_id = sent.get("call_id")
+        for match in self.pending:
+            if match[0] == call_id:
+                break
+        else:
             raise PairingError(f"No tool call found for function call output with call_id {call_id}.",
                                param="input", call_id=call_id)
         _, gname, gid = match
-        parts = _parts_of(item.output, f"input[{index}].output")
-        text = "".join(p["text"] for p in parts if "text" in p)
-        media = [p for p in parts if "text" not in p]
-        sent = item.wire()  # with fields of Interactions' function_result that Responses does not declare:
+        output = sent.get("output")
+        if type(output) is str:  # (most results: one text)
+            text, media = output, []
+        else:
+            parts = _parts_of(output, f"input[{index}].output")
+            text = "".join(p["text"] for p in parts if "text" in p)
+            media = [p for p in parts if "text" not in p]
         error = sent.get("is_error") is True  # is_error puts the result on the error side,
         out = response_with_media(gname, gid, call_id, text, media, error)
         result = sent.get("result_object")
@@ -315,8 +327,13 @@ def input_to_contents(
             if summary:
                 b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
     search = ""  # the latest tool search, which an output without a call_id answers (hosted search)
+    plain = {MessageItem: b.message, FunctionCallItem: b.function_call, CustomToolCallItem: b.function_call,
+             FunctionCallOutputItem: b.function_output}  # the kinds of most items, by their exact class
     for i, item in enumerate(items):
-        if isinstance(item, MessageItem):
+        step = plain.get(type(item))
+        if step is not None:
+            step(item, i)
+        elif isinstance(item, MessageItem):
             b.message(item, i)
         elif isinstance(item, ToolSearchCallItem):
             search = item.search_id or f"tool_search_{i}"

@@ -159,13 +159,18 @@ def _has_ref_key(value: Any, labels: frozenset[str] = frozenset()) -> bool:
     return False
 
 
+def _plain_text(response: Any) -> bool:
+    """A response of text values only (the front-ends' `{"output": text}`): no key below it."""
+    return type(response) is dict and "$ref" not in response and all(type(v) is str for v in response.values())
+
+
 def escape_response_refs(contents: list[dict[str, Any]]) -> None:
     """Gemini 3 reads a `$ref` key inside functionResponse.response as a reference to one of the
     response's parts and 400s (LiteLLM#38223); such output goes as an opaque JSON string instead."""
     for content in contents:
         for part in content.get("parts") or []:
             fr = part.get("functionResponse")
-            if not isinstance(fr, dict) or not _has_ref_key(fr.get("response")):
+            if not isinstance(fr, dict) or _plain_text(fr.get("response")) or not _has_ref_key(fr.get("response")):
                 continue  # (no `$ref` key at all: the labels below could only excuse one)
             labels = frozenset(d.get("displayName") for m in fr.get("parts") or [] if isinstance(m, dict)
                                for d in m.values() if isinstance(d, dict) and isinstance(d.get("displayName"), str))
@@ -226,5 +231,6 @@ def _part_kinds(contents: list[dict[str, Any]]) -> frozenset[str]:
     found: set[str] = set()
     for content in contents:
         for part in content.get("parts") or ():
-            found |= part.keys() & _ACTED_ON
+            if not _ACTED_ON.isdisjoint(part):  # (no set built for the parts that hold none)
+                found |= part.keys() & _ACTED_ON
     return frozenset(found)

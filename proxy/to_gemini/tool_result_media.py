@@ -64,8 +64,11 @@ def media_as_siblings(contents: list[dict[str, Any]]) -> int:
     rewritten = 0
     for content in contents:
         parts = content.get("parts") or []
-        if not any(isinstance(p.get("functionResponse"), dict) and p["functionResponse"].get("parts")
-                   for p in parts):
+        for p in parts:
+            fr = p.get("functionResponse")
+            if isinstance(fr, dict) and fr.get("parts"):
+                break
+        else:  # (no result in this turn holds media)
             continue
         kept: list[dict[str, Any]] = []
         trailing: list[dict[str, Any]] = []
