@@ -204,33 +204,55 @@ def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: 
     if len(contents) != given:
         exchange.note("history", f"{given} turns became {len(contents)}: streamed chunks of one model turn merged, "
                                  "or a trailing model prefill dropped")
-    kinds = _part_kinds(contents)
-    if not kinds.isdisjoint(SERVER_PARTS) and not combines_search(model):
+    survey = _Survey(contents)
+    if survey.server_parts and not combines_search(model):
         contents = drop_server_parts(contents)
         exchange.note("history", f"Google Search parts dropped from the history: {model} cannot combine them "
                                  "with function calls")
     if needs_call_ids(model) and (given := fill_call_ids(contents)):
         exchange.note("history", f"{given} call(s) without an id given one: {model} pairs calls and results by id")
-    if "functionResponse" not in kinds:  # the rest only touch function responses
+    if not survey.responses:  # the rest only touch function responses
         return contents
-    fill_response_ids(contents)
+    if survey.without_id:
+        fill_response_ids(contents)
     order_function_responses(contents)
-    escape_response_refs(contents)
-    if not (parts_in_results(model) if result_parts is None else result_parts) and media_as_siblings(contents):
+    if survey.structured:
+        escape_response_refs(contents)
+    if survey.media and not (parts_in_results(model) if result_parts is None else result_parts) and (
+            media_as_siblings(contents)):
         exchange.note("history", f"media returned by tools sent as parts after the function responses: {model} "
                                  "takes no functionResponse.parts")
     return contents
 
 
+class _Survey:
+    """One pass over every part: which of the passes above could change anything. A conversation
+    without tool results (most chat turns) skips them all; one whose results are all text with ids
+    (the front-ends' own histories) skips the passes over every result."""
+
+    __slots__ = ("media", "responses", "server_parts", "structured", "without_id")
+
+    def __init__(self, contents: list[dict[str, Any]]) -> None:
+        self.responses = self.server_parts = self.without_id = self.structured = self.media = False
+        for content in contents:
+            for part in content.get("parts") or ():
+                if _ACTED_ON.isdisjoint(part):
+                    continue
+                if not _SERVER_PARTS.isdisjoint(part):
+                    self.server_parts = True
+                if "functionResponse" not in part:
+                    continue
+                self.responses = True
+                fr = part["functionResponse"]
+                if not isinstance(fr, dict):
+                    continue  # (each pass leaves such a part as it is)
+                if not fr.get("id"):
+                    self.without_id = True
+                if not _plain_text(fr.get("response")):
+                    self.structured = True
+                if fr.get("parts"):
+                    self.media = True
+
+
+_SERVER_PARTS = frozenset(SERVER_PARTS)
 _ACTED_ON = frozenset({"functionResponse", *SERVER_PARTS})
-
-
-def _part_kinds(contents: list[dict[str, Any]]) -> frozenset[str]:
-    """Which part kinds the repairs act on occur at all: a conversation without tool results (most
-    chat turns) skips the passes over every part that would find nothing."""
-    found: set[str] = set()
-    for content in contents:
-        for part in content.get("parts") or ():
-            if not _ACTED_ON.isdisjoint(part):  # (no set built for the parts that hold none)
-                found |= part.keys() & _ACTED_ON
-    return frozenset(found)
