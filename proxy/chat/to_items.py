@@ -2,15 +2,12 @@
 
 import contextlib
 import json
-import re
 from typing import Any
 
 from proxy.errors import ProxyError
 from proxy.to_gemini.media import media_part
 from proxy.wire.chat import ChatMessage, ContentPart
 from proxy.wire.json_body import parse_arguments
-
-_NON_FINITE = re.compile(r"NaN|Infinity|\d[eE]\+?\d{3}")  # what might parse to a non-finite number
 
 # Chat's media parts, passed on in their Responses spelling (input_to_contents/media.py convert them).
 _MEDIA = {"image_url": "input_image", "file": "input_file", "input_audio": "input_audio"}
@@ -67,7 +64,7 @@ def chat_messages_to_items(messages: list[ChatMessage]) -> list[dict[str, Any]]:
             for j, tc in enumerate(m.get("tool_calls") or []):
                 function = tc["function"]
                 arguments = function.get("arguments")
-                if arguments and _NON_FINITE.search(arguments):  # named here, not as input[k]
+                if arguments:  # a number JSON cannot carry is named here, not as input[k] (orjson first: 0.2 us)
                     with contextlib.suppress(json.JSONDecodeError):
                         parse_arguments(arguments, f"{where}.tool_calls[{j}].function.arguments")
                 items.append({"type": "function_call", "call_id": tc["id"], "name": function["name"],
