@@ -11,9 +11,9 @@ pairing, call records, signatures, media and schema repair are the same code as 
 A block the proxy cannot represent is a 400 naming it, never dropped.
 """
 
-import json
 from typing import Any
 
+from proxy import fast_json
 from proxy.errors import ProxyError
 from proxy.wire.anthropic import Block, Message, Tool, ToolChoice
 
@@ -96,13 +96,16 @@ def referenced_tools(messages: list[Message]) -> set[str]:
         if isinstance(m.content, str):
             continue
         for b in m.content:
-            refs: Any = b.content.get("tool_references") if isinstance(b.content, dict) else (
-                b.content if b.type == "tool_result" and isinstance(b.content, list) else None)
-            for ref in refs or []:
-                if isinstance(ref, dict) and ref.get("type") == "tool_reference" and isinstance(
-                        ref.get("tool_name"), str):
-                    names.add(ref["tool_name"])
+            _add_references(b, names)
     return names
+
+
+def _add_references(b: Block, names: set[str]) -> None:
+    refs: Any = b.content.get("tool_references") if isinstance(b.content, dict) else (
+        b.content if b.type == "tool_result" and isinstance(b.content, list) else None)
+    for ref in refs or []:
+        if isinstance(ref, dict) and ref.get("type") == "tool_reference" and isinstance(ref.get("tool_name"), str):
+            names.add(ref["tool_name"])
 
 
 def system_items(system: str | list[Block] | None) -> list[dict[str, Any]]:
@@ -136,7 +139,8 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                                          param=f"{where}[{j}].tool_use_id")
                     item = {"type": "function_call_output", "call_id": b.tool_use_id,
                             "output": _result_content(b, f"{where}[{j}]"), "is_error": b.is_error is True}
-                    found = referenced_tools([Message(role="user", content=[b])])
+                    found: set[str] = set()
+                    _add_references(b, found)
                     if found and isinstance(item["output"], str):  # kept in Gemini's history by name: a
                         # thread's later turns keep them declared (deferral.loaded_in_contents)
                         item["result_object"] = {"output": item["output"],
@@ -160,7 +164,7 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                 if not b.id or not b.name:
                     raise ProxyError(f"{at}: a tool_use block needs an id and a name.", param=at)
                 items.append({"type": "function_call", "call_id": b.id, "name": b.name,
-                              "arguments": json.dumps(b.input or {}, ensure_ascii=False)})
+                              "arguments": fast_json.dumps(b.input or {}).decode()})
             elif b.type == "thinking":
                 items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": b.thinking or ""}],
                               "encrypted_content": b.signature})
