@@ -248,8 +248,11 @@ class _Survey:
                     continue  # (each pass leaves such a part as it is)
                 if not fr.get("id"):
                     self.without_id = True
-                if not _plain_text(fr.get("response")):
-                    self.structured = True
+                if not self.structured:
+                    response = fr.get("response")
+                    if not (type(response) is dict and len(response) == 1 and type(response.get("output")) is str
+                            or _plain_text(response)):
+                        self.structured = True
                 if fr.get("parts"):
                     self.media = True
 
