@@ -100,10 +100,17 @@ def _dialect(cls: type[Validator]) -> type[Validator]:
 
 
 _CACHE: dict[str, Validator] = {}
+# The same schema object as last time (a tool's parameters, prepared once and shared by the requests
+# that send the same tools: wire/shared_tools.py): its validator without hashing it again. The entry
+# holds the schema, so its id is not reused while it is here.
+_BY_ID: dict[int, tuple[dict[str, Any], Validator]] = {}
 
 
 def validator_for(schema: dict[str, Any] | bool) -> Validator:
     """A validator for `schema`, shared by every call with the same schema."""
+    seen = _BY_ID.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
     key = hashlib.sha256(json.dumps(schema, sort_keys=True, default=repr).encode()).hexdigest()
     found = _CACHE.pop(key, None)
     if found is None:
@@ -112,4 +119,8 @@ def validator_for(schema: dict[str, Any] | bool) -> Validator:
     _CACHE[key] = found  # most recently used last
     while len(_CACHE) > MAX_CACHED_VALIDATORS:
         del _CACHE[next(iter(_CACHE))]
+    if isinstance(schema, dict):
+        _BY_ID[id(schema)] = (schema, found)
+        while len(_BY_ID) > MAX_CACHED_VALIDATORS:
+            del _BY_ID[next(iter(_BY_ID))]
     return found
