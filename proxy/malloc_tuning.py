@@ -70,9 +70,12 @@ def trim_soon() -> None:
     asyncio.get_running_loop().call_later(TRIM_INTERVAL, trim)
 
 
-def transient(nbytes: int) -> None:
-    """Note that a request holds `nbytes` (a parsed history) that it frees when it ends."""
-    _state["transient"] += nbytes  # type: ignore[operator]
+def transient(nbytes: int, idle_only: bool = False) -> None:
+    """Note that a request holds `nbytes` (a parsed history) that it frees when it ends. `idle_only`:
+    counted for the idle trim alone (stored turns a walk parsed: noted so that a load whose histories
+    all missed the cache is trimmed when it ends, without adding trims while it runs)."""
+    if not idle_only:
+        _state["transient"] += nbytes  # type: ignore[operator]
     _state["since_idle"] += nbytes  # type: ignore[operator]
 
 
