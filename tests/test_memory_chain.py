@@ -62,12 +62,11 @@ def test_after_a_load_past_its_budgets_what_is_kept_stays_within_them(tmp_path) 
     assert gauges['gtp_cache_bytes{cache="history"}'] <= CACHE
     assert gauges['gtp_cache_max_bytes{cache="history"}'] == CACHE
     # The process's memory over what it holds idle (the interpreter, its modules: about 80 MB), against
-    # issue 62's goal: 1.3x the budgets' sum. Run alone beside other test runs (3 runs): 1.21x each; in
-    # the whole suite's parallel pass once 2.13x (not understood yet: the heap trimmed before the
-    # load's last memory was freed?), so not asserted yet. It was 4.6-4.8x: the stored turns' inputs
-    # held in reference cycles (shared_input.py), pooled upstream connections holding their first
+    # issue 62's goal: 1.3x the budgets' sum. Measured RUNS_NOTE. It was 2.0-2.1x in about one run in
+    # eight (and in the whole suite's parallel pass): a trim while 20 requests ran reset the count of
+    # what was freed, the load's last request found nothing noted and skipped the idle trim, 35 MB of
+    # freed heap stayed resident (malloc_tuning.trim_if_due). 4.6-4.8x before that: the stored turns'
+    # inputs held in reference cycles (shared_input.py), pooled upstream connections holding their first
     # requests' exchanges (journal/recorder.py), the load's freed heap resident (malloc_tuning.trim_if_due).
     print(f"RSS grew {(after - idle) / budgets:.2f}x the budgets' sum")
-    assert after - idle <= 3 * budgets, (after - idle, budgets)
-    if after - idle > 1.3 * budgets:
-        pytest.xfail(f"RSS grew {(after - idle) / budgets:.2f}x the budgets' sum (the goal: 1.3x)")
+    assert after - idle <= 1.3 * budgets, ((after - idle) / budgets, after - idle, budgets)

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from proxy import fast_json
+from proxy import fast_json, malloc_tuning
 from proxy.errors import ProxyError
 from proxy.session.session_tools import ToolContext, ToolRound
 from proxy.signatures.call_record import CallRecord
@@ -164,7 +164,11 @@ class EntryStore:
 
     async def get_response(self, session: str, response_id: str) -> StoredResponse | None:
         found = await self._get((session, "response", response_id))
-        return read_response(found[0]) if found else None
+        if not found:
+            return None
+        # Parsed into objects its reader frees as its request ends (a walked history's turns).
+        malloc_tuning.transient(len(found[0]), idle_only=True)
+        return read_response(found[0])
 
     async def all_stored(self, session: str, response_ids: list[str]) -> bool:
         """Whether every one of these responses is still stored, in one step (one Redis round trip)."""
