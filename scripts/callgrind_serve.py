@@ -8,13 +8,13 @@ Messages requests; the hop is sent the very Gemini body the proxy sent the mock 
 Each request carries its own number in place of TURN (bench.py's numbered), as an agent's turns differ.
 
     python scripts/callgrind_serve.py [N] [--only small|large] [--kinds responses,chat,anthropic]
-                                      [--versus DIR] [--profile]
+                                      [--versus DIR]
 
 N: requests per row (20). CALLGRIND_SERVE_ROOT=DIR (or --root DIR) runs the serve of another
 checkout (an earlier commit's `git archive HEAD proxy | tar -x -C DIR`); --versus DIR runs a second
 serve from DIR beside this one in the same run, for a before/after. The mock and the hop are this
-checkout's. The dumps stay in the printed directory (`callgrind_annotate FILE` shows where the
-instructions went; --profile prints the top of it per row, the proxy's functions by inclusive count).
+checkout's. The dumps stay in the printed directory (`callgrind_annotate FILE`; it names the
+interpreter's C functions, not Python's: for those, scripts/profile_serve.py).
 """
 
 import argparse
@@ -109,13 +109,6 @@ def measure(server: Callgrinded, path: str, b: dict, n: int, label: str) -> tupl
     return total / n, dump
 
 
-def top(dump: Path, lines: int = 30) -> str:
-    """callgrind_annotate's inclusive list, the first `lines` functions."""
-    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(dump)], capture_output=True, text=True).stdout
-    body = out.split("file:function", 1)[-1].splitlines()[1:lines + 1]
-    return "\n".join(body)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("n", nargs="?", type=int, default=20)
@@ -124,7 +117,6 @@ def main() -> None:
     p.add_argument("--root", type=Path, default=Path(os.environ.get("CALLGRIND_SERVE_ROOT") or ROOT),
                    help="the checkout whose serve runs")
     p.add_argument("--versus", type=Path, help="a second checkout whose serve runs beside it (before/after)")
-    p.add_argument("--profile", action="store_true", help="print callgrind_annotate's top functions per row")
     args = p.parse_args()
     kinds = args.kinds.split(",")
     workloads = [args.only] if args.only else ["small", "large"]
@@ -150,7 +142,6 @@ def main() -> None:
         if versus:
             head += f" {args.versus.name} instructions/request | {args.versus.name} − hop | {args.versus.name} / hop |"
         lines = [head, "|" + "---|" * (head.count("|") - 1)]
-        profiles = []
         for workload in workloads:
             for kind in kinds:
                 b = body(kind, SMALL if workload == "small" else LARGE)
@@ -163,22 +154,18 @@ def main() -> None:
                     raise RuntimeError(f"{kind}: the turn marker did not reach the mock")
                 label = f"{workload} {kind}"
                 h, _ = measure(hop, PATHS["native"], sent, args.n, f"hop-{workload}-{kind}")
-                got, dump = measure(proxy, PATHS[kind], b, args.n, f"proxy-{workload}-{kind}")
+                got, _ = measure(proxy, PATHS[kind], b, args.n, f"proxy-{workload}-{kind}")
                 row = f"| {label} | {h / 1e6:.2f} M | {got / 1e6:.2f} M | {(got - h) / 1e6:+.2f} M | {got / h:.2f}× |"
                 if versus:
                     old, _ = measure(versus, PATHS[kind], b, args.n, f"versus-{workload}-{kind}")
                     row += f" {old / 1e6:.2f} M | {(old - h) / 1e6:+.2f} M | {old / h:.2f}× |"
                 lines.append(row)
                 print(row, flush=True)
-                if args.profile:
-                    profiles.append(f"\n{label}, proxy ({dump}):\n{top(dump)}")
         load = os.getloadavg()
         print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, N={args.n} requests per row (after {WARM} warm-up), "
               f"one at a time; load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}; "
               f"serve of {args.root.resolve()}" + (f", versus {args.versus.resolve()}" if versus else ""))
         print("\n".join(lines))
-        for prof in profiles:
-            print(prof)
     finally:
         for s in servers:
             s.stop()
