@@ -109,6 +109,22 @@ def test_override_cost_is_calc_price_exactly(tmp_path):
             assert prices.cost_nusd(model, u) == _calc_price(prices, model, u), (model, u)
 
 
+def test_day_of_is_the_utc_date():
+    from datetime import UTC, datetime
+
+    from proxy.usage.meter import day_of
+    rnd = random.Random(3)
+    stamps = [0.0, 86_399.999, 86_400.0, 1_767_225_599.5, 1_767_225_600.0, 951_782_400.0 - 1e-6]
+    stamps += [rnd.uniform(0, 4e9) for _ in range(2000)]
+    for ts in sorted(stamps, key=lambda _: rnd.random()):
+        assert day_of(ts) == datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d"), ts
+    midnight = 1_767_225_600.0
+    for ts in (midnight - 3600, midnight - 4e-7, midnight - 6e-7, midnight - 1e-6, midnight, midnight + 1):
+        day_of(midnight - 3600)  # the day before, remembered
+        assert day_of(ts) == datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d"), ts
+    assert day_of() == datetime.now(UTC).strftime("%Y-%m-%d")
+
+
 @pytest.mark.parametrize("text", ["{", "[]", '{"models": {}}', '{"models": {"m": {"input": 1}}}',
                                   '{"models": {"m": {"input_mtok": -1}}}'])
 def test_bad_prices_file_is_one_line(tmp_path, text):

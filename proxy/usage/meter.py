@@ -258,8 +258,22 @@ class _Plan:
         return terms
 
 
+_DAY = [0.0, 0.0, ""]  # [start, end) of the UTC day last asked for, and its date: it changes once a day
+
+
 def day_of(ts: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%d")
+    """The UTC date of `ts` (now by default), YYYY-MM-DD."""
+    if ts is None:
+        ts = time.time()
+    day = _DAY
+    if day[0] <= ts < day[1]:
+        return day[2]
+    text = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+    start = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+    if start <= ts < start + 86_400:  # (POSIX days are 86 400 s: no leap seconds)
+        # The last microsecond is left out: fromtimestamp rounds a time within it to the next day.
+        _DAY[:] = [start, start + 86_400 - 1e-6, text]
+    return text
 
 
 def increments(model: str, u: AnswerUsage | None, error: bool, prices: Prices) -> dict[str, int]:
