@@ -8,13 +8,18 @@ Messages requests; the hop is sent the very Gemini body the proxy sent the mock 
 Each request carries its own number in place of TURN (bench.py's numbered), as an agent's turns differ.
 
     python scripts/callgrind_serve.py [N] [--only small|large] [--kinds responses,chat,anthropic]
-                                      [--versus DIR]
+                                      [--versus DIR] [--functions K]
 
 N: requests per row (20). CALLGRIND_SERVE_ROOT=DIR (or --root DIR) runs the serve of another
-checkout (an earlier commit's `git archive HEAD proxy | tar -x -C DIR`); --versus DIR runs a second
-serve from DIR beside this one in the same run, for a before/after. The mock and the hop are this
-checkout's. The dumps stay in the printed directory (`callgrind_annotate FILE`; it names the
-interpreter's C functions, not Python's: for those, scripts/profile_serve.py).
+checkout (an earlier commit's `git archive REV proxy | tar -x -C DIR`); --versus DIR (repeatable) runs
+another serve from DIR beside this one in the same run, for a before/after. The mock and the hop are
+this checkout's. The dumps stay in the printed directory (`callgrind_annotate FILE`).
+
+--functions K: where the proxy's instructions go, by Python function: its serve runs with `-X perf`
+(a trampoline per Python function, named in /tmp/perf-PID.map, through which every call and every
+resumption of a coroutine passes), and each row prints the K functions with the most instructions
+per request, inclusive of what they call (a coroutine's: over all its resumptions). The trampolines
+cost instructions of their own: the table's figures are not comparable with a run without it.
 """
 
 import argparse
@@ -44,13 +49,13 @@ WARM = 10  # requests before the counters are zeroed: connections, caches, first
 class Callgrinded:
     """A server (`python ARGS...`) under callgrind, started; `ready` waits until it prints ready."""
 
-    def __init__(self, tmp: Path, name: str, args: list[str], cwd: Path) -> None:
+    def __init__(self, tmp: Path, name: str, args: list[str], cwd: Path, python: tuple[str, ...] = ()) -> None:
         self.name, self.port = name, free_port()
         self.out = tmp / f"{name}.callgrind"
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process's; closed with it
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}", f"--log-file={tmp / name}.vg",
-               sys.executable, *[a.replace("{port}", str(self.port)) for a in args]]
+               sys.executable, *python, *[a.replace("{port}", str(self.port)) for a in args]]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.url = f"http://127.0.0.1:{self.port}"
@@ -100,6 +105,24 @@ async def send(url: str, content: object, n: int, first: int) -> None:
                     raise RuntimeError(f"{url}: {r.status} {data[:400]!r}")
 
 
+def functions(pid: int, dump: Path, n: int, k: int) -> list[str]:
+    """The k Python functions with the most instructions per request, inclusive (-X perf's
+    trampolines, named by the perf map; a recursive function's outermost calls)."""
+    names = {}
+    for line in Path(f"/tmp/perf-{pid}.map").read_text(errors="replace").splitlines():
+        start, _, name = line.split(" ", 2)
+        names[int(start, 16)] = name.removeprefix("py::")
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)], capture_output=True,
+                         text=True, check=True).stdout
+    cost: dict[str, int] = {}
+    for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\?\?\?:0x([0-9a-f]+)(?:'\d+)? \[\?\?\?\]", out, re.M):
+        name = names.get(int(m.group(2), 16))
+        if name is not None:
+            cost[name] = max(cost.get(name, 0), int(m.group(1).replace(",", "")))
+    top = sorted(cost.items(), key=lambda kv: -kv[1])[:k]
+    return [f"{c / n / 1e3:9.1f} k  {name}" for name, c in top]
+
+
 def measure(server: Callgrinded, path: str, b: dict, n: int, label: str) -> tuple[float, Path]:
     content = numbered(b)
     asyncio.run(send(server.url + path, content, WARM, 10_000))
@@ -116,7 +139,10 @@ def main() -> None:
     p.add_argument("--kinds", default="responses,chat,anthropic")
     p.add_argument("--root", type=Path, default=Path(os.environ.get("CALLGRIND_SERVE_ROOT") or ROOT),
                    help="the checkout whose serve runs")
-    p.add_argument("--versus", type=Path, help="a second checkout whose serve runs beside it (before/after)")
+    p.add_argument("--versus", type=Path, action="append", default=[],
+                   help="another checkout whose serve runs beside it (before/after); repeatable")
+    p.add_argument("--functions", type=int, default=0, metavar="K",
+                   help="the proxy's K costliest Python functions per row (-X perf: figures not comparable)")
     args = p.parse_args()
     kinds = args.kinds.split(",")
     workloads = [args.only] if args.only else ["small", "large"]
@@ -128,20 +154,19 @@ def main() -> None:
     serve = ["-m", "proxy", "--log-level", "WARNING", "serve", "--port", "{port}", "--upstream", mock_url]
     servers: list[Callgrinded] = []
     try:
-        proxy = Callgrinded(tmp, "proxy", serve, args.root.resolve())
+        proxy = Callgrinded(tmp, "proxy", serve, args.root.resolve(), ("-X", "perf") if args.functions else ())
         servers.append(proxy)
-        versus = None
-        if args.versus:
-            versus = Callgrinded(tmp, "versus", serve, args.versus.resolve())
-            servers.append(versus)
+        versus = [Callgrinded(tmp, f"versus{i}", serve, d.resolve()) for i, d in enumerate(args.versus)]
+        servers += versus
         hop = Callgrinded(tmp, "hop", [str(ROOT / "scripts" / "null_hop.py"), "{port}", mock_url], ROOT)
         servers.append(hop)
         for s in servers:
             s.ready()
         head = "| request | hop instructions/request | proxy instructions/request | proxy − hop | proxy / hop |"
-        if versus:
-            head += f" {args.versus.name} instructions/request | {args.versus.name} − hop | {args.versus.name} / hop |"
+        for d in args.versus:
+            head += f" {d.name} instructions/request | {d.name} − hop | {d.name} / hop |"
         lines = [head, "|" + "---|" * (head.count("|") - 1)]
+        profiles: list[str] = []
         for workload in workloads:
             for kind in kinds:
                 b = body(kind, SMALL if workload == "small" else LARGE)
@@ -154,18 +179,23 @@ def main() -> None:
                     raise RuntimeError(f"{kind}: the turn marker did not reach the mock")
                 label = f"{workload} {kind}"
                 h, _ = measure(hop, PATHS["native"], sent, args.n, f"hop-{workload}-{kind}")
-                got, _ = measure(proxy, PATHS[kind], b, args.n, f"proxy-{workload}-{kind}")
+                got, dump = measure(proxy, PATHS[kind], b, args.n, f"proxy-{workload}-{kind}")
+                if args.functions:
+                    profiles.append(f"\n{label}: the proxy's instructions per request, inclusive, by function "
+                                    f"(-X perf)\n" + "\n".join(functions(proxy.proc.pid, dump, args.n,
+                                                                            args.functions)))
                 row = f"| {label} | {h / 1e6:.2f} M | {got / 1e6:.2f} M | {(got - h) / 1e6:+.2f} M | {got / h:.2f}× |"
-                if versus:
-                    old, _ = measure(versus, PATHS[kind], b, args.n, f"versus-{workload}-{kind}")
+                for i, other in enumerate(versus):
+                    old, _ = measure(other, PATHS[kind], b, args.n, f"versus{i}-{workload}-{kind}")
                     row += f" {old / 1e6:.2f} M | {(old - h) / 1e6:+.2f} M | {old / h:.2f}× |"
                 lines.append(row)
                 print(row, flush=True)
         load = os.getloadavg()
         print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, N={args.n} requests per row (after {WARM} warm-up), "
               f"one at a time; load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}; "
-              f"serve of {args.root.resolve()}" + (f", versus {args.versus.resolve()}" if versus else ""))
+              f"serve of {args.root.resolve()}" + "".join(f", versus {d.resolve()}" for d in args.versus))
         print("\n".join(lines))
+        print("\n".join(profiles))
     finally:
         for s in servers:
             s.stop()
