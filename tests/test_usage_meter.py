@@ -91,6 +91,12 @@ def test_cost_is_calc_price_exactly_for_every_google_model_and_many_usages():
             got, want = prices.cost_nusd(model, u), _calc_price(prices, model, u)
             assert got == want, (model, u)
             seen.add(want is None)
+            if want is not None:  # the sum itself, not only its nano-dollars
+                usage = genai_prices.Usage(input_tokens=u.input, cache_read_tokens=u.cached,
+                                           output_tokens=u.output + u.thinking)
+                total = genai_prices.calc_price(usage, model.removeprefix("models/"), provider_id="google").total_price
+                assert prices._plan(model.removeprefix("models/")).total(u.input, u.cached,
+                                                                         u.output + u.thinking) == total, (model, u)
     assert seen == {True, False}  # priced ones, and unpriced ones (cached above input, an unknown model)
 
 

@@ -160,7 +160,7 @@ class _Plan:
     (genai-prices' compute_leaf_values: a unit's count less its priced descendants' leaf counts; an
     unreported count is 0, or an error, depending only on which reported counts are positive). A
     call then computes the leaf counts and the sum, in genai-prices' order and Decimal arithmetic:
-    the total is calc_price's to the last digit (tests/test_usage_meter.py compares them)."""
+    the total is calc_price's value to the last digit (tests/test_usage_meter.py compares them)."""
 
     def __init__(self, model_price: ModelPrice) -> None:
         from genai_prices.types import _collect_resolved_model_prices
@@ -202,6 +202,8 @@ class _Plan:
                 count = constant + coefficients[0] * input_tokens + coefficients[1] * cached + coefficients[2] * output
                 if count < 0:  # compute_leaf_values' "Invalid usage data"
                     return self._calc_price(counts)
+            if not count:  # (a zero term: calc_price adds a zero, which changes the sum's exponent, not its value)
+                continue
             if type(price) is TieredPrices:  # genai-prices' calc_unit_price, inlined
                 applicable = price.base
                 for tier in reversed(price.tiers):
