@@ -1,11 +1,12 @@
 """Instructions per request (valgrind's callgrind), `serve` against the null aiohttp hop
 (scripts/null_hop.py), both in front of `python -m proxy mock`: issue 62's "beyond the hop" as a count
 that other processes loading the machine do not change, where CPU-time ratios do. Each server runs
-under callgrind; after a warm-up its counters are zeroed (callgrind_control -z), N requests are sent
-one at a time, and the counters dumped (-d): instructions of those N requests only, start-up
-excluded. Bodies: bench_tails.py's agent-shaped small and large Responses, Chat and Anthropic
-Messages requests; the hop is sent the very Gemini body the proxy sent the mock for the same request.
-Each request carries its own number in place of TURN (bench.py's numbered), as an agent's turns differ.
+under callgrind, instrumented from when it is ready (start-up runs several times faster); after a
+warm-up its counters are zeroed (callgrind_control -z), N requests are sent one at a time, and the
+counters dumped (-d): instructions of those N requests only, start-up excluded. Bodies:
+bench_tails.py's agent-shaped small and large Responses, Chat and Anthropic Messages requests; the
+hop is sent the very Gemini body the proxy sent the mock for the same request. Each request carries
+its own number in place of TURN (bench.py's numbered), as an agent's turns differ.
 
     python scripts/callgrind_serve.py [N] [--only small|large] [--kinds responses,chat,anthropic]
                                       [--versus DIR] [--functions K]
@@ -54,7 +55,9 @@ class Callgrinded:
         self.out = tmp / f"{name}.callgrind"
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process's; closed with it
-        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}", f"--log-file={tmp / name}.vg",
+        # Not instrumented until ready (`-i on`): start-up, imports and all, runs several times faster.
+        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={self.out}",
+               f"--log-file={tmp / name}.vg",
                sys.executable, *python, *[a.replace("{port}", str(self.port)) for a in args]]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -66,6 +69,7 @@ class Callgrinded:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{self.name} did not start:\n{self.log_path.read_text()}")
             time.sleep(0.5)
+        subprocess.run(["callgrind_control", "-i", "on", str(self.proc.pid)], check=True, capture_output=True)
 
     def zero(self) -> None:
         subprocess.run(["callgrind_control", "-z", str(self.proc.pid)], check=True, capture_output=True)
