@@ -15,11 +15,15 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy import metrics
 from proxy.errors import ProxyError
 from proxy.server.auth import SCOPE, presented_key
 
 
 def client_of(request: web.Request) -> str:
+    record = metrics.CURRENT.get()
+    if record is not None and record.client:  # the auth middleware worked it out for this request
+        return record.client
     scope = request.get(SCOPE)
     if scope:
         return scope

@@ -9,11 +9,11 @@ Writes run beside the answer (a Redis round trip never delays a client) and are 
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from proxy import metrics
+from proxy.ids import _token
 from proxy.usage.counters import MemoryCounters, RedisCounters
 from proxy.usage.limits import Limit, MemoryLimiter, RedisLimiter, Verdict, key_id, limit_for
 from proxy.usage.meter import AnswerUsage, Prices, day_of, increments
@@ -82,7 +82,7 @@ class Ledger:
                 kid = "other"
         priced = model
         model = (label or model).removeprefix("models/")
-        answer_id = uuid.uuid4().hex
+        answer_id = _token(32)  # 32 random hex digits, as uuid4().hex (from ids' pool of random bytes: no syscall)
         charge = None
         if limit is not None and usage is not None and (limit.tpm or limit.usd_day or limit.usd_month):
             charge = (charged, usage.input + usage.thinking + usage.output)
