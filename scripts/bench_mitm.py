@@ -172,10 +172,15 @@ WARM_SECONDS = 1.0
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_ticks(pid: int) -> int:
-    """utime + stime + cutime + cstime of `pid` (all its threads, and its waited-for children), in ticks."""
+def cpu_split(pid: int) -> tuple[int, int]:
+    """(utime + cutime, stime + cstime) of `pid` (all its threads, and its waited-for children), in ticks."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(f) for f in fields[11:15])
+    return int(fields[11]) + int(fields[13]), int(fields[12]) + int(fields[14])
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime of `pid`, in ticks."""
+    return sum(cpu_split(pid))
 
 
 async def paced(url: str, body: dict, pid: int, via: str, ssl_ctx: object, headers: dict[str, str],
@@ -210,15 +215,17 @@ async def paced(url: str, body: dict, pid: int, via: str, ssl_ctx: object, heade
             return start, await asyncio.gather(*tasks)
         await schedule(max(1, round(rate * warm)))
         count = max(1, round(rate * seconds))
-        cpu0 = cpu_ticks(pid)
+        cpu0 = cpu_split(pid)
         t0, got = await schedule(count)
         took = loop.time() - t0
-        cpu = cpu_ticks(pid) - cpu0
+        user, system = (b - a for a, b in zip(cpu0, cpu_split(pid), strict=True))
+        cpu = user + system
     lags = sorted(lag for lag, _ in got)
     lat = sorted(latency for _, latency in got)
     achieved = count / max(took, (count - 1) / rate)
     p99 = lags[min(len(lags) - 1, int(0.99 * len(lags)))]
-    return {"cpu_ms": cpu * 1000 / TICK / count, "count": count, "rate": achieved,
+    return {"cpu_ms": cpu * 1000 / TICK / count, "user_ms": user * 1000 / TICK / count,
+            "sys_ms": system * 1000 / TICK / count, "count": count, "rate": achieved,
             "lat_p50": lat[len(lat) // 2] * 1000, "lat_max": lat[-1] * 1000, "lag_p99": p99 * 1000,
             "kept": achieved >= 0.97 * rate and p99 <= 0.050}
 
@@ -303,7 +310,9 @@ def flow_rows(tmp: Path, upstream: str, rate: float = RATE, seconds: float = SEC
                                    max_lag=max(m["lag_p99"] for m in ms),
                                    plain_lat=statistics.median(b["lat_p50"] for _, b in pairs),
                                    addon_lat=statistics.median(a["lat_p50"] for a, _ in pairs),
-                                   max_lat=max(m["lat_max"] for m in ms))
+                                   max_lat=max(m["lat_max"] for m in ms),
+                                   **{f"{who}_{part}": statistics.median(pair[k][f"{part}_ms"] for pair in pairs)
+                                      for k, who in ((0, "addon"), (1, "plain")) for part in ("user", "sys")})
                     out.append(row)
                     print(out[-1], flush=True)
     finally:
