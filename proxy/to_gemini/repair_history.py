@@ -170,7 +170,7 @@ def escape_response_refs(contents: list[dict[str, Any]]) -> None:
     for content in contents:
         for part in content.get("parts") or []:
             fr = part.get("functionResponse")
-            if not isinstance(fr, dict) or _plain_text(fr.get("response")) or not _has_ref_key(fr.get("response")):
+            if not isinstance(fr, dict) or not _has_ref_key(fr.get("response")):
                 continue  # (no `$ref` key at all: the labels below could only excuse one)
             labels = frozenset(d.get("displayName") for m in fr.get("parts") or [] if isinstance(m, dict)
                                for d in m.values() if isinstance(d, dict) and isinstance(d.get("displayName"), str))
@@ -248,11 +248,8 @@ class _Survey:
                     continue  # (each pass leaves such a part as it is)
                 if not fr.get("id"):
                     self.without_id = True
-                if not self.structured:
-                    response = fr.get("response")
-                    if not (type(response) is dict and len(response) == 1 and type(response.get("output")) is str
-                            or _plain_text(response)):
-                        self.structured = True
+                if not self.structured and not _plain_text(fr.get("response")):
+                    self.structured = True
                 if fr.get("parts"):
                     self.media = True
 
