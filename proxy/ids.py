@@ -43,6 +43,11 @@ def derived(prefix: str, owner: str, index: int) -> str:
     return f"{prefix}_{hashlib.blake2b(f'{owner}:{index}'.encode(), digest_size=16).hexdigest()}"
 
 
+def answer_id() -> str:
+    """A usage row's answer id: 32 random hex digits (as uuid4().hex was), from the pool (no syscall)."""
+    return _token(32)
+
+
 def request_id() -> str:
     return "req_" + _token(12)
 

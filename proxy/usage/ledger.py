@@ -12,8 +12,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from proxy import metrics
-from proxy.ids import _token
+from proxy import ids, metrics
 from proxy.usage.counters import MemoryCounters, RedisCounters
 from proxy.usage.limits import Limit, MemoryLimiter, RedisLimiter, Verdict, key_id, limit_for
 from proxy.usage.meter import AnswerUsage, Prices, day_of, increments
@@ -82,7 +81,7 @@ class Ledger:
                 kid = "other"
         priced = model
         model = (label or model).removeprefix("models/")
-        answer_id = _token(32)  # 32 random hex digits, as uuid4().hex (from ids' pool of random bytes: no syscall)
+        answer_id = ids.answer_id()
         charge = None
         if limit is not None and usage is not None and (limit.tpm or limit.usd_day or limit.usd_month):
             charge = (charged, usage.input + usage.thinking + usage.output)
