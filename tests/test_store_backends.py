@@ -69,6 +69,37 @@ def test_responses_calls_and_deletes(make_store) -> None:
     asyncio.run(go())
 
 
+def test_an_agents_calls_are_looked_up_in_one_step(make_store) -> None:
+    """A history names every call it made; its records are asked for together (one Redis round trip,
+    not one per call), and each found one is used, so its time to live starts again. Missing, expired
+    and evicted records are simply not found, in either store."""
+    async def go() -> None:
+        store = make_store(ttl=1.0)
+        await store.put_calls("s", [call(i) for i in range(30)])
+        await store.put_calls("other", [call(99)])
+        trips = []
+        backend = store.backend
+        if hasattr(backend, "_round_trip"):
+            real = backend._round_trip
+
+            async def counted(command: bytes):
+                trips.append(command)
+                return await real(command)
+            backend._round_trip = counted
+        ids = [f"call_{i}" for i in range(0, 30, 2)] + ["nope", "call_99", "call_4"]
+        found = await store.get_calls("s", ids)
+        assert found == {f"call_{i}": call(i) for i in range(0, 30, 2)}, "another session's record is never found"
+        if hasattr(backend, "_round_trip"):
+            assert len(trips) == 1, f"{len(trips)} round trips for {len(ids)} calls"
+        assert await store.get_calls("s", []) == {}
+        await asyncio.sleep(0.6)
+        assert len(await store.get_calls("s", ["call_0", "call_2"])) == 2  # used: their time to live starts again
+        await asyncio.sleep(0.6)  # (a late wake-up only ages the untouched ones more)
+        assert set(await store.get_calls("s", ["call_0", "call_1", "call_2", "call_3"])) == {"call_0", "call_2"}, \
+            "the records used 0.6 s ago are alive, those last used 1.2 s ago expired"
+    asyncio.run(go())
+
+
 def test_budgets_evict_least_recently_used_with_tombstones(make_store) -> None:
     async def go() -> None:
         store = make_store(max_bytes=40_000, session_bytes=20_000)

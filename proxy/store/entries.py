@@ -25,6 +25,11 @@ class Entries(Protocol):
         """The last `count` documents (all for count < 0); None when there is no entry."""
         ...
 
+    async def firsts(self, keys: list[Key]) -> list[bytes | None]:
+        """Each entry's first document, None where there is none (evicted or never kept), in one step;
+        each found entry used (its time to live starts again). The keys are one session's."""
+        ...
+
     async def put(self, key: Key, docs: list[bytes]) -> None:
         """Replace an entry; raises TooLarge when it exceeds a session's budget."""
         ...
@@ -65,6 +70,10 @@ class MemoryEntries:
         if found is None:
             return None
         return found[-count:] if count > 0 else (found if count < 0 else [])
+
+    async def firsts(self, keys: list[Key]) -> list[bytes | None]:
+        get = self.lru.get
+        return [found[0] if found else None for found in map(get, keys)]
 
     async def put(self, key: Key, docs: list[bytes]) -> None:
         self.lru.put(key, docs)

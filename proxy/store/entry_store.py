@@ -194,12 +194,13 @@ class EntryStore:
             await self._put((session, "call", c.call_id), [fast_json.dumps(c.to_dict())], f"Call '{c.call_id}'")
 
     async def get_calls(self, session: str, call_ids: list[str]) -> dict[str, CallRecord]:
-        out = {}
-        for cid in call_ids:
-            found = await self._get((session, "call", cid))
-            if found:
-                out[cid] = CallRecord.from_dict(fast_json.loads(found[0]))
-        return out
+        """The records kept of these calls (an evicted one is as good as never kept), asked for in one
+        step: an agent's history names every call it made, and a shared store took a round trip each."""
+        if not call_ids:
+            return {}
+        docs = await self.backend.firsts([(session, "call", cid) for cid in call_ids])
+        return {cid: CallRecord.from_dict(fast_json.loads(doc)) for cid, doc in zip(call_ids, docs, strict=True)
+                if doc is not None}
 
     async def get_conversation(self, session: str, conversation: str, model: str | None = None
                                ) -> list[dict[str, Any]]:

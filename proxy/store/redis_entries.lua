@@ -133,6 +133,21 @@ if op == 'pop' then
   return {0}
 end
 
+if op == 'firsts' then  -- KEYS[1] and the entries named in ARGV[7..]: each one's first document, or false
+  local out = {}
+  local all = {E}
+  for i = 7, #ARGV do all[#all + 1] = ARGV[i] end
+  for i, e in ipairs(all) do
+    if alive(e) then
+      touch(e)
+      out[i] = redis.call('LINDEX', e, 0) or false
+    else
+      out[i] = false
+    end
+  end
+  return out
+end
+
 if op == 'alive' then  -- KEYS[1] and the entries named in ARGV[7..]: all present? (each touched)
   if not alive(E) then return {0} end
   for i = 7, #ARGV do

@@ -178,6 +178,12 @@ class RedisEntries:
     async def pop(self, key: Key) -> bool:
         return (await self._call(key, "pop"))[0] == 1
 
+    async def firsts(self, keys: list[Key]) -> list[bytes | None]:
+        if not keys:
+            return []
+        out = await self._call(keys[0], "firsts", *(self._key(k) for k in keys[1:]))
+        return [doc or None for doc in out]
+
     async def alive(self, keys: list[Key]) -> bool:
         if not keys:
             return True
