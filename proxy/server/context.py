@@ -22,7 +22,7 @@ from proxy.signatures.carrier import CarrierSeal
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.signatures.model_bound import for_model
 from proxy.store.base import SessionStore
-from proxy.tools.deferral import loaded_by_items, split_deferred
+from proxy.tools.deferral import called_by_items, found_by_items, split_deferred
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
 from proxy.upstream.base import Upstream
@@ -171,8 +171,7 @@ class Context:
         this model) fill the gaps. Deferred tools are declared only once loaded (deferral.py): by
         `items`, or by `loaded` (names a stored history or a front-end's own blocks loaded)."""
         model = self.gemini_model(client_model)
-        called, found = loaded_by_items(items)
-        tools, deferral = split_deferred(tools, called | set(loaded), found)
+        tools, deferral = split_deferred(tools, lambda: called_by_items(items) | set(loaded), found_by_items(items))
         prepared = prepare_tools(tools, json_schema_mode=self.json_schema_mode(model), fill_missing=self.fill_missing,
                                  web_search=web_search, digests=tools.facts if type(tools) is SharedTools else None
                                  ).serve_hosted(model, self.rules.hosted_tools)

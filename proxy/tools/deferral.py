@@ -13,7 +13,7 @@ Tools are in the core's (Responses) shape: functions, custom tools, namespaces o
 """
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,11 +76,10 @@ def found_tools(tools: list[dict[str, Any]]) -> list[tuple[str, str | None, dict
     return out
 
 
-def loaded_by_items(items: Iterable[Any]) -> tuple[set[str], list[dict[str, Any]]]:
-    """(flat names the input's calls called or its searches found, the definitions a client-run search
-    returned): what deferral keeps declared. Items are the core's (wire/responses.py InputItem)."""
+def called_by_items(items: Iterable[Any]) -> set[str]:
+    """Flat names the input's calls called or its searches found: what deferral keeps declared. Items
+    are the core's (wire/responses.py InputItem)."""
     names: set[str] = set()
-    found: list[dict[str, Any]] = []
     for item in items:
         kind = getattr(item, "type", None)
         if kind in ("function_call", "custom_tool_call"):
@@ -88,9 +87,16 @@ def loaded_by_items(items: Iterable[Any]) -> tuple[set[str], list[dict[str, Any]
         elif kind == "tool_search_output":
             tools = [t for t in item.tools if isinstance(t, dict)]
             names |= {qualified(n, space) for n, space, _ in found_tools(tools)}
-            if item.execution == "client":
-                found += tools
-    return names, found
+    return names
+
+
+def found_by_items(items: Iterable[Any]) -> list[dict[str, Any]]:
+    """The definitions the input's client-run searches returned (declared as the client gave them)."""
+    found: list[dict[str, Any]] = []
+    for item in items:
+        if getattr(item, "type", None) == "tool_search_output" and item.execution == "client":
+            found += [t for t in item.tools if isinstance(t, dict)]
+    return found
 
 
 def loaded_in_contents(contents: list[dict[str, Any]]) -> set[str]:
@@ -113,11 +119,12 @@ def _deferred(tool: dict[str, Any]) -> bool:
     return tool.get("defer_loading") is True
 
 
-def split_deferred(tools: list[dict[str, Any]] | None, loaded: Iterable[str] = (),
+def split_deferred(tools: list[dict[str, Any]] | None, loaded: Callable[[], Iterable[str]] = tuple,
                    found: Iterable[dict[str, Any]] = ()) -> tuple[list[dict[str, Any]] | None, Deferral | None]:
     """(the tools to declare now, the deferral) -- the list as it is and None when nothing is deferred
-    and nothing was found, so the common request pays one scan. `loaded`: flat names the history
-    loaded; `found`: definitions a client-run search returned (declared, and loaded)."""
+    and nothing was found, so the common request pays one scan (of the tools: `loaded`, the flat
+    names the history loaded, is only asked for when something is deferred: an agent's history names
+    every call it made); `found`: definitions a client-run search returned (declared, and loaded)."""
     found = list(found)
     if not found and not any(_deferred(t) or (t.get("type") == "namespace" and any(
             isinstance(m, dict) and _deferred(m) for m in t.get("tools") or [])) for t in tools or []
@@ -145,9 +152,9 @@ def split_deferred(tools: list[dict[str, Any]] | None, loaded: Iterable[str] = (
             deferral.tools[tool["name"]] = (None, tool, None)
         else:
             now.append(tool)
-    loaded = set(loaded)  # flat client names, or the Gemini names a stored history holds
+    names_loaded = set(loaded())  # flat client names, or the Gemini names a stored history holds
     names = ToolNames()
-    deferral.loaded = {n for n in deferral.tools if n in loaded or names.to_gemini(n) in loaded}
+    deferral.loaded = {n for n in deferral.tools if n in names_loaded or names.to_gemini(n) in names_loaded}
     now = _merged(now, deferral.definitions(n for n in deferral.tools if n in deferral.loaded))
     for definition in found:  # a client-run search's result: declared as the client gave it
         now = _merged(now, [definition])
