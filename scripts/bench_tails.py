@@ -362,6 +362,11 @@ async def rotation(targets: list[Target], conc: int, rounds: int, warm: int = 3,
     return {**lat, "pairs": pairs, "cpu": cpu}
 
 
+def paired(lat: dict, a: str, b: str) -> float:
+    """The median, in ms, of a's latency minus b's, round by round (the same rotation)."""
+    return statistics.median(x - y for x, y in zip(lat[a], lat[b], strict=True)) * 1000
+
+
 def summarize(lat: dict[str, list[float]], base: str = "direct") -> dict[str, dict[str, float]]:
     out = {}
     for name, xs in lat.items():
@@ -389,6 +394,10 @@ class Servers:
         self.hop = self._start("tails-hop", [sys.executable, str(ROOT / "scripts" / "null_hop.py"), str(hport),
                                               self.mock_url], "ready")
         self.hop_url = f"http://127.0.0.1:{hport}"
+        fport = free_port()  # the translating hop: the floor of any translator in Python (issue 62 item 3)
+        self.floor = self._start("tails-floor", [sys.executable, str(ROOT / "scripts" / "translating_hop.py"),
+                                                 str(fport), self.mock_url], "ready")
+        self.floor_url = f"http://127.0.0.1:{fport}"
         pport = free_port()
         self.proxy = self._start("tails-proxy", [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve",
                                                  "--port", str(pport), "--upstream", self.mock_url], "ready")
@@ -410,7 +419,7 @@ general_settings: {{master_key: {LITELLM_KEY}}}
             self.litellm_url = f"http://127.0.0.1:{port}"
 
     def pids(self) -> dict[str, int]:
-        return {"proxy": self.proxy.proc.pid, "hop": self.hop.proc.pid}
+        return {"proxy": self.proxy.proc.pid, "hop": self.hop.proc.pid, "floor": self.floor.proc.pid}
 
     def _start(self, name: str, cmd: list[str], ready: str, timeout: float = 30) -> Process:
         proc = Process(self.tmp, name, cmd, ready, timeout=timeout)
@@ -426,13 +435,15 @@ general_settings: {{master_key: {LITELLM_KEY}}}
         await send(Target("probe", url, client_body, headers or {}))
         return (await last_sent(self.mock_url))["body"]
 
-    def targets(self, kind: str, client_body: dict) -> list[Target]:
-        """The proxy, the null hop and the mock called directly with the body the proxy sent it."""
+    def targets(self, kind: str, client_body: dict, floor: bool = False) -> list[Target]:
+        """The proxy, the null hop (and with `floor` the translating hop, sent the client's body) and
+        the mock called directly with the body the proxy sent it."""
         sent = asyncio.run(self.sent_for(self.proxy_url + PATHS[kind], client_body))
         if TURN not in json.dumps(sent):
             raise RuntimeError(f"{kind}: the turn marker did not reach the mock")
         return [Target("proxy", self.proxy_url + PATHS[kind], client_body),
                 Target("hop", self.hop_url + PATHS["native"], sent),
+                *([Target("floor", self.floor_url + PATHS[kind], client_body)] if floor else []),
                 Target("direct", self.mock_url + PATHS["native"], sent)]
 
     def litellm_targets(self, kind: str, client_body: dict) -> list[Target]:
@@ -461,7 +472,7 @@ def run_rows(servers: Servers, workloads: list[str], kinds: list[str]) -> list[d
         shape = SMALL if workload == "small" else LARGE
         for kind in kinds:
             b = body(kind, shape)
-            targets = servers.targets(kind, b)
+            targets = servers.targets(kind, b, floor=True)
             theirs_targets, refused = None, None
             if servers.litellm_url and kind in ("responses", "chat"):
                 try:
@@ -470,7 +481,9 @@ def run_rows(servers: Servers, workloads: list[str], kinds: list[str]) -> list[d
                     refused = re.sub(r"\s+", " ", str(e).split(": ", 1)[-1])[:240]
                     print(f"LiteLLM refused {workload} {kind}: {refused}", flush=True)
             for c in CONC:
-                r = summarize(asyncio.run(rotation(targets, c, N, pids=servers.pids())))
+                lat = asyncio.run(rotation(targets, c, N, pids=servers.pids()))
+                r = summarize(lat)
+                r["floor_pairs"] = {"median": paired(lat, "floor", "hop"), "proxy": paired(lat, "proxy", "floor")}
                 if theirs_targets:
                     r["litellm"] = summarize(asyncio.run(rotation(theirs_targets, c, max(50, N // 4))))["litellm"]
                 if refused:
@@ -485,6 +498,8 @@ def _line(r: dict) -> str:
          f"{r['direct']['p99']:6.2f} | added p50/p99 proxy {r['proxy']['added_p50']:+6.2f}/"
          f"{r['proxy']['added_p99']:+6.2f} hop {r['hop']['added_p50']:+6.2f}/{r['hop']['added_p99']:+6.2f}"
          f" | paired proxy-hop {r['pairs']['median']:+.2f}")
+    if "floor_pairs" in r:
+        s += f" floor-hop {r['floor_pairs']['median']:+.2f} (floor p99 added {r['floor']['added_p99']:+.2f})"
     if "litellm" in r:
         s += f" | litellm {r['litellm']['added_p50']:+.2f}/{r['litellm']['added_p99']:+.2f}"
     return s
@@ -534,11 +549,8 @@ def versus_rows(servers: Servers, rev: str, kinds: list[str]) -> list[dict]:
             proxy, hop, direct = servers.targets(kind, b)
             old = Target("old", f"http://127.0.0.1:{port}" + PATHS[kind], b)
             lat = asyncio.run(rotation([proxy, old, hop, direct], 1, FACTOR_N))
-
-            def paired(a: str, z: str, lat: dict = lat) -> float:
-                return statistics.median(x - y for x, y in zip(lat[a], lat[z], strict=True)) * 1000
-            out.append({"label": label, "kind": kind, "rev": rev, "new_old": paired("proxy", "old"),
-                        "new_hop": paired("proxy", "hop"), "old_hop": paired("old", "hop")})
+            out.append({"label": label, "kind": kind, "rev": rev, "new_old": paired(lat, "proxy", "old"),
+                        "new_hop": paired(lat, "proxy", "hop"), "old_hop": paired(lat, "old", "hop")})
             v = out[-1]
             print(f"{label:58} {kind:9} today − {rev} {v['new_old']:+.2f}  today − hop {v['new_hop']:+.2f}  "
                   f"{rev} − hop {v['old_hop']:+.2f}", flush=True)
@@ -598,8 +610,9 @@ def table(runs: list[list[dict]]) -> list[str]:
     """One line per workload x API x concurrency: the median of the runs, with their range for the p99s."""
     lines = ["| workload | API | c | direct p50 / p99 ms | proxy added p50 | hop added p50 | proxy added p99 "
              "(runs' range) | hop added p99 (runs' range) | p99 added, proxy / hop (goal ≤ 2) | "
-             "paired proxy − hop p50 (goal ≤ 0.5 small, ≤ 1.0 large at c=1) | CPU ms/req, proxy / hop | "
-             "LiteLLM added p50 / p99 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "paired proxy − hop p50 (goal ≤ 0.5 small, ≤ 1.0 large at c=1) | the floor: paired translating "
+             "hop − hop p50 | the floor's p99 added / hop's | CPU ms/req, proxy / floor / hop | "
+             "LiteLLM added p50 / p99 |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     keyed: dict[tuple, list[dict]] = {}
     for run in runs:
         for r in run:
@@ -616,15 +629,20 @@ def table(runs: list[list[dict]]) -> list[str]:
         pair = statistics.median(r["pairs"]["median"] for r in rs)
         goal = (0.5 if w == "small" else 1.0) if c == 1 else None
         mark = lambda ok: "" if ok else " ✗"  # noqa: E731
-        cpu = (f"{med(('proxy', 'cpu_ms')):.2f} / {med(('hop', 'cpu_ms')):.2f}"
+        floored = all("floor_pairs" in r for r in rs)
+        floor_cpu = f"{med(('floor', 'cpu_ms')):.2f}" if floored else "—"
+        cpu = (f"{med(('proxy', 'cpu_ms')):.2f} / {floor_cpu} / {med(('hop', 'cpu_ms')):.2f}"
                if all("cpu_ms" in r["proxy"] for r in rs) else "—")
+        floor_ratio = med(("floor", "added_p99")) / hop99 if floored and hop99 > 0 else float("nan")
+        floor = (f"{statistics.median(r['floor_pairs']['median'] for r in rs):+.2f} | "
+                 f"{'—' if floor_ratio != floor_ratio else f'{floor_ratio:.2f}'}") if floored else "— | —"
         lite = (f"{med(('litellm', 'added_p50')):+.1f} / {med(('litellm', 'added_p99')):+.1f}"
                 if all("litellm" in r for r in rs) else "refused the body (400)¹" if any(
                     "litellm_refused" in r for r in rs) else "—")
         lines.append(f"| {w} | {NAMES[k]} | {c} | {med(('direct', 'p50')):.2f} / {med(('direct', 'p99')):.2f} | "
                      f"{med(('proxy', 'added_p50')):+.2f} | {med(('hop', 'added_p50')):+.2f} | "
                      f"{rng(('proxy', 'added_p99'))} | {rng(('hop', 'added_p99'))} | {_ratio(ratio)} | "
-                     f"{pair:+.2f}{'' if goal is None else mark(pair <= goal)} | {cpu} | {lite} |")
+                     f"{pair:+.2f}{'' if goal is None else mark(pair <= goal)} | {floor} | {cpu} | {lite} |")
     return lines
 
 

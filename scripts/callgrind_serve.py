@@ -1,5 +1,6 @@
 """Instructions per request (valgrind's callgrind), `serve` against the null aiohttp hop
-(scripts/null_hop.py), both in front of `python -m proxy mock`: issue 62's "beyond the hop" as a count
+(scripts/null_hop.py) and the translating hop (scripts/translating_hop.py: the floor of any translator
+in Python), all in front of `python -m proxy mock`: issue 62's "beyond the hop" as a count
 that other processes loading the machine do not change, where CPU-time ratios do. Each server runs
 under callgrind, instrumented from when it is ready (start-up runs several times faster); after a
 warm-up its counters are zeroed (callgrind_control -z), N requests are sent one at a time, and the
@@ -164,9 +165,13 @@ def main() -> None:
         servers += versus
         hop = Callgrinded(tmp, "hop", [str(ROOT / "scripts" / "null_hop.py"), "{port}", mock_url], ROOT)
         servers.append(hop)
+        # The floor of any translator in Python: parse, one pass to Gemini's shape, write (translating_hop.py).
+        floor = Callgrinded(tmp, "floor", [str(ROOT / "scripts" / "translating_hop.py"), "{port}", mock_url], ROOT)
+        servers.append(floor)
         for s in servers:
             s.ready()
-        head = "| request | hop instructions/request | proxy instructions/request | proxy − hop | proxy / hop |"
+        head = ("| request | hop instructions/request | translating hop (the floor) | floor − hop | proxy "
+                "instructions/request | proxy − hop | proxy − floor | proxy / hop |")
         for d in args.versus:
             head += f" {d.name} instructions/request | {d.name} − hop | {d.name} / hop |"
         lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -183,12 +188,14 @@ def main() -> None:
                     raise RuntimeError(f"{kind}: the turn marker did not reach the mock")
                 label = f"{workload} {kind}"
                 h, _ = measure(hop, PATHS["native"], sent, args.n, f"hop-{workload}-{kind}")
+                f, _ = measure(floor, PATHS[kind], b, args.n, f"floor-{workload}-{kind}")
                 got, dump = measure(proxy, PATHS[kind], b, args.n, f"proxy-{workload}-{kind}")
                 if args.functions:
                     profiles.append(f"\n{label}: the proxy's instructions per request, inclusive, by function "
                                     f"(-X perf)\n" + "\n".join(functions(proxy.proc.pid, dump, args.n,
                                                                             args.functions)))
-                row = f"| {label} | {h / 1e6:.2f} M | {got / 1e6:.2f} M | {(got - h) / 1e6:+.2f} M | {got / h:.2f}× |"
+                row = (f"| {label} | {h / 1e6:.2f} M | {f / 1e6:.2f} M | {(f - h) / 1e6:+.2f} M | {got / 1e6:.2f} M | "
+                       f"{(got - h) / 1e6:+.2f} M | {(got - f) / 1e6:+.2f} M | {got / h:.2f}× |")
                 for i, other in enumerate(versus):
                     old, _ = measure(other, PATHS[kind], b, args.n, f"versus{i}-{workload}-{kind}")
                     row += f" {old / 1e6:.2f} M | {(old - h) / 1e6:+.2f} M | {old / h:.2f}× |"
