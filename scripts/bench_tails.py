@@ -710,6 +710,21 @@ def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+def _kept_subsections(text: str, factors: list[dict], versus: list[dict]) -> list[str]:
+    """The section's factor and versus tables as they were, for a run that measured neither again."""
+    if START not in text or END not in text:
+        return []
+    old = text[text.index(START):text.index(END)]
+    kept = []
+    for heading, measured in (("### What makes the agent body harder", factors), ("### Today's proxy against", versus)):
+        if measured or heading not in old:
+            continue
+        block = old[old.index(heading):]
+        nxt = block.find("\n### ", 1)
+        kept += (block if nxt < 0 else block[:nxt + 1]).rstrip("\n").split("\n") + [""]
+    return kept
+
+
 def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus: list[dict]) -> None:
     machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
                f"Python {platform.python_version()}")
@@ -730,7 +745,11 @@ def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus:
              f"show the runs' range. The paired column is the median of request-by-request differences proxy − hop "
              f"within a round. MITM: mitmdump with the addon (no session) against plain mitmdump, native "
              f"generateContent over TLS, the TLS mock called directly as the baseline. LiteLLM (one worker) where "
-             f"bench.sh installed it, against the mock called with the body LiteLLM sent.",
+             f"bench.sh installed it, against the mock called with the body LiteLLM sent. The floor: "
+             f"scripts/translating_hop.py in the same rotation, sent the client's body — an aiohttp server that "
+             f"does only what no translator to Gemini can skip (orjson in, one pass to Gemini's contents and "
+             f"declarations, orjson out, and back), without the proxy's validation, repairs, store, auth, "
+             f"metrics, journal or pricing; its column is the paired median floor − hop.",
              "",
              "Bodies: 'small' is one user message and one of the client's real tools; 'large' is what an agent sends "
              "— its system prompt (8 KB), a stateless 50-message history of 24 tool calls with their results "
@@ -758,9 +777,10 @@ def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus:
         lines += [f"| {v['label']} | {NAMES[v['kind']]} | {v['new_old']:+.2f} | {v['new_hop']:+.2f} | "
                   f"{v['old_hop']:+.2f} |" for v in versus]
         lines.append("")
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    lines += _kept_subsections(text, factors, versus)
     lines.append(END)
     section = "\n".join(lines)
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
     if START in text and END in text:
         text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
     else:
