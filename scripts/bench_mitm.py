@@ -24,7 +24,8 @@ of R and the client's sends at most 50 ms late, p99); a round that did not (the 
 measured again, at most RETRIES times, and a row says how many of its rounds kept it.
 
 Options: `--rate R`, `--seconds S`, `--rounds N` (or BENCH_MITM_ROUNDS), `--upstream canned|mock`
-(both by default), `--json PATH` (the run's rows and load, for `write`), `--no-write`.
+(both by default), `--pin` (the mitmdumps on CPU 0, the upstream and the client on CPU 1: see pin()),
+`--json PATH` (the run's rows and load, for `write`), `--no-write`.
 `python scripts/bench_mitm.py write RUN.json...` writes the section from one or more saved runs.
 """
 
@@ -241,8 +242,21 @@ def small_body(app_tools: bool) -> dict:
     return body
 
 
+def pin(bench: "MitmBench") -> None:
+    """Every mitmdump (each of its threads) on CPU 0, the upstream and this client on CPU 1 (as
+    profile_serve.py pins serve): each mitmdump's CPU is then its own work on caches only the other
+    mitmdumps share, not a share of what the upstream and the client left on its core. Unpinned, a
+    flow's answer found its core's caches holding what the upstream ran meanwhile, and the more the
+    upstream did (the strict mock checks each of 20 injected declarations) the more a flow cost."""
+    os.sched_setaffinity(0, {1})
+    for proc in bench.procs:
+        cpu = 0 if proc.log_path.name.startswith(("mitm-plain", "mitm-addon")) else 1
+        for task in Path(f"/proc/{proc.proc.pid}/task").iterdir():
+            os.sched_setaffinity(int(task.name), {cpu})
+
+
 def flow_rows(tmp: Path, upstream: str, rate: float = RATE, seconds: float = SECONDS,
-              rounds: int | None = None) -> list[dict]:
+              rounds: int | None = None, pinned: bool = False) -> list[dict]:
     """The 8 rows: (plaintext, TLS) x app tools (present, absent) x injected (0, 20). `upstream`: "mock"
     (the strict mock, which checks every declaration: 20 tools cost it about 1.9 ms a request against
     0.35, so the addon's flows wait longer upstream than plain mitmdump's) or "canned" (one fixed answer
@@ -279,6 +293,8 @@ def flow_rows(tmp: Path, upstream: str, rate: float = RATE, seconds: float = SEC
             raise RuntimeError(f"{front}: the front-end never listened")
         for port in fronts:
             asyncio.run(set_tools(f"http://127.0.0.1:{port}"))
+        if pinned:
+            pin(bench)
         out = []
         for scheme in ("http", "tls"):
             url = (GL if scheme == "tls" else GL.replace("https://", "http://")) + \
@@ -389,6 +405,9 @@ def write_rows(rows: list[dict] | None = None, load: str | None = None, when: st
                f"that did not is measured again, at most {RETRIES} times (`retried`), and the last attempt counts")
     else:
         how = f"{os.environ.get('BENCH_SECONDS', '3')} s at concurrency 32 each, as fast as each process answers"
+    if first.get("pinned"):
+        how += (" — pinned (`--pin`): every mitmdump on CPU 0, the upstream and the client on CPU 1, so each "
+                "mitmdump's CPU is its own work, not a share of what the upstream left in its core's caches")
     loads = [f"run {i + 1}: {run['when']} UTC, load before `{run['load_before']}`, after `{run['load_after']}`"
              if run.get("load_before") else f"run {i + 1}: {run['when']} UTC, load at the end `{run['load_after']}`"
              for i, run in enumerate(runs)]
@@ -429,12 +448,13 @@ elif __name__ == "__main__" and sys.argv[1:2] == ["rows"]:
     rate, seconds = float(_option("--rate", str(RATE))), float(_option("--seconds", str(SECONDS)))
     rounds = int(_option("--rounds", os.environ.get("BENCH_MITM_ROUNDS", "6")))
     upstreams = [_option("--upstream", None)] if "--upstream" in sys.argv else ["canned", "mock"]
+    pinned = "--pin" in sys.argv
     run = {"when": f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}", "load_before": uptime(),
-           "rate": rate, "seconds": seconds, "rounds": rounds}
+           "rate": rate, "seconds": seconds, "rounds": rounds, "pinned": pinned}
     print(f"load before: {run['load_before']}", flush=True)
     run["rows"] = [r for upstream in upstreams
                    for r in flow_rows(Path(tempfile.mkdtemp(prefix=f"gtp-bench-mitm-{upstream}-")), upstream,
-                                      rate, seconds, rounds)]
+                                      rate, seconds, rounds, pinned)]
     run["when"] += f"–{datetime.datetime.now(datetime.UTC):%H:%M}"
     run["load_after"] = uptime()
     print(f"load after: {run['load_after']}")
