@@ -25,6 +25,7 @@ measured again, at most RETRIES times, and a row says how many of its rounds kep
 
 Options: `--rate R`, `--seconds S`, `--rounds N` (or BENCH_MITM_ROUNDS), `--upstream canned|mock`
 (both by default), `--pin` (the mitmdumps on CPU 0, the upstream and the client on CPU 1: see pin()),
+`--addon-set NAME=VALUE` (an option of the addon's, e.g. gtp_journal=off; repeatable),
 `--json PATH` (the run's rows and load, for `write`), `--no-write`.
 `python scripts/bench_mitm.py write RUN.json...` writes the section from one or more saved runs.
 """
@@ -256,7 +257,7 @@ def pin(bench: "MitmBench") -> None:
 
 
 def flow_rows(tmp: Path, upstream: str, rate: float = RATE, seconds: float = SECONDS,
-              rounds: int | None = None, pinned: bool = False) -> list[dict]:
+              rounds: int | None = None, pinned: bool = False, addon_sets: tuple[str, ...] = ()) -> list[dict]:
     """The 8 rows: (plaintext, TLS) x app tools (present, absent) x injected (0, 20). `upstream`: "mock"
     (the strict mock, which checks every declaration: 20 tools cost it about 1.9 ms a request against
     0.35, so the addon's flows wait longer upstream than plain mitmdump's) or "canned" (one fixed answer
@@ -279,7 +280,8 @@ def flow_rows(tmp: Path, upstream: str, rate: float = RATE, seconds: float = SEC
         for scheme, route in (("tls", bench.mock_route), ("http", http_route)):
             fronts.append(free_port())
             addons[scheme] = bench.mitmdump(f"mitm-addon-{scheme}", "-s", str(ROOT / "addons" / "gemini_tools.py"),
-                                            "--set", f"gtp_route={route}", "--set", f"gtp_frontend_port={fronts[-1]}")
+                                            "--set", f"gtp_route={route}", "--set", f"gtp_frontend_port={fronts[-1]}",
+                                            *(a for opt in addon_sets for a in ("--set", opt)))
 
         async def set_tools(front: str) -> None:
             for _ in range(100):  # the front-end listens once mitmdump runs, just after "proxy listening"
@@ -449,12 +451,13 @@ elif __name__ == "__main__" and sys.argv[1:2] == ["rows"]:
     rounds = int(_option("--rounds", os.environ.get("BENCH_MITM_ROUNDS", "6")))
     upstreams = [_option("--upstream", None)] if "--upstream" in sys.argv else ["canned", "mock"]
     pinned = "--pin" in sys.argv
+    addon_sets = tuple(sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--addon-set")
     run = {"when": f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}", "load_before": uptime(),
-           "rate": rate, "seconds": seconds, "rounds": rounds, "pinned": pinned}
+           "rate": rate, "seconds": seconds, "rounds": rounds, "pinned": pinned, "addon_sets": list(addon_sets)}
     print(f"load before: {run['load_before']}", flush=True)
     run["rows"] = [r for upstream in upstreams
                    for r in flow_rows(Path(tempfile.mkdtemp(prefix=f"gtp-bench-mitm-{upstream}-")), upstream,
-                                      rate, seconds, rounds, pinned)]
+                                      rate, seconds, rounds, pinned, addon_sets)]
     run["when"] += f"–{datetime.datetime.now(datetime.UTC):%H:%M}"
     run["load_after"] = uptime()
     print(f"load after: {run['load_after']}")
