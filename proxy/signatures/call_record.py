@@ -35,14 +35,8 @@ class CallRecord:
 
     def part(self, client_args: dict[str, Any] | None = None) -> dict[str, Any]:
         """The functionCall part as Gemini sent it; `client_args` stand in when no own args are kept."""
-        call: dict[str, Any] = {"name": self.gemini_name,
-                                "args": self.args if self.args is not None else (client_args or {})}
-        if self.gemini_id:
-            call["id"] = self.gemini_id
-        part: dict[str, Any] = {"functionCall": call}
-        if self.signature:
-            part["thoughtSignature"] = self.signature
-        return part
+        return function_call_part(self.gemini_name, self.gemini_id,
+                                  self.args if self.args is not None else (client_args or {}), self.signature)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -60,3 +54,16 @@ class CallRecord:
                    d.get("gemini_id"), d.get("signature"), args if isinstance(args, dict) else None,
                    server_parts if isinstance(server_parts, list) else None,
                    d.get("model") if isinstance(d.get("model"), str) else None)
+
+
+def function_call_part(gemini_name: str, gemini_id: str | None, args: dict[str, Any],
+                       signature: str | None = None) -> dict[str, Any]:
+    """A functionCall part: `CallRecord.part`'s shape, for a call no record is kept of (history the
+    proxy never saw) without building one."""
+    call: dict[str, Any] = {"name": gemini_name, "args": args}
+    if gemini_id:
+        call["id"] = gemini_id
+    part: dict[str, Any] = {"functionCall": call}
+    if signature:
+        part["thoughtSignature"] = signature
+    return part

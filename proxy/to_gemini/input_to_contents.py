@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.server_tools import server_part_key
-from proxy.signatures.call_record import CallRecord
+from proxy.signatures.call_record import CallRecord, function_call_part
 from proxy.signatures.sentinel import sign_unsigned_turns
 from proxy.to_gemini.agent_message import agent_message_text
 from proxy.to_gemini.conversation import Conversation
@@ -198,12 +198,9 @@ class _Builder:
             self._close_outputs()
         call_id = wire.get("call_id")
         rec = self.calls.get(call_id)
-        if rec is None:  # history the proxy never saw: the call_id is the id (CallRecord.part's shape)
+        if rec is None:  # history the proxy never saw: the call_id is the id
             gemini_name = self.names.to_gemini(wire.get("name"), wire.get("namespace"))
-            call: dict[str, Any] = {"name": gemini_name, "args": args}
-            if call_id:
-                call["id"] = call_id
-            self._model_parts().append({"functionCall": call})
+            self._model_parts().append(function_call_part(gemini_name, call_id, args))
             self.pending.append((call_id, gemini_name, call_id))
             return
         self._server_parts(rec.server_parts)
