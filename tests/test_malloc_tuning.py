@@ -2,11 +2,28 @@
 working pool on the heap (a pool above the threshold was mapped, faulted in page by page and
 unmapped on every request: 20 page faults per large request, measured by scripts/bench.sh's rows)."""
 
+import asyncio
 import tracemalloc
 
 import orjson
+import pytest
 
 from proxy import malloc_tuning
+
+
+@pytest.fixture
+def trims(monkeypatch) -> list[int]:
+    """The trims malloc_tuning makes (a stand-in libc records each), from counts of nothing noted."""
+    made: list[int] = []
+
+    class Libc:
+        def malloc_trim(self, pad: int) -> None:
+            made.append(pad)
+
+    monkeypatch.setattr(malloc_tuning, "_libc", Libc)
+    monkeypatch.setitem(malloc_tuning._state, "transient", 0)
+    monkeypatch.setitem(malloc_tuning._state, "since_idle", 0)
+    return made
 
 
 def test_parsing_a_64_kb_request_takes_a_pool_below_the_mmap_threshold() -> None:
@@ -27,19 +44,7 @@ def test_parsing_a_64_kb_request_takes_a_pool_below_the_mmap_threshold() -> None
     assert pool < malloc_tuning.MMAP_THRESHOLD, (pool, before)
 
 
-def test_a_trim_is_due_after_enough_freed_history_or_when_idle(monkeypatch) -> None:
-    import asyncio
-
-    trims: list[int] = []
-
-    class Libc:
-        def malloc_trim(self, pad: int) -> None:
-            trims.append(pad)
-
-    monkeypatch.setattr(malloc_tuning, "_libc", Libc)
-    monkeypatch.setitem(malloc_tuning._state, "transient", 0)
-    monkeypatch.setitem(malloc_tuning._state, "since_idle", 0)
-
+def test_a_trim_is_due_after_enough_freed_history_or_when_idle(trims: list[int]) -> None:
     async def run() -> None:
         malloc_tuning.transient(malloc_tuning.IDLE_TRIM_BYTES)
         malloc_tuning.trim_if_due(idle=False)  # others still run: not yet
@@ -61,21 +66,10 @@ def test_a_trim_is_due_after_enough_freed_history_or_when_idle(monkeypatch) -> N
     asyncio.run(run())
 
 
-def test_a_trim_while_others_run_leaves_the_idle_trim_due(monkeypatch) -> None:
+def test_a_trim_while_others_run_leaves_the_idle_trim_due(trims: list[int]) -> None:
     """What the requests still running hold when a trim runs, they free after it: the load's last
     request, ending with none running, trims although nothing was noted since (tests/test_memory_chain.py's
     load left 35 MB of freed heap resident when this trim was skipped)."""
-    import asyncio
-
-    trims: list[int] = []
-
-    class Libc:
-        def malloc_trim(self, pad: int) -> None:
-            trims.append(pad)
-
-    monkeypatch.setattr(malloc_tuning, "_libc", Libc)
-    monkeypatch.setitem(malloc_tuning._state, "transient", 0)
-    monkeypatch.setitem(malloc_tuning._state, "since_idle", 0)
 
     async def run() -> None:
         malloc_tuning.transient(malloc_tuning.TRIM_AFTER_BYTES)
@@ -100,20 +94,9 @@ def test_a_trim_while_others_run_leaves_the_idle_trim_due(monkeypatch) -> None:
     asyncio.run(run())
 
 
-def test_what_is_noted_for_the_idle_trim_alone_adds_no_trim_while_others_run(monkeypatch) -> None:
+def test_what_is_noted_for_the_idle_trim_alone_adds_no_trim_while_others_run(trims: list[int]) -> None:
     """Stored turns a walk parsed (entry_store.get_response): a load whose histories all missed the
     cache is trimmed as it ends, and trimmed no more often while it runs."""
-    import asyncio
-
-    trims: list[int] = []
-
-    class Libc:
-        def malloc_trim(self, pad: int) -> None:
-            trims.append(pad)
-
-    monkeypatch.setattr(malloc_tuning, "_libc", Libc)
-    monkeypatch.setitem(malloc_tuning._state, "transient", 0)
-    monkeypatch.setitem(malloc_tuning._state, "since_idle", 0)
 
     async def run() -> None:
         malloc_tuning.transient(malloc_tuning.TRIM_AFTER_BYTES, idle_only=True)
