@@ -12,6 +12,7 @@ the process's life, so a client cycling through names (or keys) would otherwise 
 `/metrics` without end — and a key sent as the model name would be shown to every reader.
 """
 
+import asyncio
 import contextvars
 import functools
 import hashlib
@@ -163,12 +164,29 @@ def add_upstream_time(seconds: float) -> None:
         record.upstream += seconds
 
 
+_ended: list[tuple[RequestRecord, int, float]] = []
+
+
 def finish(record: RequestRecord, status: int) -> None:
-    outcome = "ok" if status < 400 else "client_error" if status < 500 else "error"
-    child(REQUESTS, record.route, MODELS(record.model), outcome).inc()
-    total = time.perf_counter() - record.start
-    child(UPSTREAM, record.route).observe(record.upstream)
-    child(ADDED, record.route).observe(max(0.0, total - record.upstream))
+    """The request's counts and times, timed now and counted once its answer is on its way: requests
+    that end in one turn of the loop are counted together in the next (the client never waits on
+    the histograms; a scrape, a request of its own, comes after). Off a loop, counted at once."""
+    _ended.append((record, status, time.perf_counter() - record.start))
+    if len(_ended) == 1:
+        try:
+            asyncio.get_running_loop().call_soon(_count_ended)
+        except RuntimeError:
+            _count_ended()
+
+
+def _count_ended() -> None:
+    ended = _ended[:]
+    del _ended[:]
+    for record, status, total in ended:
+        outcome = "ok" if status < 400 else "client_error" if status < 500 else "error"
+        child(REQUESTS, record.route, MODELS(record.model), outcome).inc()
+        child(UPSTREAM, record.route).observe(record.upstream)
+        child(ADDED, record.route).observe(max(0.0, total - record.upstream))
 
 
 def stream_failed() -> None:

@@ -24,8 +24,8 @@ from proxy.responses.protocol import PROTOCOL as RESPONSES
 from proxy.server import background, object_owners, recording, usage_route
 from proxy.server.auth import COOKIE_SECRET, ClientKeys, admit, authenticate, cookie_secret, presented_key
 from proxy.server.context import CONTEXT, RATE_HEADERS, Context
-from proxy.server.errors import error_middleware
-from proxy.server.fair_share import FAIR, FairShare, client_of, fair_share_middleware
+from proxy.server.errors import answered
+from proxy.server.fair_share import FAIR, FairShare, client_of
 from proxy.server.guard import RequestGuard
 from proxy.server.protocol import PROTOCOLS, ClientProtocol, protocol_of
 from proxy.server.sessions_routes import add_routes as add_session_routes
@@ -57,36 +57,12 @@ GUARD = web.AppKey("guard", RequestGuard)
 
 
 @web.middleware
-async def guard_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Host, Origin and Content-Type checks (guard.py), before authentication and any handler; inside
-    the error middleware, so a refusal is in the caller's protocol."""
-    refusal = request.app[GUARD].refusal(request.method, request.path, request.headers, request.body_exists)
-    if refusal is not None:
-        raise refusal
-    return await handler(request)
-
-
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Inside the error middleware, so a 401 is rendered in the caller's protocol. The bytes of a
-    resumable upload come without a key (object_owners.py): the session a client started admits them."""
-    keys = request.app[CONTEXT].keys
-    if keys and presented_key(request) is None and "upload_id" in request.query:
-        scope = await object_owners.upload_scope(request)
-        if scope is not None:
-            admit(request, scope)
-            return await handler(request)
-    authenticate(request, keys, request.app[COOKIE_SECRET])
-    record = metrics.CURRENT.get()
-    if record is not None:
-        record.client = client_of(request)  # whose usage its answers are (usage/ledger.py)
-    return await handler(request)
-
-
-@web.middleware
-async def observe_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Request and session ids for the logs, the request's metrics (metrics.py) and its exchange in
-    the journal (recording.py)."""
+async def front_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every request's layers, outermost first, in one frame (six middlewares were six coroutines and
+    partials on every request's path): its ids, metrics and journal exchange, then (`_admitted`)
+    the error rendering, the guard, authentication, the client's fair share and a Gemini-native
+    caller's identity. Observing from outside the error rendering, it sees every answer as the
+    client got it, errors in their protocol."""
     route = request.match_info.route.resource
     record = metrics.RequestRecord(route.canonical if route is not None else "other")
     rid = request.headers.get("x-request-id", "")
@@ -98,7 +74,7 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
     tokens = (metrics.CURRENT.set(record), REQUEST_ID.set(rid), SESSION_ID.set(session), exchange.CURRENT.set(ex))
     status, resp = 500, None
     try:
-        resp = await handler(request)
+        resp = await answered(request, _admitted, handler)
         status = 500 if record.failed else resp.status
         resp.headers["x-request-id"] = rid
         protocol = protocol_of(request)
@@ -123,23 +99,45 @@ async def observe_middleware(request: web.Request, handler: Any) -> web.StreamRe
             recording.end(recorder, ex, request, resp, resp.status if resp is not None else status, record)
 
 
+async def _admitted(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Inside the error rendering (errors.answered), so each refusal is in the caller's protocol: the
+    Host, Origin and Content-Type checks (guard.py); the client key (the bytes of a resumable upload
+    come without one: the session a client started admits them, object_owners.py); every POST (what
+    reaches Gemini) holding one of its client's places while it runs, a stream to its end; and a
+    Gemini-native caller's User-Agent / x-goog-api-client going upstream with the proxy's token."""
+    refusal = request.app[GUARD].refusal(request.method, request.path, request.headers, request.body_exists)
+    if refusal is not None:
+        raise refusal
+    ctx = request.app[CONTEXT]
+    if ctx.keys and presented_key(request) is None and "upload_id" in request.query and (
+            scope := await object_owners.upload_scope(request)) is not None:
+        admit(request, scope)
+    else:
+        authenticate(request, ctx.keys, request.app[COOKIE_SECRET])
+        record = metrics.CURRENT.get()
+        if record is not None:
+            record.client = client_of(request)  # whose usage its answers are (usage/ledger.py)
+    protocol = protocol_of(request)
+    identity = CLIENT_HEADERS.set(client_headers(request.headers)) if (
+        protocol is not None and protocol.forwards_client_identity) else None
+    try:
+        if request.method != "POST":
+            return await handler(request)
+        fair, who = request.app[FAIR], client_of(request)
+        fair.hold(who)
+        try:
+            return await handler(request)
+        finally:
+            fair.release(who)
+    finally:
+        if identity is not None:
+            CLIENT_HEADERS.reset(identity)
+
+
 async def metrics_route(request: web.Request) -> web.Response:
     await request.app[CONTEXT].store_gauges()
     return web.Response(body=metrics.exposition(), content_type="text/plain", charset="utf-8",
                         headers={"cache-control": "no-store"})
-
-
-@web.middleware
-async def identity_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Gemini-native callers' User-Agent / x-goog-api-client go upstream with the proxy's token."""
-    protocol = protocol_of(request)
-    if protocol is None or not protocol.forwards_client_identity:
-        return await handler(request)
-    token = CLIENT_HEADERS.set(client_headers(request.headers))
-    try:
-        return await handler(request)
-    finally:
-        CLIENT_HEADERS.reset(token)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -204,8 +202,7 @@ def make_app(store: SessionStore, upstream: Upstream, max_body: int = MAX_BODY_B
              recorder: Recorder | None = None, guard: RequestGuard | None = None,
              passthrough_collections: frozenset[str] = frozenset(), usage: Ledger | None = None) -> web.Application:
     """`guard`: who may reach it from a browser (guard.py); by default what a loopback bind allows."""
-    app = web.Application(middlewares=[observe_middleware, error_middleware, guard_middleware, auth_middleware,
-                                       fair_share_middleware, identity_middleware], client_max_size=max_body)
+    app = web.Application(middlewares=[front_middleware], client_max_size=max_body)
     app[GUARD] = guard or RequestGuard()
     gemini = upstream.default if isinstance(upstream, RoutedUpstream) else upstream
     rest = gemini if isinstance(gemini, GeminiUpstream) else None

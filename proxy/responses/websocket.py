@@ -9,7 +9,7 @@ it. A refusal is an `error` event with its HTTP status (`{"type": "error", "stat
 {type, code, message, param}}`, the shape Codex and the openai SDK read) and the socket stays
 usable; a stream that fails after it started ends with `response.failed`, never a silent close.
 
-Keys are checked on the upgrade request (the auth middleware), so a refused client never gets a
+Keys are checked on the upgrade request (the front middleware), so a refused client never gets a
 socket. Limits, the front-end's own: a frame is at most its body limit (larger closes the socket
 with 1009, "message too big"); a ping every `--client-timeout` seconds, and a peer that sends no
 pong within half of that is dropped, and so is a peer that reads nothing for that long while an event

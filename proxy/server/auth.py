@@ -139,7 +139,7 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/favicon.ico"})  # (the favicon:
 
 
 def authenticate(request: web.Request, keys: ClientKeys, secret: bytes = b"") -> None:
-    """Admit the request or raise a 401 (rendered in the caller's protocol by the error middleware).
+    """Admit the request or raise a 401 (rendered in the caller's protocol: errors.answered).
     The inspector takes a key in a header or its sign-in cookie (under `secret`), never in its URL:
     a URL stays in the browser's history and in logs."""
     if not keys or request.path in OPEN_PATHS or request.path.startswith("/inspect/static/"):

@@ -34,21 +34,22 @@ def render(request: web.Request, e: ProxyError) -> web.Response:
     return web.json_response(error_body(request, e), status=e.status, headers=e.headers)
 
 
-@web.middleware
-async def error_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+async def answered(request: web.Request, inner: Any, handler: Any) -> web.StreamResponse:
+    """`inner(request, handler)`'s answer, or its failure rendered in the caller's protocol; counted in
+    flight while it runs (a shutdown waits for it), refused once the shutdown has begun."""
     in_flight = request.app[CONTEXT].in_flight
     if in_flight.closing:
         return render(request, in_flight.refusal())
     try:
         with in_flight.track():
-            return await _handle(request, handler)
+            return await _handle(request, inner, handler)
     finally:
         malloc_tuning.trim_if_due(in_flight.idle)  # its parsed history is free now (malloc_tuning.transient)
 
 
-async def _handle(request: web.Request, handler: Any) -> web.StreamResponse:
+async def _handle(request: web.Request, inner: Any, handler: Any) -> web.StreamResponse:
     try:
-        return await handler(request)
+        return await inner(request, handler)
     except asyncio.CancelledError as e:  # a shutdown ends this request (anything else re-raises)
         return render(request, request.app[CONTEXT].in_flight.absorb(e))
     except ProxyError as e:

@@ -6,12 +6,10 @@ Over its cap a client gets a 429 with Retry-After in its own protocol; others ar
 A client is its key's scope under --api-key, else the key it presents (each Gemini key its own
 client), else the one anonymous client."""
 
-import contextlib
 import functools
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -22,7 +20,7 @@ from proxy.server.auth import SCOPE, presented_key
 
 def client_of(request: web.Request) -> str:
     record = metrics.CURRENT.get()
-    if record is not None and record.client:  # the auth middleware worked it out for this request
+    if record is not None and record.client:  # the front middleware worked it out for this request
         return record.client
     scope = request.get(SCOPE)
     if scope:
@@ -50,15 +48,15 @@ class FairShare:
         self.requests: Counter[str] = Counter()
         self.runs: Counter[str] = Counter()
 
-    @contextlib.contextmanager
-    def request(self, who: str) -> Iterator[None]:
+    def hold(self, who: str) -> None:
+        """One of `who`'s places for a request, or its 429 when all are taken; `release` gives it back
+        (the front middleware's try/finally: a context manager was a generator per request)."""
         if self.request_cap and self.requests[who] >= self.request_cap:
             raise _refusal("requests in flight", self.request_cap, "--max-in-flight-per-key")
         self.requests[who] += 1
-        try:
-            yield
-        finally:
-            self._drop(self.requests, who)
+
+    def release(self, who: str) -> None:
+        self._drop(self.requests, who)
 
     def run(self, who: str) -> Callable[[], None]:
         """Hold a background run's place; the returned function gives it back (once)."""
@@ -80,12 +78,3 @@ class FairShare:
 
 
 FAIR = web.AppKey("fair_share", FairShare)
-
-
-@web.middleware
-async def fair_share_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Every POST (what reaches Gemini) holds one of its client's places while it runs, a stream to its end."""
-    if request.method != "POST":
-        return await handler(request)
-    with request.app[FAIR].request(client_of(request)):
-        return await handler(request)

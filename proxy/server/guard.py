@@ -2,7 +2,7 @@
 request (Origin, Sec-Fetch-Site), and what a JSON route's body is declared to be.
 
 A keyless loopback proxy is one user's tool, and every page that user opens runs next to it. Three
-checks keep those pages out, before any handler runs (app.guard_middleware):
+checks keep those pages out, before any handler runs (app._admitted):
 - Host: on a loopback bind only loopback names are served (localhost, *.localhost, 127.0.0.0/8,
   [::1], any port) and the `--allowed-host` patterns; DNS rebinding (attacker.example resolving to
   127.0.0.1) then reaches nothing (421). On a non-loopback bind the operator chose the network:

@@ -1,7 +1,7 @@
 """The front-end's side of the journal: each request becomes an exchange (journal/), its client side
 filled in here; the upstream wrappers fill in Gemini's side and the routes' decisions arrive as
-`journal.exchange.note()` calls. The observe middleware (app.py) starts and ends it: outside the
-error middleware, so it sees every answer as the client got it, errors rendered in their protocol.
+`journal.exchange.note()` calls. The front middleware (front/app.py) starts and ends it: outside the
+error rendering (errors.answered), so it sees every answer as the client got it, errors rendered in their protocol.
 
 On the request's path this only takes references: the client's scope and the raw body aiohttp read
 are set on the exchange where they become known (auth.admit, errors.read_json), the answer's
