@@ -3,6 +3,7 @@ waiting on the upstream (metrics.py keeps it apart from the proxy's own time) an
 Gemini reported, by upstream key and model. A model (and a client's own key) that got a whole
 answer becomes a known label value (metrics.KnownLabels); other names count as `other`."""
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -26,14 +27,20 @@ def _answered(model: str) -> None:
 
 
 def _count_usage(model: str, usage: Any) -> None:
+    """The request's record gets the answer's token counts now (the access log reads them as the
+    request ends); the counters and the usage row are counted after (`_count_answer`)."""
     if not isinstance(usage, dict):
         return
     record = metrics.CURRENT.get()
-    key = metrics.KEYS(record.key if record else "")
-    model = metrics.MODELS(model)
     if record is not None:
         record.input_tokens = usage.get("promptTokenCount", record.input_tokens)
         record.output_tokens = usage.get("candidatesTokenCount", record.output_tokens)
+
+
+def _count_tokens(key: str, model: str, usage: Any) -> None:
+    if not isinstance(usage, dict):
+        return
+    key, model = metrics.KEYS(key), metrics.MODELS(model)
     for field, kind in USAGE_KINDS:
         value = usage.get(field)
         if isinstance(value, int) and value > 0:
@@ -51,12 +58,21 @@ def _calls_in(answer: Any) -> int:
 
 
 def _ledger_note(ledger: Ledger | None, model: str, usage: Any, calls: int, error: bool) -> None:
+    """An answer's (or a failure's) token counters and usage row, counted in the next turn of the loop:
+    the answer is on its way by then (its client never waits on them; a read of the usage, a request
+    of its own, comes after)."""
+    record = metrics.CURRENT.get()
+    key, client = (record.key, record.client) if record is not None else ("", "")
+    asyncio.get_running_loop().call_soon(_count_answer, ledger, key, client, model, usage, calls, error)
+
+
+def _count_answer(ledger: Ledger | None, key: str, client: str, model: str, usage: Any, calls: int,
+                  error: bool) -> None:
+    _count_tokens(key, model, usage)
     if ledger is None:
         return
-    record = metrics.CURRENT.get()
     meta = usage if isinstance(usage, dict) else None
-    ledger.answered(record.client if record is not None else "", model,
-                    AnswerUsage.from_gemini(meta, calls) if meta is not None or calls else None, error,
+    ledger.answered(client, model, AnswerUsage.from_gemini(meta, calls) if meta is not None or calls else None, error,
                     label=metrics.MODELS(model))
 
 
