@@ -684,6 +684,13 @@ def _ratio(x: float) -> str:
     return "—" if x != x else f"{x:.2f}" + ("" if x <= 2 else " ✗")
 
 
+def _added(row: dict, who: str, q: str) -> float:
+    """A target's added p50/p99 in a row: the floor's against the mock called with its own body."""
+    if who == "floor" and "floor_direct" in row:
+        return row["floor"][q[-3:]] - row["floor_direct"][q[-3:]]
+    return row[who][q]
+
+
 def plot(runs: list[list[dict]]) -> None:
     import matplotlib
     import matplotlib.ticker
@@ -699,13 +706,14 @@ def plot(runs: list[list[dict]]) -> None:
             mitm = k == "mitm"
             for who, colour, label in (("proxy", "tab:blue", "mitmdump + addon" if mitm else "gemini-tool-proxy"),
                                        ("hop", "tab:gray", "plain mitmdump" if mitm else "null aiohttp hop"),
+                                       ("floor", "tab:green", "the floor (translating hop)"),
                                        ("litellm", "tab:red", "LiteLLM proxy")):
                 for q, style in (("added_p99", "-"), ("added_p50", ":")):
                     pts = {}
                     for run in runs:
                         for r in run:
                             if r["workload"] == w and r["kind"] == k and who in r:
-                                pts.setdefault(r["c"], []).append(r[who][q])
+                                pts.setdefault(r["c"], []).append(_added(r, who, q))
                     if not pts:
                         continue
                     cs = sorted(pts)
