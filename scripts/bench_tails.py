@@ -382,9 +382,14 @@ def summarize(lat: dict[str, list[float]], base: str = "direct") -> dict[str, di
         if name in ("pairs", "cpu"):
             continue
         out[name] = {"p50": pct(xs, 0.5), "p99": pct(xs, 0.99), "n": len(xs)}
-    for r in out.values():
+    for name, r in out.items():
         b = out[base]
         r["added_p50"], r["added_p99"] = r["p50"] - b["p50"], r["p99"] - b["p99"]
+        # The p99 of each round's added latency (the target's minus its baseline's in the same round):
+        # a difference of two p99s is near zero, either sign, when the hop adds little to the mock's
+        # own tail, and a ratio to it says nothing; each round's added time is never below the target's cost.
+        own = lat.get(f"{name}_direct") or lat[base]
+        r["round_p99"] = pct([x - y for x, y in zip(lat[name], own, strict=True)], 0.99) if name != base else 0.0
     out["pairs"] = {"median": statistics.median(lat["pairs"]) * 1000}
     for name, ms in lat.get("cpu", {}).items():
         if name in out:  # (the floor's process runs in every rotation, a target of some)
@@ -635,8 +640,9 @@ def table(runs: list[list[dict]]) -> list[str]:
     lines = ["| workload | API | c | direct p50 / p99 ms | proxy added p50 | hop added p50 | proxy added p99 "
              "(runs' range) | hop added p99 (runs' range) | p99 added, proxy / hop (goal ≤ 2) | "
              "paired proxy − hop p50 (goal ≤ 0.5 small, ≤ 1.0 large at c=1) | the floor beyond the hop, paired "
-             "p50 | the floor's p99 added / hop's | CPU ms/req, proxy / floor / hop | "
-             "LiteLLM added p50 / p99 |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "p50 | the floor's p99 added / hop's | each round's added latency, p99: proxy / hop ms (ratio) | "
+             "CPU ms/req, proxy / floor / hop | LiteLLM added p50 / p99 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     keyed: dict[tuple, list[dict]] = {}
     for run in runs:
         for r in run:
@@ -663,10 +669,15 @@ def table(runs: list[list[dict]]) -> list[str]:
         lite = (f"{med(('litellm', 'added_p50')):+.1f} / {med(('litellm', 'added_p99')):+.1f}"
                 if all("litellm" in r for r in rs) else "refused the body (400)¹" if any(
                     "litellm_refused" in r for r in rs) else "—")
+        rounds = "—"
+        if all("round_p99" in r["proxy"] for r in rs):
+            p, h = med(("proxy", "round_p99")), med(("hop", "round_p99"))
+            rounds = f"{p:+.2f} / {h:+.2f} ({_ratio(p / h if h > 0 else float('nan'))})"
         lines.append(f"| {w} | {NAMES[k]} | {c} | {med(('direct', 'p50')):.2f} / {med(('direct', 'p99')):.2f} | "
                      f"{med(('proxy', 'added_p50')):+.2f} | {med(('hop', 'added_p50')):+.2f} | "
                      f"{rng(('proxy', 'added_p99'))} | {rng(('hop', 'added_p99'))} | {_ratio(ratio)} | "
-                     f"{pair:+.2f}{'' if goal is None else mark(pair <= goal)} | {floor} | {cpu} | {lite} |")
+                     f"{pair:+.2f}{'' if goal is None else mark(pair <= goal)} | {floor} | {rounds} | {cpu} | "
+                     f"{lite} |")
     return lines
 
 
