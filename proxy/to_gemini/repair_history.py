@@ -219,7 +219,8 @@ def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: 
         return contents
     if survey.without_id and (survey.call_ids or ids_given):  # (a response only takes the id of a call that has one)
         fill_response_ids(contents)
-    order_function_responses(contents)
+    if survey.parallel:  # (only a turn of two calls or more has answers to put in order)
+        order_function_responses(contents)
     if survey.structured:
         escape_response_refs(contents)
     if survey.media and not _parts_in_results(model, result_parts) and media_as_siblings(contents):
@@ -236,22 +237,23 @@ class Survey:
     """One pass over every part: which of the passes above could change anything. A conversation
     without tool results (most chat turns) skips them all; one whose results are all text with ids
     (the front-ends' own histories) skips the passes over every result; one whose calls carry no
-    ids (Gemini CLI's) skips fill_response_ids. `in_place` tells a caller whether the contents it
-    hands over can be shared with a body it must not change."""
+    ids (Gemini CLI's) skips fill_response_ids, and one without parallel calls the ordering of
+    their answers. `in_place` tells a caller whether the contents it hands over can be shared with
+    a body it must not change."""
 
-    __slots__ = ("call_ids", "calls_without_id", "media", "responses", "server_parts", "structured", "unsigned",
-                 "without_id")
+    __slots__ = ("call_ids", "calls_without_id", "media", "parallel", "responses", "server_parts", "structured",
+                 "unsigned", "without_id")
 
     def __init__(self, contents: list[dict[str, Any]]) -> None:
         self.responses = self.server_parts = self.without_id = self.structured = self.media = False
-        self.call_ids = self.calls_without_id = self.unsigned = False
+        self.call_ids = self.calls_without_id = self.unsigned = self.parallel = False
         for content in contents:
-            calls = signed = False
+            calls, signed = 0, False
             for part in content.get("parts") or ():
                 if _ACTED_ON.isdisjoint(part):
                     continue
                 if "functionCall" in part:  # (as sentinel.sign_unsigned_turns counts them)
-                    calls = True
+                    calls += 1
                     signed = signed or bool(part.get("thoughtSignature"))
                     fc = part["functionCall"]
                     if isinstance(fc, dict):
@@ -273,8 +275,9 @@ class Survey:
                     self.structured = True
                 if fr.get("parts"):
                     self.media = True
-            if calls and not signed and content.get("role") == "model":
-                self.unsigned = True
+            if calls and content.get("role") == "model":
+                self.unsigned = self.unsigned or not signed
+                self.parallel = self.parallel or calls > 1
 
     def in_place(self, model: str, result_parts: bool | None = None, signs: bool = False) -> bool:
         """Whether repair_history (and, when `signs`, the sentinel on unsigned calls) could change a
