@@ -25,11 +25,15 @@ from proxy.tools.call_ids import needs_call_ids
 
 
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
-                       placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None) -> dict[str, Any]:
-    """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
+                       placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None,
+                       placeholders: int | None = None) -> dict[str, Any]:
+    """The request with the session's tools, rewritten history and repairs; `body` is not modified.
+    `placeholders`: the placeholder turns in its contents, when the caller has counted them
+    (placeholder_count, for the store's rounds): none spares rewrite_history the same search."""
     out = apply_session_tools(body, ctx, merge=merge, model=model)
-    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder, model,
-                               ids=needs_call_ids(model))
+    contents = out.pop("contents", None) or []
+    if placeholders != 0:
+        contents = rewrite_history(contents, ctx.rounds if ctx else [], placeholder, model, ids=needs_call_ids(model))
     survey = Survey(contents)
     if survey.in_place(model, result_parts, signs=requires_signatures(model)):
         contents = _own_tool_turns(contents)
