@@ -218,3 +218,18 @@ def test_a_history_no_repair_changes_is_shared_with_the_apps_body() -> None:
     assert orjson.dumps(body) == before
     assert out["contents"][1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator"
     assert out["contents"][0] is body["contents"][0]
+
+
+def test_the_callers_placeholder_count_spares_only_a_search_that_finds_none() -> None:
+    """Rewrite counts the placeholder turns for the store and hands the count over: a count of none
+    skips rewrite_history, any other still has each placeholder replaced by its round."""
+    rnd = ToolRound([call("a")], {"a": {"output": "A"}})
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}, PLACEHOLDER,
+                         {"role": "user", "parts": [{"text": "and now?"}]}]}
+    counted = placeholder_count(body["contents"])
+    assert counted == 1
+    out = apply_tool_context(body, ctx_with(rnd), "gemini-2.5-flash", placeholders=counted)
+    assert out == apply_tool_context(body, ctx_with(rnd), "gemini-2.5-flash")
+    assert out["contents"][1]["parts"][0]["functionCall"]["name"] == "f"
+    plain = {"contents": [body["contents"][0]]}
+    assert apply_tool_context(plain, ctx_with(rnd), "gemini-2.5-flash", placeholders=0) == plain
