@@ -160,8 +160,14 @@ def _has_ref_key(value: Any, labels: frozenset[str] = frozenset()) -> bool:
 
 
 def _plain_text(response: Any) -> bool:
-    """A response of text values only (the front-ends' `{"output": text}`): no key below it."""
-    return type(response) is dict and "$ref" not in response and all(type(v) is str for v in response.values())
+    """A response of text values only (the front-ends' `{"output": text}`): no key below it. (A loop:
+    half the time of all() over a generator, once per result of every request.)"""
+    if type(response) is not dict or "$ref" in response:
+        return False
+    for value in response.values():  # noqa: SIM110 (the loop is the point)
+        if type(value) is not str:
+            return False
+    return True
 
 
 def escape_response_refs(contents: list[dict[str, Any]]) -> None:
