@@ -171,7 +171,7 @@ def _split(target: Target, outer: dict[str, Any] | None, model: str, rest: bytes
     if text_history.untouched(contents_raw, model, placeholder):
         return GeminiRequest(target, _wrapped(outer, body), inner, model, None, False, contents_raw, rest)
     try:
-        contents = parse_camel(b'{"contents":' + contents_raw + b"}")["contents"]
+        contents = parse_camel(b"".join((b'{"contents":', contents_raw, b"}")))["contents"]  # (one copy, not two)
         check_generate_request({"contents": contents})
     except (ProxyError, ValueError):
         return None
