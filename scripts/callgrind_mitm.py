@@ -4,10 +4,13 @@ where CPU-time ratios are not. Each mitmdump runs under callgrind; after a warm-
 zeroed (callgrind_control -z), N flows are sent one at a time, and the counters dumped (-d):
 instructions of those N flows only, start-up excluded. The canned upstream (bench_mitm.py) answers.
 
-`python scripts/callgrind_mitm.py [N]` prints the table (ratios against plain mitmdump, same run);
-CALLGRIND_ADDON_ROOT=DIR runs the addon of another checkout (an earlier commit's `git archive`), for
-a before/after; CALLGRIND_SCHEMES=http (or tls) measures one scheme only. The dumps stay in the
-printed directory (`callgrind_annotate FILE` shows where the instructions went).
+`python scripts/callgrind_mitm.py [--large] [N]` prints the table (ratios against plain mitmdump,
+same run). `--large` measures bench_tails.py's large native body instead (`body("native", LARGE)`:
+a ~50-turn agent history of calls and results, 20 tools, a system prompt; ~68 KB), without a
+session (the app's own tools, repaired where they need it): issue 62's costly flow, "large" rows.
+CALLGRIND_ADDON_ROOT=DIR runs the addon of another checkout (an earlier commit's `git archive`),
+for a before/after; CALLGRIND_SCHEMES=http (or tls) measures one scheme only. The dumps stay in
+the printed directory (`callgrind_annotate FILE` shows where the instructions went).
 """
 
 import asyncio
@@ -86,9 +89,18 @@ def measure(proc: subprocess.Popen, via: str, out: Path, scheme: str, ssl_ctx: o
     return instructions(proc.pid, out, label) / n
 
 
+def large_body() -> dict:
+    """bench_tails.py's large native body (imported only when asked for)."""
+    from scripts.bench_tails import LARGE, body
+    return body("native", LARGE)
+
+
 def main() -> None:
     import ssl
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    args = sys.argv[1:]
+    large = "--large" in args
+    args = [a for a in args if a != "--large"]
+    n = int(args[0]) if args else 100
     schemes = (os.environ.get("CALLGRIND_SCHEMES") or "http,tls").split(",")
     tmp = Path(tempfile.mkdtemp(prefix="gtp-callgrind-"))
     print(f"dumps in {tmp}", flush=True)
@@ -120,20 +132,23 @@ def main() -> None:
                         return
                 except aiohttp.ClientConnectorError:
                     await asyncio.sleep(0.5)
-        for front in fronts.values():
-            asyncio.run(set_tools(front))
+        if not large:  # (the large rows have no session)
+            for front in fronts.values():
+                asyncio.run(set_tools(front))
         lines = ["| flow (canned upstream) | app's own tools | tools injected | plain mitmdump "
                  "instructions/flow | addon instructions/flow | addon vs plain |", "|---|---|---|---|---|---|"]
+        # (label, body, app's tools, injected counts): the small body with and without the app's tool, or the large
+        cases = [("large", large_body(), "present", (0,))] if large else [
+            ("", small_body(app_tools), "present" if app_tools else "absent", (0, 20)) for app_tools in (True, False)]
         for scheme in schemes:
             ssl_ctx = client_ssl if scheme == "tls" else False
-            for app_tools in (True, False):
-                body = small_body(app_tools)
-                base = measure(*plain[scheme], scheme, ssl_ctx, body, False, n, f"plain-{scheme}-{app_tools}")
-                for injected in (0, 20):
+            for label, body, app_tools, injections in cases:
+                base = measure(*plain[scheme], scheme, ssl_ctx, body, False, n, f"plain-{scheme}-{label}{app_tools}")
+                for injected in injections:
                     got = measure(*addon[scheme], scheme, ssl_ctx, body, injected > 0, n,
-                                  f"addon-{scheme}-{app_tools}-{injected}")
-                    lines.append(f"| {'plaintext' if scheme == 'http' else 'TLS'} | "
-                                 f"{'present' if app_tools else 'absent'} | {injected} | "
+                                  f"addon-{scheme}-{label}{app_tools}-{injected}")
+                    lines.append(f"| {'plaintext' if scheme == 'http' else 'TLS'}{' ' + label if label else ''} | "
+                                 f"{app_tools} | {injected} | "
                                  f"{base / 1e6:.2f} M | {got / 1e6:.2f} M | {got / base:.3f}× |")
                     print(lines[-1], flush=True)
         print("\n".join(lines))

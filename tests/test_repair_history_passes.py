@@ -50,3 +50,50 @@ def every_pass(contents: list, model: str) -> list:
 def test_skipping_passes_changes_nothing(contents: list, model: str) -> None:
     assert rh.repair_history(copy.deepcopy(contents), model) == every_pass(copy.deepcopy(contents), model)
 
+
+
+SIGNED_CALL = st.builds(lambda n, i: {"functionCall": {"name": n, "args": {}, **({"id": i} if i else {})},
+                                      "thoughtSignature": "sig"},
+                        st.sampled_from(["a", "b"]), st.sampled_from([None, "1"]))
+ANY_CONTENT = st.builds(lambda role, parts: {"role": role, "parts": parts}, st.sampled_from(["user", "model"]),
+                        st.lists(st.one_of(TEXT, CALL, SIGNED_CALL, ANSWER, SERVER), min_size=1, max_size=3))
+MODELS = st.sampled_from(["gemini-2.5-flash", "gemini-3-pro-preview", "gemini-3.6-flash", "claude-sonnet-4-6"])
+
+
+@given(st.lists(ANY_CONTENT, max_size=6), MODELS, st.sampled_from([None, True, False]))
+def test_a_survey_that_says_nothing_changes_in_place_is_right(contents: list, model: str,
+                                                              result_parts: bool | None) -> None:
+    """apply_tool_context shares the app's turns with the repairs when Survey.in_place says none of
+    them (nor the sentinel) changes a turn or a part in place: then they must not, on any history."""
+    from proxy.signatures.sentinel import requires_signatures, sign_current_turn
+
+    before = copy.deepcopy(contents)
+    survey = rh.Survey(contents)
+    repaired = rh.repair_history(list(contents), model, result_parts=result_parts, survey=survey)
+    sign_current_turn(repaired, model)
+    if not survey.in_place(model, result_parts, signs=requires_signatures(model)):
+        assert contents == before
+    again = rh.repair_history(copy.deepcopy(before), model, result_parts=result_parts)  # no survey handed over
+    sign_current_turn(again, model)
+    assert repaired == again
+
+
+def test_responses_take_the_ids_of_calls_that_have_them() -> None:
+    """fill_response_ids runs when a call carries an id (Gemini 3's own) or was given one (Claude)."""
+    def history(ids: bool) -> list:
+        def call(name: str, gid: str) -> dict:
+            return {"functionCall": {"name": name, "args": {}, **({"id": gid} if ids else {})}}
+        return [{"role": "user", "parts": [{"text": "go"}]},
+                {"role": "model", "parts": [call("a", "c1"), call("b", "c2")]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "b", "response": {"output": "B"}}},
+                                           {"functionResponse": {"name": "a", "response": {"output": "A"}}}]}]
+
+    out = rh.repair_history(history(True), "gemini-3-pro-preview")
+    assert [(p["functionResponse"]["name"], p["functionResponse"]["id"]) for p in out[2]["parts"]] == [
+        ("a", "c1"), ("b", "c2")]
+    out = rh.repair_history(history(False), "claude-sonnet-4-6")  # ids given to the calls, then to the answers
+    calls = [p["functionCall"]["id"] for p in out[1]["parts"]]
+    assert all(calls) and [p["functionResponse"]["id"] for p in out[2]["parts"]] == calls
+    out = rh.repair_history(history(False), "gemini-2.5-flash")  # Gemini CLI's: no ids anywhere, none made up
+    assert not any("id" in p["functionResponse"] for p in out[2]["parts"])
+    assert [p["functionResponse"]["name"] for p in out[2]["parts"]] == ["a", "b"], "still in call order"

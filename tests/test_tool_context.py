@@ -200,3 +200,36 @@ def test_app_tools_are_repaired_only_where_they_hold_parameters() -> None:
     write = repaired[0]["functionDeclarations"][1]["parameters"]
     assert "$defs" not in write and b"$ref" not in orjson.dumps(write) and write["properties"]["p"]["type"]
     assert repaired[0]["functionDeclarations"][0] == openapi[0]["functionDeclarations"][0]
+
+
+def test_a_history_no_repair_changes_is_shared_with_the_apps_body() -> None:
+    """Gemini CLI's history (calls without ids, text results) on a model that needs no sentinel: no
+    repair changes a turn in place, so none is copied (issue 62: the copy cost a 50-turn history
+    about 60 us a request) and nothing changes. On Gemini 3 the current turn's unsigned call is
+    signed, on a copy."""
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "look"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"absolute_path": "/a"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"output": "text"}}}]}]}
+    before = orjson.dumps(body)
+    out = apply_tool_context(body, None, "gemini-2.5-flash")
+    assert out == body and all(a is b for a, b in zip(out["contents"], body["contents"], strict=True))
+    out = apply_tool_context(body, None, "gemini-3-pro-preview")
+    assert orjson.dumps(body) == before
+    assert out["contents"][1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator"
+    assert out["contents"][0] is body["contents"][0]
+
+
+def test_the_callers_placeholder_count_spares_only_a_search_that_finds_none() -> None:
+    """Rewrite counts the placeholder turns for the store and hands the count over: a count of none
+    skips rewrite_history, any other still has each placeholder replaced by its round."""
+    rnd = ToolRound([call("a")], {"a": {"output": "A"}})
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}, PLACEHOLDER,
+                         {"role": "user", "parts": [{"text": "and now?"}]}]}
+    counted = placeholder_count(body["contents"])
+    assert counted == 1
+    out = apply_tool_context(body, ctx_with(rnd), "gemini-2.5-flash", placeholders=counted)
+    assert out == apply_tool_context(body, ctx_with(rnd), "gemini-2.5-flash")
+    assert out["contents"][1]["parts"][0]["functionCall"]["name"] == "f"
+    plain = {"contents": [body["contents"][0]]}
+    assert apply_tool_context(plain, ctx_with(rnd), "gemini-2.5-flash", placeholders=0) == plain

@@ -26,7 +26,7 @@ from proxy.intercept.targets import Target, classify
 from proxy.pattern_rules import matches
 from proxy.session.placeholders import DEFAULT_PLACEHOLDER
 from proxy.wire.gemini import check_cloudcode_request, check_generate_request
-from proxy.wire.gemini_keys import to_camel_request
+from proxy.wire.gemini_keys import parse_camel, to_camel_request
 from proxy.wire.json_body import parse_json
 
 SELECTED = "gemini_tool_proxy.selected"  # the parsed request (or None: not ours)
@@ -171,7 +171,7 @@ def _split(target: Target, outer: dict[str, Any] | None, model: str, rest: bytes
     if text_history.untouched(contents_raw, model, placeholder):
         return GeminiRequest(target, _wrapped(outer, body), inner, model, None, False, contents_raw, rest)
     try:
-        contents = to_camel_request(parse_json(b'{"contents":' + contents_raw + b"}")["contents"])
+        contents = parse_camel(b"".join((b'{"contents":', contents_raw, b"}")))["contents"]  # (one copy, not two)
         check_generate_request({"contents": contents})
     except (ProxyError, ValueError):
         return None

@@ -69,7 +69,7 @@ class Rewrite:
             exchange.failed(e)
             return
         try:
-            body = self._rewritten(req, tool_ctx)
+            body = self._rewritten(req, tool_ctx, needed)
         except ProxyError as e:
             log.warning("refused intercepted request for session %s: %s", req.session, e.message)
             flow.response = gemini_error_response(e, "FAILED_PRECONDITION", req.model)
@@ -82,8 +82,9 @@ class Rewrite:
             flow.request.headers["accept-encoding"] = "identity"  # the tap must see plain bytes
         flow.metadata[META] = FlowState(req.target, req.model, req.session)
 
-    def _rewritten(self, req: GeminiRequest, tool_ctx: ToolContext | None) -> bytes | None:
-        """The body to send, or None when the app's bytes go out exactly as sent."""
+    def _rewritten(self, req: GeminiRequest, tool_ctx: ToolContext | None, placeholders: int) -> bytes | None:
+        """The body to send, or None when the app's bytes go out exactly as sent; `placeholders`: the
+        placeholder turns in its contents (counted for the store)."""
         o = self.options.flow
         if req.contents_raw is not None:  # text turns only: they stay the app's bytes (text_history.py)
             rest = self._rest(req, tool_ctx)
@@ -95,7 +96,8 @@ class Rewrite:
             return text_history.join(fast_json.dumps({k: v for k, v in req.body.items() if k != "request"}), request,
                                      "request")
         rewritten = apply_tool_context(req.inner, tool_ctx, req.model, merge=o.merge_tools, placeholder=o.placeholder,
-                                       result_parts=self.options.rules.result_parts(req.model))
+                                       result_parts=self.options.rules.result_parts(req.model),
+                                       placeholders=placeholders)
         if rewritten == req.inner and not req.marked:
             return None
         return fast_json.dumps({**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten)

@@ -21,7 +21,7 @@ def take_marker(contents: list[dict[str, Any]]) -> tuple[str | None, list[dict[s
         if not isinstance(content, dict) or content.get("role", "user") != "user":
             out.append(content)
             continue
-        if content.get("parts") and not any(_may_hold_marker(p) for p in content["parts"]):
+        if content.get("parts") and not _may_hold_marker(content["parts"]):
             out.append(content)  # nothing to take: the same object (the regex costs on long histories)
             continue
         parts = []
@@ -38,5 +38,12 @@ def take_marker(contents: list[dict[str, Any]]) -> tuple[str | None, list[dict[s
     return found, out
 
 
-def _may_hold_marker(part: Any) -> bool:
-    return isinstance(part, dict) and isinstance(part.get("text"), str) and "<session:" in part["text"]
+def _may_hold_marker(parts: list[Any]) -> bool:
+    """Whether a text part may hold a marker (a loop, not any() over a generator: every user turn of
+    every request is asked)."""
+    for part in parts:
+        if isinstance(part, dict):
+            text = part.get("text")
+            if isinstance(text, str) and "<session:" in text:
+                return True
+    return False

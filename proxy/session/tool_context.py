@@ -18,19 +18,28 @@ from proxy import fast_json
 from proxy.session.app_tools import declared_names, note_repairs, repair_app_tools
 from proxy.session.placeholders import DEFAULT_PLACEHOLDER, rewrite_history
 from proxy.session.session_tools import ToolContext
-from proxy.signatures.sentinel import sign_current_turn
-from proxy.to_gemini.repair_history import repair_history
+from proxy.signatures.sentinel import requires_signatures, sign_current_turn
+from proxy.to_gemini.repair_history import Survey, repair_history
 from proxy.tools import claude_schema
 from proxy.tools.call_ids import needs_call_ids
 
 
 def apply_tool_context(body: dict[str, Any], ctx: ToolContext | None, model: str, *, merge: bool = False,
-                       placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None) -> dict[str, Any]:
-    """The request with the session's tools, rewritten history and repairs; `body` is not modified."""
+                       placeholder: str = DEFAULT_PLACEHOLDER, result_parts: bool | None = None,
+                       placeholders: int | None = None) -> dict[str, Any]:
+    """The request with the session's tools, rewritten history and repairs; `body` is not modified.
+    `placeholders`: the placeholder turns in its contents, when the caller has counted them
+    (placeholder_count, for the store's rounds): none spares rewrite_history the same search."""
     out = apply_session_tools(body, ctx, merge=merge, model=model)
-    contents = rewrite_history(out.pop("contents", None) or [], ctx.rounds if ctx else [], placeholder, model,
-                               ids=needs_call_ids(model))
-    contents = repair_history(_own_tool_turns(contents), model, result_parts=result_parts)
+    contents = out.pop("contents", None) or []
+    if placeholders != 0:
+        contents = rewrite_history(contents, ctx.rounds if ctx else [], placeholder, model, ids=needs_call_ids(model))
+    survey = Survey(contents)
+    if survey.in_place(model, result_parts, signs=requires_signatures(model)):
+        contents = _own_tool_turns(contents)
+    else:  # the repairs only put new turns in the list (merged, reordered): the app's turns are shared
+        contents = list(contents)
+    contents = repair_history(contents, model, result_parts=result_parts, survey=survey)
     sign_current_turn(contents, model)
     out["contents"] = contents
     return out
@@ -77,7 +86,9 @@ def _own_tool_turns(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A new list of the contents in which each turn holding a tool part is a copy of its own (a JSON
     round trip, several times faster than deepcopy), so the repairs never touch the app's body: the
     caller compares the result with it to send the app's own bytes when nothing changed. Text turns
-    (most of a long history) are shared, not copied."""
+    (most of a long history) are shared, not copied. Only made when a repair will change a turn in
+    place (Survey.in_place): Gemini CLI's calls carry no ids and its results are text, so its
+    history is usually only read (a 50-turn agent history's copy cost about 60 us a request)."""
     out = list(contents)
     tool_turns = [i for i, c in enumerate(out) if any(not _TOOL_PARTS.isdisjoint(p) for p in c.get("parts") or ())]
     if tool_turns:

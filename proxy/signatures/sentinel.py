@@ -38,8 +38,11 @@ def sign_current_turn(contents: list[dict[str, Any]], model: str) -> None:
     """Foreign history repair: the sentinel on the first call of each model turn of the current turn only.
 
     The current turn starts at the last user content that holds text rather than function responses
-    (the scope Gemini validates, docs/wire.md#signatures).
+    (the scope Gemini validates, docs/wire.md#signatures). Nothing to look for on a model that
+    validates none (the walk for the current turn cost a long history about 15 us a request).
     """
+    if not requires_signatures(model):
+        return
     start = 0
     for i, c in enumerate(contents):
         if c.get("role") == "user" and any("text" in p for p in c.get("parts") or [] if isinstance(p, dict)):

@@ -160,8 +160,14 @@ def _has_ref_key(value: Any, labels: frozenset[str] = frozenset()) -> bool:
 
 
 def _plain_text(response: Any) -> bool:
-    """A response of text values only (the front-ends' `{"output": text}`): no key below it."""
-    return type(response) is dict and "$ref" not in response and all(type(v) is str for v in response.values())
+    """A response of text values only (the front-ends' `{"output": text}`): no key below it. (A loop:
+    half the time of all() over a generator, once per result of every request.)"""
+    if type(response) is not dict or "$ref" in response:
+        return False
+    for value in response.values():  # noqa: SIM110 (the loop is the point)
+        if type(value) is not str:
+            return False
+    return True
 
 
 def escape_response_refs(contents: list[dict[str, Any]]) -> None:
@@ -194,50 +200,73 @@ def drop_server_parts(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: bool | None = None
-                   ) -> list[dict[str, Any]]:
+def repair_history(contents: list[dict[str, Any]], model: str, *, result_parts: bool | None = None,
+                   survey: "Survey | None" = None) -> list[dict[str, Any]]:
     """Apply the repairs above. Modifies the contents in place; returns them (one shorter when a
     prefill turn was dropped). The contents must have passed the Gemini wire model (wire/gemini.py).
-    `result_parts`: whether the model takes functionResponse.parts (None: its default)."""
+    `result_parts`: whether the model takes functionResponse.parts (None: its default). `survey`:
+    the caller's Survey of these contents, which spares the walk when no turn was merged or dropped."""
     given = len(contents)
     contents = drop_trailing_prefill(merge_chunk_turns(contents), model)
     if len(contents) != given:
         exchange.note("history", f"{given} turns became {len(contents)}: streamed chunks of one model turn merged, "
                                  "or a trailing model prefill dropped")
-    survey = _Survey(contents)
+        survey = None  # (a merge may have dropped a repeated call part)
+    if survey is None:
+        survey = Survey(contents)
     if survey.server_parts and not combines_search(model):
         contents = drop_server_parts(contents)
         exchange.note("history", f"Google Search parts dropped from the history: {model} cannot combine them "
                                  "with function calls")
-    if needs_call_ids(model) and (given := fill_call_ids(contents)):
-        exchange.note("history", f"{given} call(s) without an id given one: {model} pairs calls and results by id")
+    ids_given = 0
+    if needs_call_ids(model) and (ids_given := fill_call_ids(contents)):
+        exchange.note("history", f"{ids_given} call(s) without an id given one: {model} pairs calls and results by id")
     if not survey.responses:  # the rest only touch function responses
         return contents
-    if survey.without_id:
+    if survey.without_id and (survey.call_ids or ids_given):  # (a response only takes the id of a call that has one)
         fill_response_ids(contents)
-    order_function_responses(contents)
+    if survey.parallel:  # (only a turn of two calls or more has answers to put in order)
+        order_function_responses(contents)
     if survey.structured:
         escape_response_refs(contents)
-    if survey.media and not (parts_in_results(model) if result_parts is None else result_parts) and (
-            media_as_siblings(contents)):
+    if survey.media and not _parts_in_results(model, result_parts) and media_as_siblings(contents):
         exchange.note("history", f"media returned by tools sent as parts after the function responses: {model} "
                                  "takes no functionResponse.parts")
     return contents
 
 
-class _Survey:
+def _parts_in_results(model: str, result_parts: bool | None) -> bool:
+    return parts_in_results(model) if result_parts is None else result_parts
+
+
+class Survey:
     """One pass over every part: which of the passes above could change anything. A conversation
     without tool results (most chat turns) skips them all; one whose results are all text with ids
-    (the front-ends' own histories) skips the passes over every result."""
+    (the front-ends' own histories) skips the passes over every result; one whose calls carry no
+    ids (Gemini CLI's) skips fill_response_ids, and one without parallel calls the ordering of
+    their answers. `in_place` tells a caller whether the contents it hands over can be shared with
+    a body it must not change."""
 
-    __slots__ = ("media", "responses", "server_parts", "structured", "without_id")
+    __slots__ = ("call_ids", "calls_without_id", "media", "parallel", "responses", "server_parts", "structured",
+                 "unsigned", "without_id")
 
     def __init__(self, contents: list[dict[str, Any]]) -> None:
         self.responses = self.server_parts = self.without_id = self.structured = self.media = False
+        self.call_ids = self.calls_without_id = self.unsigned = self.parallel = False
         for content in contents:
+            calls, signed = 0, False
             for part in content.get("parts") or ():
                 if _ACTED_ON.isdisjoint(part):
                     continue
+                if "functionCall" in part:  # (as sentinel.sign_unsigned_turns counts them)
+                    calls += 1
+                    signed = signed or bool(part.get("thoughtSignature"))
+                    fc = part["functionCall"]
+                    if isinstance(fc, dict):
+                        if fc.get("id"):
+                            self.call_ids = True
+                        else:
+                            self.calls_without_id = True
                 if not _SERVER_PARTS.isdisjoint(part):
                     self.server_parts = True
                 if "functionResponse" not in part:
@@ -252,7 +281,20 @@ class _Survey:
                     self.structured = True
                 if fr.get("parts"):
                     self.media = True
+            if calls and content.get("role") == "model":
+                self.unsigned = self.unsigned or not signed
+                self.parallel = self.parallel or calls > 1
+
+    def in_place(self, model: str, result_parts: bool | None = None, signs: bool = False) -> bool:
+        """Whether repair_history (and, when `signs`, the sentinel on unsigned calls) could change a
+        part or a turn of these contents in place, rather than only put new turns in their list.
+        Never False when one could: a merge or a dropped turn only removes what was surveyed."""
+        return (self.server_parts and not combines_search(model)
+                or self.calls_without_id and needs_call_ids(model)
+                or self.responses and (self.without_id and self.call_ids or self.structured
+                                       or self.media and not _parts_in_results(model, result_parts))
+                or signs and self.unsigned)
 
 
 _SERVER_PARTS = frozenset(SERVER_PARTS)
-_ACTED_ON = frozenset({"functionResponse", *SERVER_PARTS})
+_ACTED_ON = frozenset({"functionCall", "functionResponse", *SERVER_PARTS})

@@ -40,7 +40,7 @@ MAX_TOOLS_BYTES = 8 * 1024 * 1024
 
 # orjson turns an integer beyond 64 bits into a float; a float this large in its result may have
 # been such an integer, so the body is parsed again by the standard library, which keeps it exact.
-_BIG = 2.0**63
+BIG_FLOAT = 2.0**63
 
 
 def parse_json(raw: bytes) -> Any:
@@ -197,7 +197,7 @@ def _plain(node: Any, budget: int = MAX_JSON_DEPTH) -> bool:
         if t is dict or t is list:
             if not _plain(v, budget - 1):
                 return False
-        elif t is float and not -_BIG < v < _BIG:
+        elif t is float and not -BIG_FLOAT < v < BIG_FLOAT:
             return False
     return True
 
