@@ -29,17 +29,23 @@ class _Item:
     checks a request's items against their shapes (strict, unknown keys kept), which builds no model
     instance (2.3 us an item as a pydantic model, a long history's largest check)."""
 
-    __slots__ = ("_wire",)
+    # `type` is read once, when the item is made: every scan of the input (carriers, deferral,
+    # compactions, the trigger) asks each item's type, and a slot is read without a Python call.
+    __slots__ = ("_wire", "type")
     shape: ClassVar[type]
+    _type_default: ClassVar[str | None]
 
     def __init__(self, wire: dict[str, Any] | None = None, /, **fields: Any) -> None:
         """`wire`: a checked item; else the item made of `fields` (the proxy's own, not checked)."""
-        self._wire = fields if wire is None else wire
+        self._wire = wire = fields if wire is None else wire
+        self.type = wire.get("type", self._type_default)
 
     def __init_subclass__(cls, shape: type, defaults: dict[str, Any] | None = None) -> None:
         cls.shape = shape
+        cls._type_default = (defaults or {}).get("type")
         for name in shape.__annotations__:
-            setattr(cls, name, property(_reader(name, (defaults or {}).get(name))))
+            if name != "type":
+                setattr(cls, name, property(_reader(name, (defaults or {}).get(name))))
 
     def wire(self) -> dict[str, Any]:
         """The item as the client sent it."""
