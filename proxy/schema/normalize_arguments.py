@@ -140,7 +140,7 @@ class _Normalizer:
 
 
 def _errors(value: Any, schema: Any, root: dict[str, Any]) -> list[str]:
-    if not isinstance(schema, dict | bool):
+    if not isinstance(schema, dict | bool) or _surely_valid(value, schema, top=True):
         return []
     if isinstance(schema, dict) and root is not schema:
         schema = {**schema, "$defs": root.get("$defs", {}), "definitions": root.get("definitions", {})}
@@ -150,6 +150,67 @@ def _errors(value: Any, schema: Any, root: dict[str, Any]) -> list[str]:
     except Exception as e:  # noqa: BLE001 - a schema jsonschema cannot use (a JS-style pattern, an odd keyword)
         _skip_once(schema, f"validation skipped: {type(e).__name__}: {e}")
         return []  # validates nothing: the arguments pass through
+
+
+# What a schema may hold for `_surely_valid` to answer: annotations (nothing to check) and a few
+# keywords whose meaning is the same in every draft from 6 to 2020-12.
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "deprecated", "readOnly",
+                          "writeOnly"})
+_DRAFTS = frozenset({"https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema",
+                     "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema",
+                     "http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-06/schema"})
+# A JSON type's values, by their exact Python types (what jsonschema decides otherwise -- 1.0 as an
+# integer, a subclass -- is left to it).
+_TYPE_OF: dict[str, tuple[type, ...]] = {"string": (str,), "boolean": (bool,), "integer": (int,),
+                                         "number": (int, float), "object": (dict,), "array": (list,),
+                                         "null": (type(None),)}
+
+
+def _surely_valid(value: Any, schema: Any, top: bool = False) -> bool:
+    """True only when `value` is valid against `schema` for jsonschema too, without asking it (its
+    check of one call's arguments cost 25 us; a tool's schema is most often a flat object of typed
+    properties). False means "not sure": anything outside the few keywords above, a type or an enum
+    it would have to think about, a schema it might refuse; jsonschema then decides, and words the
+    errors."""
+    if type(schema) is not dict:
+        return False
+    for key, rule in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key == "type":
+            names = (rule,) if type(rule) is str else rule if type(rule) is list else ()
+            if not all(type(n) is str and n in _TYPE_OF for n in names) or not any(  # (an unknown one: it raises)
+                    type(value) in _TYPE_OF[n] for n in names):
+                return False
+        elif key == "properties":
+            if type(rule) is not dict:
+                return False
+            if type(value) is dict and not all(k not in rule or _surely_valid(v, rule[k]) for k, v in value.items()):
+                return False
+        elif key == "required":
+            if type(rule) is not list or not all(type(n) is str for n in rule):
+                return False
+            if type(value) is dict and not all(n in value for n in rule):
+                return False
+        elif key == "additionalProperties":  # argument_validator.py's: the keys not in `properties`
+            props = schema.get("properties", {})
+            if not (rule is True or rule is False or type(rule) is dict) or type(props) is not dict:
+                return False
+            if type(value) is dict and rule is not True:
+                extras = [k for k in value if k not in props]
+                if rule is False and extras or not all(_surely_valid(value[k], rule) for k in extras):
+                    return False
+        elif key == "items":
+            if type(rule) is not dict or type(value) is list and not all(_surely_valid(v, rule) for v in value):
+                return False
+        elif key == "enum":
+            if type(rule) is not list or type(value) is not str or not any(
+                    type(e) is str and e == value for e in rule):
+                return False
+        elif not top or not (key in ("$defs", "definitions")
+                             or key == "$schema" and type(rule) is str and rule in _DRAFTS):
+            return False
+    return True
 
 
 def normalize_arguments(args: dict[str, Any], schema: dict[str, Any] | None, *, fill_missing: bool = False
