@@ -31,14 +31,7 @@ from proxy.upstream.gemini.client import GeminiUpstream
 from proxy.usage.ledger import Ledger, LimitsUnavailable
 from proxy.usage.limits import rate_headers, refusal_text
 from proxy.wire.model_name import check_model_name, credential_like, credential_refusal
-from proxy.wire.responses import (
-    CustomToolCallItem,
-    FunctionCallItem,
-    FunctionCallOutputItem,
-    InputItem,
-    ToolSearchCallItem,
-    WebSearchCallItem,
-)
+from proxy.wire.responses import InputItem, referred_ids
 from proxy.wire.shared_tools import SharedTools
 
 SESSION_HEADER = "x-gtp-session"
@@ -46,8 +39,6 @@ DEFAULT_SESSION = "default"
 DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview")
 # Names refused as credentials one request's record holds (a WebSocket's many messages share one).
 MAX_REQUEST_SECRETS = 8
-# Input items that refer to an earlier call (their records are looked up before translating).
-_REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem, ToolSearchCallItem)
 
 
 RATE_HEADERS = web.RequestKey("gtp_rate_headers", dict)  # an admitted turn's rate-limit headers, for its answer
@@ -181,8 +172,7 @@ class Context:
             exchange.note("tools", f"deferred tools: {len(held)} of {len(deferral.tools)} held back from Gemini's "
                                    f"declarations until a search finds them (~{deferral.tokens_saved()} input tokens "
                                    "not sent)", held_back=len(held), tokens_saved=deferral.tokens_saved())
-        call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.search_id if isinstance(i, ToolSearchCallItem)
-                    else i.call_id for i in items if isinstance(i, _REFERRING)]
+        call_ids = referred_ids(items)
         carried = self.seal(request, model).decode(items)
         stored = await self.store.get_calls(session, call_ids)
         if any(r.model and r.model != model for r in stored.values()):  # made by another model: unsigned

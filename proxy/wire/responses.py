@@ -264,6 +264,24 @@ ITEM_MODELS: dict[str, type[_Item]] = {
     "compaction_trigger": CompactionTriggerItem,
 }
 
+# The field naming the earlier call an item refers to, by the item's class.
+_REFERS: dict[type[_Item], str] = {FunctionCallItem: "call_id", CustomToolCallItem: "call_id",
+                                   FunctionCallOutputItem: "call_id", WebSearchCallItem: "id"}
+
+
+def referred_ids(items: list[Any]) -> list[str]:
+    """The ids of the earlier calls (and searches) `items` refer to, in order: what their records are
+    looked up by. Read from each item's dict (an agent's history refers to dozens of calls)."""
+    out = []
+    for item in items:
+        field = _REFERS.get(type(item))
+        if field is not None:
+            out.append(item._wire.get(field))  # (a field left out: None, as its attribute reads it)
+        elif isinstance(item, ToolSearchCallItem):
+            out.append(item.search_id)
+    return out
+
+
 # One check of a list per item kind: parse_input checks all the items of one kind in one call (one
 # call per item cost a microsecond or two each on long histories, and one union picking each item's
 # member with a discriminator function about one more).
