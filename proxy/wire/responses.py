@@ -6,6 +6,8 @@ Field types are strict (a string where a number belongs is a 400), as OpenAI doe
 shape anywhere is a 400 naming the field before the core sees it.
 """
 
+import operator
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -58,6 +60,11 @@ class _Item:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._wire!r})"
+
+
+# An item's checked dict, as `item.wire()` gives it, in one C call (the history builder reads each
+# call's and output's fields from it).
+wire_of: Callable[[Any], dict[str, Any]] = operator.attrgetter("_wire")
 
 
 def _reader(name: str, default: Any) -> Any:
