@@ -137,10 +137,13 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                     if not b.tool_use_id:
                         raise ProxyError(f"Missing required parameter: '{where}[{j}].tool_use_id'.",
                                          param=f"{where}[{j}].tool_use_id")
+                    content = b.content  # (most results: one text, taken as it is)
                     item = {"type": "function_call_output", "call_id": b.tool_use_id,
-                            "output": _result_content(b, f"{where}[{j}]"), "is_error": b.is_error is True}
+                            "output": content if type(content) is str else _result_content(b, f"{where}[{j}]"),
+                            "is_error": b.is_error is True}
                     found: set[str] = set()
-                    _add_references(b, found)
+                    if type(content) is not str:  # (a text names no tools)
+                        _add_references(b, found)
                     if found and isinstance(item["output"], str):  # kept in Gemini's history by name: a
                         # thread's later turns keep them declared (deferral.loaded_in_contents)
                         item["result_object"] = {"output": item["output"],
@@ -155,13 +158,13 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                 items.append({"type": "message", "role": "user", "content": parts})
             continue
         for j, b in enumerate(blocks):
-            at = f"{where}[{j}]"
             if b.type == "text":
                 if b.text:
                     items.append({"type": "message", "role": "assistant",
                                   "content": [{"type": "output_text", "text": b.text}]})
             elif b.type == "tool_use":
                 if not b.id or not b.name:
+                    at = f"{where}[{j}]"
                     raise ProxyError(f"{at}: a tool_use block needs an id and a name.", param=at)
                 items.append({"type": "function_call", "call_id": b.id, "name": b.name,
                               "arguments": fast_json.dumps(b.input or {}).decode()})
@@ -189,6 +192,7 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                     out["error"] = b.content.get("error_message") or b.content.get("error_code") or "error"
                 items.append(out)
             else:
+                at = f"{where}[{j}]"
                 raise ProxyError(f"Content blocks of type '{b.type}' are not supported in an assistant turn "
                                  f"('{at}').", param=f"{at}.type")
     return items

@@ -1,0 +1,44 @@
+"""messages_to_items' shortcuts on a long history (a text result taken as it is, a block's path
+written only for its 400) give the items and the errors they gave before."""
+
+import pytest
+
+from proxy.anthropic.to_items import LOADED_NOTE, messages_to_items
+from proxy.errors import ProxyError
+from proxy.wire.anthropic import Message
+
+
+def items(*messages: dict) -> list[dict]:
+    return messages_to_items([Message.model_validate(m) for m in messages])
+
+
+def test_tool_results_of_every_content() -> None:
+    ref = {"type": "tool_reference", "tool_name": "Grep"}
+    got = items({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "a", "content": "text"},
+        {"type": "tool_result", "tool_use_id": "b", "content": ""},
+        {"type": "tool_result", "tool_use_id": "c"},
+        {"type": "tool_result", "tool_use_id": "d", "content": [{"type": "text", "text": "t"}], "is_error": True},
+        {"type": "tool_result", "tool_use_id": "e", "content": [ref]}]})
+    assert [(i["call_id"], i["output"], i["is_error"], i.get("result_object")) for i in got] == [
+        ("a", "text", False, None), ("b", "", False, None), ("c", "", False, None), ("d", "t", True, None),
+        ("e", LOADED_NOTE.format("Grep"), False, {"output": LOADED_NOTE.format("Grep"), "tools": [{"name": "Grep"}]})]
+
+
+@pytest.mark.parametrize("block, message, param", [
+    ({"type": "tool_use", "id": "x"}, "messages[1].content[1]: a tool_use block needs an id and a name.",
+     "messages[1].content[1]"),
+    ({"type": "image", "source": {}}, "Content blocks of type 'image' are not supported in an assistant turn "
+     "('messages[1].content[1]').", "messages[1].content[1].type"),
+])
+def test_an_assistant_block_s_400_names_it(block: dict, message: str, param: str) -> None:
+    with pytest.raises(ProxyError) as e:
+        items({"role": "user", "content": "hi"},
+              {"role": "assistant", "content": [{"type": "text", "text": "ok"}, block]})
+    assert (e.value.message, e.value.param) == (message, param)
+
+
+def test_a_result_object_is_refused_by_name() -> None:
+    with pytest.raises(ProxyError) as e:
+        items({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": {"x": 1}}]})
+    assert e.value.param == "messages[0].content[0].content"
