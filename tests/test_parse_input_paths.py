@@ -1,6 +1,6 @@
-"""parse_input finds each item's kind without a Python step per item: what it gives (items, their
-wire, their `type`) and what it refuses (the 400 of the first bad item, word for word) are those of
-the plain loop it replaced, kept here as the reference."""
+"""parse_input: what it gives (items, their wire, their `type`, a slot read when the item is made) and
+what it refuses (the 400 of the first bad item, word for word) are those of the plain loop kept here
+as the reference, whatever shortcut parse_input takes."""
 
 from typing import Any
 

@@ -8,8 +8,6 @@ call's Gemini id; outputs for unknown call ids and calls without outputs are 400
 import copy
 import json
 from collections.abc import Mapping
-from itertools import compress, repeat
-from operator import is_
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,51 +46,38 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
     each kind are checked together (wire/responses.py ITEM_LISTS), then put back in their order."""
     if isinstance(raw, str):
         return [MessageItem(role="user", content=raw)]
-    models = _models_of(raw)
-    kinds = dict.fromkeys(models)
+    kinds: dict[type, list[int]] = {}  # each kind's items, by their index in the input
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
+                             code="invalid_type")
+        kind = item.get("type", "message")
+        model = ITEM_MODELS.get(kind) if type(kind) is str else None
+        if model is None:
+            raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
+                             param=f"input[{i}].type", code="invalid_value")
+        at = kinds.get(model)
+        if at is None:
+            kinds[model] = [i]
+        else:
+            at.append(i)
     if len(kinds) <= 1:  # one kind (a conversation of messages): the list as it is
         model = next(iter(kinds), MessageItem)
         try:
             return list(map(model, ITEM_LISTS[model].validate_python(raw)))
         except ValidationError as e:
             raise _refusal(e, range(len(raw)), raw)[1] from None
-    made: dict[type, Any] = {}  # each kind's items, made in their order
+    items: list[Any] = [None] * len(raw)
     refusals = []
-    for model in kinds:
-        at = list(compress(range(len(raw)), map(is_, models, repeat(model))))
+    for model, at in kinds.items():
         try:
-            made[model] = iter(list(map(model, ITEM_LISTS[model].validate_python([raw[i] for i in at]))))
+            for i, item in zip(at, ITEM_LISTS[model].validate_python([raw[i] for i in at]), strict=True):
+                items[i] = model(item)
         except ValidationError as e:
             refusals.append(_refusal(e, at, raw))
     if refusals:  # the first bad item's
         raise min(refusals, key=lambda r: r[0])[1] from None
-    return list(map(next, map(made.__getitem__, models)))  # each item its kind's next
-
-
-_STR = frozenset({str})
-
-
-def _models_of(raw: list[Any]) -> list[type]:
-    """Each item's model, by its `type`. Looked up without a Python step per item (an agent's history
-    holds hundreds); anything unusual (not an object, a type not known or not a string) is found
-    again one item at a time, for the 400 of the first."""
-    try:
-        kinds = list(map(dict.get, raw, repeat("type"), repeat("message")))
-    except TypeError:  # an item not an object
-        kinds = [None]
-    if _STR.issuperset(map(type, kinds)):
-        models = list(map(ITEM_MODELS.get, kinds))
-        if None not in models:
-            return models  # type: ignore[return-value]
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
-                             code="invalid_type")
-        kind = item.get("type", "message")
-        if (ITEM_MODELS.get(kind) if type(kind) is str else None) is None:
-            raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
-                             param=f"input[{i}].type", code="invalid_value")
-    raise AssertionError("an item's model was not found, then was")  # pragma: no cover
+    return items
 
 
 def own_items(items: list[dict[str, Any]]) -> list[InputItem]:
