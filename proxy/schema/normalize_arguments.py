@@ -37,13 +37,15 @@ def _types(schema: dict[str, Any]) -> set[str]:
     return set()
 
 
+_CHECKS = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+           "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+           "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+           "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+           "null": lambda v: v is None}
+
+
 def _fits(value: Any, types: set[str]) -> bool:
-    checks = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-              "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
-              "null": lambda v: v is None}
-    return any(checks[t](value) for t in types if t in checks)
+    return any(_CHECKS[t](value) for t in types if t in _CHECKS)
 
 
 class _Normalizer:
@@ -174,38 +176,53 @@ def _surely_valid(value: Any, schema: Any, top: bool = False) -> bool:
     errors."""
     if type(schema) is not dict:
         return False
-    for key, rule in schema.items():
+    for key, rule in schema.items():  # (loops, not all(...): a generator costs more than these checks)
         if key in _ANNOTATIONS:
             continue
         if key == "type":
-            names = (rule,) if type(rule) is str else rule if type(rule) is list else ()
-            if not all(type(n) is str and n in _TYPE_OF for n in names) or not any(  # (an unknown one: it raises)
-                    type(value) in _TYPE_OF[n] for n in names):
+            fits = False
+            for name in (rule,) if type(rule) is str else rule if type(rule) is list else ():
+                kinds = _TYPE_OF.get(name) if type(name) is str else None
+                if kinds is None:  # an unknown one: jsonschema raises
+                    return False
+                fits = fits or type(value) in kinds
+            if not fits:
                 return False
         elif key == "properties":
             if type(rule) is not dict:
                 return False
-            if type(value) is dict and not all(k not in rule or _surely_valid(v, rule[k]) for k, v in value.items()):
-                return False
+            if type(value) is dict:
+                for k, v in value.items():
+                    if k in rule and not _surely_valid(v, rule[k]):
+                        return False
         elif key == "required":
-            if type(rule) is not list or not all(type(n) is str for n in rule):
+            if type(rule) is not list:
                 return False
-            if type(value) is dict and not all(n in value for n in rule):
-                return False
+            for name in rule:
+                if type(name) is not str or type(value) is dict and name not in value:
+                    return False
         elif key == "additionalProperties":  # argument_validator.py's: the keys not in `properties`
             props = schema.get("properties", {})
             if not (rule is True or rule is False or type(rule) is dict) or type(props) is not dict:
                 return False
             if type(value) is dict and rule is not True:
-                extras = [k for k in value if k not in props]
-                if rule is False and extras or not all(_surely_valid(value[k], rule) for k in extras):
-                    return False
+                for k, v in value.items():
+                    if k not in props and (rule is False or not _surely_valid(v, rule)):
+                        return False
         elif key == "items":
-            if type(rule) is not dict or type(value) is list and not all(_surely_valid(v, rule) for v in value):
+            if type(rule) is not dict:
                 return False
+            if type(value) is list:
+                for v in value:
+                    if not _surely_valid(v, rule):
+                        return False
         elif key == "enum":
-            if type(rule) is not list or type(value) is not str or not any(
-                    type(e) is str and e == value for e in rule):
+            if type(rule) is not list or type(value) is not str:
+                return False
+            for e in rule:
+                if type(e) is str and e == value:
+                    break
+            else:
                 return False
         elif not top or not (key in ("$defs", "definitions")
                              or key == "$schema" and type(rule) is str and rule in _DRAFTS):
