@@ -42,3 +42,18 @@ def test_a_result_object_is_refused_by_name() -> None:
     with pytest.raises(ProxyError) as e:
         items({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": {"x": 1}}]})
     assert e.value.param == "messages[0].content[0].content"
+
+
+def test_referenced_tools_are_found_in_results_and_search_results_only() -> None:
+    from proxy.anthropic.to_items import referenced_tools
+
+    ref = {"type": "tool_reference", "tool_name": "Grep"}
+    messages = [Message.model_validate(m) for m in (
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": [ref]},
+                                     {"type": "tool_result", "tool_use_id": "b", "content": "Grep"},
+                                     {"type": "text", "text": "x"}]},
+        {"role": "assistant", "content": [{"type": "tool_search_tool_result", "tool_use_id": "s", "content": {
+            "type": "tool_search_tool_search_result", "tool_references": [{**ref, "tool_name": "Read"}]}},
+            {"type": "text", "text": "y", "content": [ref | {"tool_name": "NotAResult"}]}]},
+        {"role": "user", "content": "plain"})]
+    assert referenced_tools(messages) == {"Grep", "Read"}

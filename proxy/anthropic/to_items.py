@@ -96,7 +96,9 @@ def referenced_tools(messages: list[Message]) -> set[str]:
         if isinstance(m.content, str):
             continue
         for b in m.content:
-            _add_references(b, names)
+            content = b.content
+            if content is not None and type(content) is not str:  # (most blocks: none, or a text naming none)
+                _add_references(b, names)
     return names
 
 
