@@ -102,3 +102,24 @@ def test_items_come_back_in_their_order() -> None:
     assert [i.type for i in items] == ["message", "message", "function_call", "custom_tool_call",
                                       "function_call_output", "custom_tool_call_output", "reasoning",
                                       "web_search_call"]
+
+
+@pytest.mark.parametrize("arguments, args, param", [
+    ('{"a": [1, "x"]}', {"a": [1, "x"]}, None), (" {} ", {}, None), ("", {}, None), ("  \n", {}, None),
+    ('{"n": NaN}', None, "input[1].arguments"), ('{"n": 1e400}', None, "input[1].arguments"),
+    ("[1]", None, "input[1].arguments"), ("not json", None, "input[1].arguments"),
+    ('{"big": 123456789012345678901234567890}', {"big": 123456789012345678901234567890}, None),
+])
+def test_a_call_s_arguments(arguments: str, args: Any, param: str | None) -> None:
+    from proxy.to_gemini.input_to_contents import input_to_contents
+
+    items = parse_input([{"role": "user", "content": "hi"},
+                         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": arguments},
+                         {"type": "function_call_output", "call_id": "c1", "output": "ok"}])
+    if param is None:
+        conv = input_to_contents(items)
+        assert conv.contents[1]["parts"][0]["functionCall"]["args"] == args
+    else:
+        with pytest.raises(ProxyError) as e:
+            input_to_contents(items)
+        assert e.value.param == param

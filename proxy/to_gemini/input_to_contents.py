@@ -23,7 +23,7 @@ from proxy.to_gemini.repair_history import repair_history
 from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.deferral import SEARCH_TYPE, found_tools
 from proxy.tools.tool_names import ToolNames
-from proxy.wire.json_body import param_path, parse_arguments
+from proxy.wire.json_body import NOT_PLAIN, param_path, parse_arguments, plain_arguments
 from proxy.wire.responses import (
     ITEM_LISTS,
     ITEM_MODELS,
@@ -190,10 +190,12 @@ class _Builder:
             args: Any = {"input": wire.get("input")}  # a custom tool is offered to Gemini as f(input: string)
         else:
             text = wire.get("arguments")
-            try:  # (blank: `not isspace()`, which is `strip()` without a copy of the text)
-                args = parse_arguments(text, f"input[{index}].arguments") if text and not text.isspace() else {}
-            except json.JSONDecodeError:
-                args = None
+            args = plain_arguments(text)
+            if args is NOT_PLAIN:
+                try:  # (blank: `not isspace()`, which is `strip()` without a copy of the text)
+                    args = parse_arguments(text, f"input[{index}].arguments") if text and not text.isspace() else {}
+                except json.JSONDecodeError:
+                    args = None
         if not isinstance(args, dict):
             raise ProxyError(f"Invalid 'input[{index}].arguments': expected a JSON object encoded as a string.",
                              param=f"input[{index}].arguments", code="invalid_value")

@@ -148,6 +148,19 @@ def _finite_or(refuse: Callable[[str], float]) -> Callable[[str], float]:
 _finite = _finite_or(_not_a_number)
 
 
+NOT_PLAIN = object()  # plain_arguments: the standard path must decide
+
+
+def plain_arguments(text: str) -> Any:
+    """parse_arguments' fast path alone: the value, or NOT_PLAIN when only parse_arguments can say
+    (the caller then writes the field's name, which a long history would otherwise write for every call)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return NOT_PLAIN
+    return value if _plain(value) else NOT_PLAIN
+
+
 def parse_arguments(text: str, param: str) -> Any:
     """A call's `arguments` string from a client: JSON, so NaN and infinity (which Python's json would
     accept, and which one path would keep and another write as null) are a 400 naming `param`.
