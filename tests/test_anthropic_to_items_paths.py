@@ -57,3 +57,27 @@ def test_referenced_tools_are_found_in_results_and_search_results_only() -> None
             {"type": "text", "text": "y", "content": [ref | {"tool_name": "NotAResult"}]}]},
         {"role": "user", "content": "plain"})]
     assert referenced_tools(messages) == {"Grep", "Read"}
+
+
+@pytest.mark.parametrize("content, param", [
+    ([{"type": "text"}], "messages[1].content[0].text"),
+    ([{"type": "text", "text": "a"}, {"type": "tool_use", "id": "x", "name": "f"}], "messages[1].content[1].type"),
+    ([{"type": "text", "text": "a"}, {"type": "image", "source": {"type": "base64"}}], "messages[1].content[1].source"),
+    ([{"type": "tool_result"}], "messages[1].content[0].tool_use_id"),
+    ([{"type": "tool_result", "tool_use_id": "a", "content": [{"type": "tool_reference"}]}],
+     "messages[1].content[0].content[0].tool_name"),
+    ([{"type": "tool_result", "tool_use_id": "a", "content": [{"type": "text"}]}],
+     "messages[1].content[0].content[0].text"),
+])
+def test_a_user_block_s_400_names_it(content: list, param: str) -> None:
+    with pytest.raises(ProxyError) as e:
+        items({"role": "user", "content": "hi"}, {"role": "user", "content": content})
+    assert e.value.param == param
+
+
+def test_user_texts_and_media() -> None:
+    got = items({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image", "source": {
+        "type": "url", "url": "https://x/i.png"}}]}, {"role": "user", "content": [{"type": "text", "text": "b"}]})
+    assert got == [{"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "https://x/i.png"},
+        {"type": "input_text", "text": "b"}]}]
