@@ -210,22 +210,24 @@ def _note_preparation(ex: Exchange, prepared: PreparedTools, carried: dict[str, 
         ex.note("warning", warning)
     ids = list(dict.fromkeys(asked))
     older, latest = ids[:-NOTED_CALLS], ids[-NOTED_CALLS:]
+    notes: list[dict[str, Any]] = []  # (added at once: Exchange.note_all keeps to MAX_NOTES as note does)
     if older:
         found = sum(1 for i in older if i in stored or i in carried)
-        ex.note("signature", f"{len(older)} earlier call(s): {found} record(s) restored (store or carrier), "
-                                   f"{len(older) - found} sent with the sentinel where Gemini needs one",
-                      call_ids=older[:200])
+        notes.append({"kind": "signature", "message": f"{len(older)} earlier call(s): {found} record(s) restored "
+                      f"(store or carrier), {len(older) - found} sent with the sentinel where Gemini needs one",
+                      "call_ids": older[:200]})
     for call_id in latest:
         record = stored.get(call_id) or carried.get(call_id)
         if record is None:
-            ex.note("signature", f"call {call_id}: no record (store or carrier); sent with the sentinel "
-                                       "signature where Gemini needs one", call_id=call_id, source="none")
+            notes.append({"kind": "signature", "message": f"call {call_id}: no record (store or carrier); sent with "
+                          "the sentinel signature where Gemini needs one", "call_id": call_id, "source": "none"})
             continue
         source = "store" if call_id in stored else "carrier"
         signed = bool(record.signature)
-        ex.note("signature", f"call {call_id}: record restored from the {source}"
-                                   + (" with its thought signature" if signed else " (it had no signature)"),
-                      call_id=call_id, source=source, signed=signed)
+        notes.append({"kind": "signature", "message": f"call {call_id}: record restored from the {source}"
+                      + (" with its thought signature" if signed else " (it had no signature)"),
+                      "call_id": call_id, "source": source, "signed": signed})
+    ex.note_all(notes)
 
 
 def parse_aliases(specs: list[str] | tuple[str, ...]) -> dict[str, str]:
