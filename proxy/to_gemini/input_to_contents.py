@@ -150,7 +150,8 @@ class _Builder:
 
     def _model_parts(self) -> list[dict[str, Any]]:
         if not self.model_open:
-            self._close_outputs()
+            if self.pending:  # (asked only then: most model turns come after the outputs were closed)
+                self._close_outputs()
             self.contents.append({"role": "model", "parts": []})
             self.model_open = True
         return self.contents[-1]["parts"]
