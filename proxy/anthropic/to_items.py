@@ -53,11 +53,12 @@ def _media(block: Block, where: str) -> dict[str, Any]:
 def _parts(blocks: list[Block], where: str) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for j, b in enumerate(blocks):
+        if b.type == "text" and b.text is not None:  # (the path written only for what needs it)
+            parts.append({"type": "input_text", "text": b.text})
+            continue
         at = f"{where}[{j}]"
         if b.type == "text":
-            if b.text is None:
-                raise ProxyError(f"Missing required parameter: '{at}.text'.", param=f"{at}.text")
-            parts.append({"type": "input_text", "text": b.text})
+            raise ProxyError(f"Missing required parameter: '{at}.text'.", param=f"{at}.text")
         elif b.type in ("image", "document"):
             parts.append(_media(b, at))
         else:
@@ -96,7 +97,9 @@ def referenced_tools(messages: list[Message]) -> set[str]:
         if isinstance(m.content, str):
             continue
         for b in m.content:
-            _add_references(b, names)
+            content = b.content
+            if content is not None and type(content) is not str:  # (most blocks: none, or a text naming none)
+                _add_references(b, names)
     return names
 
 
@@ -123,9 +126,10 @@ def system_items(system: str | list[Block] | None) -> list[dict[str, Any]]:
 
 
 def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
+    """The messages as Responses items; a block's path is written only for what needs it (its
+    conversion, a 400): a long history is mostly texts and calls."""
     items: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
-        where = f"messages[{i}].content"
         blocks = [Block(type="text", text=m.content)] if isinstance(m.content, str) else m.content
         if m.role == "system":  # where Claude Code 2.1 puts most of its prompt
             items += system_items(blocks)
@@ -135,12 +139,15 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
             for j, b in enumerate(blocks):
                 if b.type == "tool_result":
                     if not b.tool_use_id:
-                        raise ProxyError(f"Missing required parameter: '{where}[{j}].tool_use_id'.",
-                                         param=f"{where}[{j}].tool_use_id")
-                    item = {"type": "function_call_output", "call_id": b.tool_use_id,
-                            "output": _result_content(b, f"{where}[{j}]"), "is_error": b.is_error is True}
+                        raise ProxyError(f"Missing required parameter: 'messages[{i}].content[{j}].tool_use_id'.",
+                                         param=f"messages[{i}].content[{j}].tool_use_id")
+                    content = b.content  # (most results: one text, taken as it is)
+                    output = content if type(content) is str else _result_content(b, f"messages[{i}].content[{j}]")
+                    item = {"type": "function_call_output", "call_id": b.tool_use_id, "output": output,
+                            "is_error": b.is_error is True}
                     found: set[str] = set()
-                    _add_references(b, found)
+                    if type(content) is not str:  # (a text names no tools)
+                        _add_references(b, found)
                     if found and isinstance(item["output"], str):  # kept in Gemini's history by name: a
                         # thread's later turns keep them declared (deferral.loaded_in_contents)
                         item["result_object"] = {"output": item["output"],
@@ -148,20 +155,20 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                     items.append(item)
                 else:
                     rest.append(b)
-            parts = _parts(rest, where) if rest else []
+            parts = _parts(rest, f"messages[{i}].content") if rest else []
             if parts and items and items[-1].get("role") == "user" and isinstance(items[-1]["content"], list):
                 items[-1]["content"] += parts  # consecutive user turns: one turn, as Gemini wants them
             elif parts:
                 items.append({"type": "message", "role": "user", "content": parts})
             continue
         for j, b in enumerate(blocks):
-            at = f"{where}[{j}]"
             if b.type == "text":
                 if b.text:
                     items.append({"type": "message", "role": "assistant",
                                   "content": [{"type": "output_text", "text": b.text}]})
             elif b.type == "tool_use":
                 if not b.id or not b.name:
+                    at = f"messages[{i}].content[{j}]"
                     raise ProxyError(f"{at}: a tool_use block needs an id and a name.", param=at)
                 items.append({"type": "function_call", "call_id": b.id, "name": b.name,
                               "arguments": fast_json.dumps(b.input or {}).decode()})
@@ -189,6 +196,7 @@ def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
                     out["error"] = b.content.get("error_message") or b.content.get("error_code") or "error"
                 items.append(out)
             else:
+                at = f"messages[{i}].content[{j}]"
                 raise ProxyError(f"Content blocks of type '{b.type}' are not supported in an assistant turn "
                                  f"('{at}').", param=f"{at}.type")
     return items

@@ -1,13 +1,12 @@
 """Chat Completions `messages` -> Responses input items, so both APIs share one history builder."""
 
-import contextlib
 import json
 from typing import Any
 
 from proxy.errors import ProxyError
 from proxy.to_gemini.media import media_part
 from proxy.wire.chat import ChatMessage, ContentPart
-from proxy.wire.json_body import parse_arguments
+from proxy.wire.json_body import NOT_PLAIN, parse_arguments, plain_arguments
 
 # Chat's media parts, passed on in their Responses spelling (input_to_contents/media.py convert them).
 _MEDIA = {"image_url": "input_image", "file": "input_file", "input_audio": "input_audio"}
@@ -49,30 +48,39 @@ def _text(content: str | list[ContentPart] | None, where: str) -> str:
 
 
 def chat_messages_to_items(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """The messages as Responses items. A field's path is written only for what needs it (parts to
+    convert, a 400): a long history's messages are mostly text, its calls' arguments plain JSON."""
     items: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
-        where = f"messages[{i}]"
         role, content = m["role"], m.get("content")
+        text = (content or "") if content is None or type(content) is str else None  # (what _text, _content give it)
         if role == "user":
-            items.append({"type": "message", "role": role, "content": _content(content, where)})
+            items.append({"type": "message", "role": role,
+                          "content": _content(content, f"messages[{i}]") if text is None else text})
         elif role in ("system", "developer"):
-            items.append({"type": "message", "role": role, "content": _text(content, where)})
+            items.append({"type": "message", "role": role,
+                          "content": _text(content, f"messages[{i}]") if text is None else text})
         elif role == "assistant":
-            text = _text(content, where)
+            if text is None:
+                text = _text(content, f"messages[{i}]")
             if text:
                 items.append({"type": "message", "role": "assistant", "content": text})
             for j, tc in enumerate(m.get("tool_calls") or []):
                 function = tc["function"]
                 arguments = function.get("arguments")
-                if arguments:  # a number JSON cannot carry is named here, not as input[k] (orjson first: 0.2 us)
-                    with contextlib.suppress(json.JSONDecodeError):
-                        parse_arguments(arguments, f"{where}.tool_calls[{j}].function.arguments")
+                # a number JSON cannot carry is named here, not as input[k] (orjson first: 0.2 us)
+                if arguments and plain_arguments(arguments) is NOT_PLAIN:
+                    try:  # noqa: SIM105 - contextlib.suppress is three Python calls a tool call
+                        parse_arguments(arguments, f"messages[{i}].tool_calls[{j}].function.arguments")
+                    except json.JSONDecodeError:
+                        pass
                 items.append({"type": "function_call", "call_id": tc["id"], "name": function["name"],
                               "arguments": arguments or "{}"})
         else:  # tool
             call_id = m.get("tool_call_id")
             if call_id is None:
-                raise ProxyError(f"Missing required parameter: '{where}.tool_call_id'.",
-                                 param=f"{where}.tool_call_id", code="missing_required_parameter")
-            items.append({"type": "function_call_output", "call_id": call_id, "output": _content(content, where)})
+                raise ProxyError(f"Missing required parameter: 'messages[{i}].tool_call_id'.",
+                                 param=f"messages[{i}].tool_call_id", code="missing_required_parameter")
+            items.append({"type": "function_call_output", "call_id": call_id,
+                          "output": _content(content, f"messages[{i}]") if text is None else text})
     return items

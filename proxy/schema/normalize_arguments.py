@@ -37,13 +37,15 @@ def _types(schema: dict[str, Any]) -> set[str]:
     return set()
 
 
+_CHECKS = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+           "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+           "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+           "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+           "null": lambda v: v is None}
+
+
 def _fits(value: Any, types: set[str]) -> bool:
-    checks = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-              "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
-              "null": lambda v: v is None}
-    return any(checks[t](value) for t in types if t in checks)
+    return any(_CHECKS[t](value) for t in types if t in _CHECKS)
 
 
 class _Normalizer:
@@ -140,7 +142,7 @@ class _Normalizer:
 
 
 def _errors(value: Any, schema: Any, root: dict[str, Any]) -> list[str]:
-    if not isinstance(schema, dict | bool):
+    if not isinstance(schema, dict | bool) or _surely_valid(value, schema, top=True):
         return []
     if isinstance(schema, dict) and root is not schema:
         schema = {**schema, "$defs": root.get("$defs", {}), "definitions": root.get("definitions", {})}
@@ -150,6 +152,82 @@ def _errors(value: Any, schema: Any, root: dict[str, Any]) -> list[str]:
     except Exception as e:  # noqa: BLE001 - a schema jsonschema cannot use (a JS-style pattern, an odd keyword)
         _skip_once(schema, f"validation skipped: {type(e).__name__}: {e}")
         return []  # validates nothing: the arguments pass through
+
+
+# What a schema may hold for `_surely_valid` to answer: annotations (nothing to check) and a few
+# keywords whose meaning is the same in every draft from 6 to 2020-12.
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "deprecated", "readOnly",
+                          "writeOnly"})
+_DRAFTS = frozenset({"https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema",
+                     "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema",
+                     "http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-06/schema"})
+# A JSON type's values, by their exact Python types (what jsonschema decides otherwise -- 1.0 as an
+# integer, a subclass -- is left to it).
+_TYPE_OF: dict[str, tuple[type, ...]] = {"string": (str,), "boolean": (bool,), "integer": (int,),
+                                         "number": (int, float), "object": (dict,), "array": (list,),
+                                         "null": (type(None),)}
+
+
+def _surely_valid(value: Any, schema: Any, top: bool = False) -> bool:
+    """True only when `value` is valid against `schema` for jsonschema too, without asking it (its
+    check of one call's arguments cost 25 us; a tool's schema is most often a flat object of typed
+    properties). False means "not sure": anything outside the few keywords above, a type or an enum
+    it would have to think about, a schema it might refuse; jsonschema then decides, and words the
+    errors."""
+    if type(schema) is not dict:
+        return False
+    for key, rule in schema.items():  # (loops, not all(...): a generator costs more than these checks)
+        if key in _ANNOTATIONS:
+            continue
+        if key == "type":
+            fits = False
+            for name in (rule,) if type(rule) is str else rule if type(rule) is list else ():
+                kinds = _TYPE_OF.get(name) if type(name) is str else None
+                if kinds is None:  # an unknown one: jsonschema raises
+                    return False
+                fits = fits or type(value) in kinds
+            if not fits:
+                return False
+        elif key == "properties":
+            if type(rule) is not dict:
+                return False
+            if type(value) is dict:
+                for k, v in value.items():
+                    if k in rule and not _surely_valid(v, rule[k]):
+                        return False
+        elif key == "required":
+            if type(rule) is not list:
+                return False
+            for name in rule:
+                if type(name) is not str or type(value) is dict and name not in value:
+                    return False
+        elif key == "additionalProperties":  # argument_validator.py's: the keys not in `properties`
+            props = schema.get("properties", {})
+            if not (rule is True or rule is False or type(rule) is dict) or type(props) is not dict:
+                return False
+            if type(value) is dict and rule is not True:
+                for k, v in value.items():
+                    if k not in props and (rule is False or not _surely_valid(v, rule)):
+                        return False
+        elif key == "items":
+            if type(rule) is not dict:
+                return False
+            if type(value) is list:
+                for v in value:
+                    if not _surely_valid(v, rule):
+                        return False
+        elif key == "enum":
+            if type(rule) is not list or type(value) is not str:
+                return False
+            for e in rule:
+                if type(e) is str and e == value:
+                    break
+            else:
+                return False
+        elif not top or not (key in ("$defs", "definitions")
+                             or key == "$schema" and type(rule) is str and rule in _DRAFTS):
+            return False
+    return True
 
 
 def normalize_arguments(args: dict[str, Any], schema: dict[str, Any] | None, *, fill_missing: bool = False

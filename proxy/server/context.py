@@ -31,14 +31,7 @@ from proxy.upstream.gemini.client import GeminiUpstream
 from proxy.usage.ledger import Ledger, LimitsUnavailable
 from proxy.usage.limits import rate_headers, refusal_text
 from proxy.wire.model_name import check_model_name, credential_like, credential_refusal
-from proxy.wire.responses import (
-    CustomToolCallItem,
-    FunctionCallItem,
-    FunctionCallOutputItem,
-    InputItem,
-    ToolSearchCallItem,
-    WebSearchCallItem,
-)
+from proxy.wire.responses import InputItem, referred_ids
 from proxy.wire.shared_tools import SharedTools
 
 SESSION_HEADER = "x-gtp-session"
@@ -46,8 +39,6 @@ DEFAULT_SESSION = "default"
 DEFAULT_MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3-flash-preview")
 # Names refused as credentials one request's record holds (a WebSocket's many messages share one).
 MAX_REQUEST_SECRETS = 8
-# Input items that refer to an earlier call (their records are looked up before translating).
-_REFERRING = (FunctionCallItem, CustomToolCallItem, FunctionCallOutputItem, WebSearchCallItem, ToolSearchCallItem)
 
 
 RATE_HEADERS = web.RequestKey("gtp_rate_headers", dict)  # an admitted turn's rate-limit headers, for its answer
@@ -181,8 +172,7 @@ class Context:
             exchange.note("tools", f"deferred tools: {len(held)} of {len(deferral.tools)} held back from Gemini's "
                                    f"declarations until a search finds them (~{deferral.tokens_saved()} input tokens "
                                    "not sent)", held_back=len(held), tokens_saved=deferral.tokens_saved())
-        call_ids = [i.id if isinstance(i, WebSearchCallItem) else i.search_id if isinstance(i, ToolSearchCallItem)
-                    else i.call_id for i in items if isinstance(i, _REFERRING)]
+        call_ids = referred_ids(items)
         carried = self.seal(request, model).decode(items)
         stored = await self.store.get_calls(session, call_ids)
         if any(r.model and r.model != model for r in stored.values()):  # made by another model: unsigned
@@ -220,22 +210,24 @@ def _note_preparation(ex: Exchange, prepared: PreparedTools, carried: dict[str, 
         ex.note("warning", warning)
     ids = list(dict.fromkeys(asked))
     older, latest = ids[:-NOTED_CALLS], ids[-NOTED_CALLS:]
+    notes: list[dict[str, Any]] = []  # (added at once: Exchange.note_all keeps to MAX_NOTES as note does)
     if older:
         found = sum(1 for i in older if i in stored or i in carried)
-        ex.note("signature", f"{len(older)} earlier call(s): {found} record(s) restored (store or carrier), "
-                                   f"{len(older) - found} sent with the sentinel where Gemini needs one",
-                      call_ids=older[:200])
+        notes.append({"kind": "signature", "message": f"{len(older)} earlier call(s): {found} record(s) restored "
+                      f"(store or carrier), {len(older) - found} sent with the sentinel where Gemini needs one",
+                      "call_ids": older[:200]})
     for call_id in latest:
         record = stored.get(call_id) or carried.get(call_id)
         if record is None:
-            ex.note("signature", f"call {call_id}: no record (store or carrier); sent with the sentinel "
-                                       "signature where Gemini needs one", call_id=call_id, source="none")
+            notes.append({"kind": "signature", "message": f"call {call_id}: no record (store or carrier); sent with "
+                          "the sentinel signature where Gemini needs one", "call_id": call_id, "source": "none"})
             continue
         source = "store" if call_id in stored else "carrier"
         signed = bool(record.signature)
-        ex.note("signature", f"call {call_id}: record restored from the {source}"
-                                   + (" with its thought signature" if signed else " (it had no signature)"),
-                      call_id=call_id, source=source, signed=signed)
+        notes.append({"kind": "signature", "message": f"call {call_id}: record restored from the {source}"
+                      + (" with its thought signature" if signed else " (it had no signature)"),
+                      "call_id": call_id, "source": source, "signed": signed})
+    ex.note_all(notes)
 
 
 def parse_aliases(specs: list[str] | tuple[str, ...]) -> dict[str, str]:

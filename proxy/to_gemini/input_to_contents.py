@@ -23,7 +23,7 @@ from proxy.to_gemini.repair_history import repair_history
 from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.deferral import SEARCH_TYPE, found_tools
 from proxy.tools.tool_names import ToolNames
-from proxy.wire.json_body import param_path, parse_arguments
+from proxy.wire.json_body import NOT_PLAIN, param_path, parse_arguments, plain_arguments
 from proxy.wire.responses import (
     ITEM_LISTS,
     ITEM_MODELS,
@@ -37,6 +37,7 @@ from proxy.wire.responses import (
     ToolSearchCallItem,
     ToolSearchOutputItem,
     WebSearchCallItem,
+    wire_of,
 )
 
 
@@ -149,7 +150,8 @@ class _Builder:
 
     def _model_parts(self) -> list[dict[str, Any]]:
         if not self.model_open:
-            self._close_outputs()
+            if self.pending:  # (asked only then: most model turns come after the outputs were closed)
+                self._close_outputs()
             self.contents.append({"role": "model", "parts": []})
             self.model_open = True
         return self.contents[-1]["parts"]
@@ -166,31 +168,35 @@ class _Builder:
         self.pending, self.outputs = [], {}
 
     def message(self, item: MessageItem, index: int) -> None:
-        role, content = item.role, item.content  # (read once: an item's field is read through a function)
+        wire = wire_of(item)  # (its fields read from the dict: a field read through a property is a call)
+        role, content = wire.get("role"), wire.get("content")
         if role in ("system", "developer", "assistant"):  # text only
             texts = [content] if type(content) is str else _text_of(content, f"input[{index}].content")
             if role != "assistant":
-                self.system.extend({"text": t} for t in texts)
+                self.system += [{"text": t} for t in texts]
                 return
             if self.pending and not self.model_open:
                 self._close_outputs()
-            self._model_parts().extend({"text": t} for t in texts if t)
+            self._model_parts().extend([{"text": t} for t in texts if t])
             return
         parts = [{"text": content}] if type(content) is str else _parts_of(content, f"input[{index}].content")
         self.model_open = False
-        self._close_outputs()
+        if self.pending:
+            self._close_outputs()
         self.contents.append({"role": "user", "parts": parts or [{"text": ""}]})
 
     def function_call(self, item: FunctionCallItem | CustomToolCallItem, index: int) -> None:
-        wire = item.wire()  # (its fields read from the dict: a field read through a property is a call)
+        wire = wire_of(item)
         if type(item) is CustomToolCallItem:
             args: Any = {"input": wire.get("input")}  # a custom tool is offered to Gemini as f(input: string)
         else:
             text = wire.get("arguments")
-            try:
-                args = parse_arguments(text, f"input[{index}].arguments") if text.strip() else {}
-            except json.JSONDecodeError:
-                args = None
+            args = plain_arguments(text)
+            if args is NOT_PLAIN:
+                try:  # (blank: `not isspace()`, which is `strip()` without a copy of the text)
+                    args = parse_arguments(text, f"input[{index}].arguments") if text and not text.isspace() else {}
+                except json.JSONDecodeError:
+                    args = None
         if not isinstance(args, dict):
             raise ProxyError(f"Invalid 'input[{index}].arguments': expected a JSON object encoded as a string.",
                              param=f"input[{index}].arguments", code="invalid_value")
@@ -231,7 +237,7 @@ class _Builder:
 
     def function_output(self, item: FunctionCallOutputItem, index: int) -> None:
         self.model_open = False
-        sent = item.wire()  # with fields of Interactions' function_result that Responses does not declare
+        sent = wire_of(item)  # with fields of Interactions' function_result that Responses does not declare
         call_id = sent.get("call_id")
         for match in self.pending:
             if match[0] == call_id:

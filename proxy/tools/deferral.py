@@ -19,6 +19,7 @@ from typing import Any
 
 from proxy.tools.tool_names import ToolNames, qualified
 from proxy.tools.tool_search import SearchEntry, entry_of
+from proxy.wire.shared_tools import SharedTools
 
 SEARCH_TYPE = "tool_search"  # the core's search tool: Responses `tool_search`, Anthropic's mapped onto it
 
@@ -119,6 +120,26 @@ def _deferred(tool: dict[str, Any]) -> bool:
     return tool.get("defer_loading") is True
 
 
+def _any_deferred(tools: list[dict[str, Any]] | None) -> bool:
+    """Whether any tool (or namespace member) is deferred; of a tools text seen before, found once
+    (wire/shared_tools.py: the list never changes)."""
+    if type(tools) is SharedTools:
+        known = tools.facts.get(_ANY_DEFERRED)
+        if known is None:
+            known = tools.facts[_ANY_DEFERRED] = _scan_deferred(tools)
+        return known
+    return _scan_deferred(tools)
+
+
+_ANY_DEFERRED = "any_deferred"  # its key in SharedTools.facts
+
+
+def _scan_deferred(tools: list[dict[str, Any]] | None) -> bool:
+    return any(_deferred(t) or (t.get("type") == "namespace" and any(
+        isinstance(m, dict) and _deferred(m) for m in t.get("tools") or [])) for t in tools or []
+        if isinstance(t, dict))
+
+
 def split_deferred(tools: list[dict[str, Any]] | None, loaded: Callable[[], Iterable[str]] = tuple,
                    found: Iterable[dict[str, Any]] = ()) -> tuple[list[dict[str, Any]] | None, Deferral | None]:
     """(the tools to declare now, the deferral) -- the list as it is and None when nothing is deferred
@@ -126,9 +147,7 @@ def split_deferred(tools: list[dict[str, Any]] | None, loaded: Callable[[], Iter
     names the history loaded, is only asked for when something is deferred: an agent's history names
     every call it made); `found`: definitions a client-run search returned (declared, and loaded)."""
     found = list(found)
-    if not found and not any(_deferred(t) or (t.get("type") == "namespace" and any(
-            isinstance(m, dict) and _deferred(m) for m in t.get("tools") or [])) for t in tools or []
-            if isinstance(t, dict)):
+    if not found and not _any_deferred(tools):
         return tools, None
     deferral = Deferral()
     now: list[dict[str, Any]] = []

@@ -54,7 +54,7 @@ def parse_json(raw: bytes) -> Any:
     except orjson.JSONDecodeError:
         pass  # NaN, 1e400, a lone surrogate, nesting past orjson's limit, bad JSON...: the standard path says which
     else:
-        if _plain(value):
+        if _plain_body(value):
             return value
     return _parse_standard(raw)
 
@@ -148,6 +148,19 @@ def _finite_or(refuse: Callable[[str], float]) -> Callable[[str], float]:
 _finite = _finite_or(_not_a_number)
 
 
+NOT_PLAIN = object()  # plain_arguments: the standard path must decide
+
+
+def plain_arguments(text: str) -> Any:
+    """parse_arguments' fast path alone: the value, or NOT_PLAIN when only parse_arguments can say
+    (the caller then writes the field's name, which a long history would otherwise write for every call)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return NOT_PLAIN
+    return value if _plain(value) else NOT_PLAIN
+
+
 def parse_arguments(text: str, param: str) -> Any:
     """A call's `arguments` string from a client: JSON, so NaN and infinity (which Python's json would
     accept, and which one path would keep and another write as null) are a 400 naming `param`.
@@ -183,6 +196,30 @@ def _parse_standard(raw: bytes) -> Any:
                          ) from None
     check_json(value, strings=bool(_ESCAPED_SURROGATE.search(raw) or _RAW_SURROGATE.search(raw)))
     return value
+
+
+def _plain_body(value: Any) -> bool:
+    """_plain of a whole body: the same test, one level of containers at a time, without a call per
+    container (a long history holds hundreds: the walk took a fifth of the body's parse)."""
+    if type(value) is not dict and type(value) is not list:
+        return _plain(value)
+    level, budget = [value], MAX_JSON_DEPTH
+    while level:
+        if budget == 0:  # containers this deep
+            return False
+        budget -= 1
+        deeper = []
+        for node in level:
+            for v in node.values() if type(node) is dict else node:
+                t = type(v)
+                if t is str:
+                    continue
+                if t is dict or t is list:
+                    deeper.append(v)
+                elif t is float and not -_BIG < v < _BIG:
+                    return False
+        level = deeper
+    return True
 
 
 def _plain(node: Any, budget: int = MAX_JSON_DEPTH) -> bool:

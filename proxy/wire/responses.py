@@ -6,6 +6,8 @@ Field types are strict (a string where a number belongs is a 400), as OpenAI doe
 shape anywhere is a 400 naming the field before the core sees it.
 """
 
+import operator
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -29,17 +31,23 @@ class _Item:
     checks a request's items against their shapes (strict, unknown keys kept), which builds no model
     instance (2.3 us an item as a pydantic model, a long history's largest check)."""
 
-    __slots__ = ("_wire",)
+    # `type` is read once, when the item is made: every scan of the input (carriers, deferral,
+    # compactions, the trigger) asks each item's type, and a slot is read without a Python call.
+    __slots__ = ("_wire", "type")
     shape: ClassVar[type]
+    _type_default: ClassVar[str | None]
 
     def __init__(self, wire: dict[str, Any] | None = None, /, **fields: Any) -> None:
         """`wire`: a checked item; else the item made of `fields` (the proxy's own, not checked)."""
-        self._wire = fields if wire is None else wire
+        self._wire = wire = fields if wire is None else wire
+        self.type = wire.get("type", self._type_default)
 
     def __init_subclass__(cls, shape: type, defaults: dict[str, Any] | None = None) -> None:
         cls.shape = shape
+        cls._type_default = (defaults or {}).get("type")
         for name in shape.__annotations__:
-            setattr(cls, name, property(_reader(name, (defaults or {}).get(name))))
+            if name != "type":
+                setattr(cls, name, property(_reader(name, (defaults or {}).get(name))))
 
     def wire(self) -> dict[str, Any]:
         """The item as the client sent it."""
@@ -52,6 +60,11 @@ class _Item:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._wire!r})"
+
+
+# An item's checked dict, as `item.wire()` gives it, in one C call (the history builder reads each
+# call's and output's fields from it).
+wire_of: Callable[[Any], dict[str, Any]] = operator.attrgetter("_wire")
 
 
 def _reader(name: str, default: Any) -> Any:
@@ -257,6 +270,24 @@ ITEM_MODELS: dict[str, type[_Item]] = {
     "tool_search_output": ToolSearchOutputItem,
     "compaction_trigger": CompactionTriggerItem,
 }
+
+# The field naming the earlier call an item refers to, by the item's class.
+_REFERS: dict[type[_Item], str] = {FunctionCallItem: "call_id", CustomToolCallItem: "call_id",
+                                   FunctionCallOutputItem: "call_id", WebSearchCallItem: "id"}
+
+
+def referred_ids(items: list[Any]) -> list[str]:
+    """The ids of the earlier calls (and searches) `items` refer to, in order: what their records are
+    looked up by. Read from each item's dict (an agent's history refers to dozens of calls)."""
+    out = []
+    for item in items:
+        field = _REFERS.get(type(item))
+        if field is not None:
+            out.append(item._wire.get(field))  # (a field left out: None, as its attribute reads it)
+        elif isinstance(item, ToolSearchCallItem):
+            out.append(item.search_id)
+    return out
+
 
 # One check of a list per item kind: parse_input checks all the items of one kind in one call (one
 # call per item cost a microsecond or two each on long histories, and one union picking each item's
