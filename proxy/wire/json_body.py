@@ -216,7 +216,7 @@ def _plain_body(value: Any) -> bool:
                     continue
                 if t is dict or t is list:
                     deeper.append(v)
-                elif t is float and not -_BIG < v < _BIG:
+                elif t is float and not -BIG_FLOAT < v < BIG_FLOAT:
                     return False
         level = deeper
     return True
