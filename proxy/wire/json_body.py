@@ -168,14 +168,8 @@ def parse_arguments(text: str, param: str) -> Any:
     refuses: NaN, 1e400, a lone surrogate, bad JSON; a float that may have been a big integer) takes
     the standard path, which alone decides errors. 7 us -> 1 us a call: an agent's history holds
     dozens of calls, each parsed twice on Chat (bench_tails.py, profile_serve.py --agent)."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    else:
-        if _plain(value):
-            return value
-    return _parse_arguments_standard(text, param)
+    value = plain_arguments(text)
+    return value if value is not NOT_PLAIN else _parse_arguments_standard(text, param)
 
 
 def _parse_arguments_standard(text: str, param: str) -> Any:
