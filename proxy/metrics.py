@@ -164,29 +164,22 @@ def add_upstream_time(seconds: float) -> None:
         record.upstream += seconds
 
 
-_ended: list[tuple[RequestRecord, int, float]] = []
-
-
 def finish(record: RequestRecord, status: int) -> None:
-    """The request's counts and times, timed now and counted once its answer is on its way: requests
-    that end in one turn of the loop are counted together in the next (the client never waits on
-    the histograms; a scrape, a request of its own, comes after). Off a loop, counted at once."""
-    _ended.append((record, status, time.perf_counter() - record.start))
-    if len(_ended) == 1:
-        try:
-            asyncio.get_running_loop().call_soon(_count_ended)
-        except RuntimeError:
-            _count_ended()
+    """The request's counts and times, timed now and counted in the next turn of the loop, once its
+    answer is on its way (the client never waits on the histograms; a scrape, a request of its own,
+    comes after). Off a loop, counted at once."""
+    total = time.perf_counter() - record.start
+    try:
+        asyncio.get_running_loop().call_soon(_count, record, status, total)
+    except RuntimeError:
+        _count(record, status, total)
 
 
-def _count_ended() -> None:
-    ended = _ended[:]
-    del _ended[:]
-    for record, status, total in ended:
-        outcome = "ok" if status < 400 else "client_error" if status < 500 else "error"
-        child(REQUESTS, record.route, MODELS(record.model), outcome).inc()
-        child(UPSTREAM, record.route).observe(record.upstream)
-        child(ADDED, record.route).observe(max(0.0, total - record.upstream))
+def _count(record: RequestRecord, status: int, total: float) -> None:
+    outcome = "ok" if status < 400 else "client_error" if status < 500 else "error"
+    child(REQUESTS, record.route, MODELS(record.model), outcome).inc()
+    child(UPSTREAM, record.route).observe(record.upstream)
+    child(ADDED, record.route).observe(max(0.0, total - record.upstream))
 
 
 def stream_failed() -> None:
