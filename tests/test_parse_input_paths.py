@@ -11,12 +11,13 @@ from pydantic import ValidationError
 
 from proxy.errors import ProxyError
 from proxy.to_gemini.input_to_contents import _refusal, parse_input
-from proxy.wire.responses import ITEM_LISTS, ITEM_MODELS, MessageItem
+from proxy.wire.responses import ITEM_LISTS, ITEM_MODELS
 
 
 def reference(raw: list[Any]) -> list[Any]:
-    """parse_input as it was: one item at a time."""
-    kinds: dict[type, list[int]] = {}
+    """parse_input as it was: every item's kind first, then each item checked alone, in order (the
+    first bad one refused). parse_input checks each kind's items together; the outcome must be this."""
+    models = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
@@ -26,23 +27,13 @@ def reference(raw: list[Any]) -> list[Any]:
         if model is None:
             raise ProxyError(f"Invalid value for 'input[{i}].type': {kind!r} is not a supported input item type.",
                              param=f"input[{i}].type", code="invalid_value")
-        kinds.setdefault(model, []).append(i)
-    if len(kinds) <= 1:
-        model = next(iter(kinds), MessageItem)
+        models.append(model)
+    items = []
+    for i, (model, item) in enumerate(zip(models, raw, strict=True)):
         try:
-            return list(map(model, ITEM_LISTS[model].validate_python(raw)))
+            items.append(model(ITEM_LISTS[model].validate_python([item])[0]))
         except ValidationError as e:
-            raise _refusal(e, range(len(raw)), raw)[1] from None
-    items: list[Any] = [None] * len(raw)
-    refusals = []
-    for model, at in kinds.items():
-        try:
-            for i, item in zip(at, ITEM_LISTS[model].validate_python([raw[i] for i in at]), strict=True):
-                items[i] = model(item)
-        except ValidationError as e:
-            refusals.append(_refusal(e, at, raw))
-    if refusals:
-        raise min(refusals, key=lambda r: r[0])[1] from None
+            raise _refusal(e, [i], raw)[1] from None
     return items
 
 
