@@ -20,7 +20,8 @@ Codex's for Responses and Chat, Claude Code's for Anthropic, Gemini CLI's for th
 
     python scripts/bench_tails.py [--write] [--factors] [--only small|large] [--kinds responses,chat,...]
 
-BENCH_TAILS_N: rounds per concurrency (600), BENCH_TAILS_CONC: the concurrencies ("1,4,16,64").
+BENCH_TAILS_N: rounds per concurrency (600), BENCH_TAILS_CONC: the concurrencies ("1,4,16,64"),
+BENCH_TAILS_SETTLE: seconds between two requests of a round at c=1 (0.003).
 """
 
 import argparse
