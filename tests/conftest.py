@@ -11,7 +11,7 @@ from proxy.responses import routes as responses_routes
 from proxy.store import entry_store
 from proxy.tools import prepare_tools
 from tests.harness import Stack
-from tests.shared_tools_check import changed_shared_tools
+from tests.shared_tools_check import changed_resent_items, changed_shared_tools
 
 # CI must be reproducible: hypothesis explores from a fixed seed there (derandomize) and keeps no
 # example database between runs; locally it keeps searching at random. HYPOTHESIS_PROFILE picks one.
@@ -89,7 +89,7 @@ def shared_tools_stay_unchanged():
     """After each test, every tool list kept by wire/shared_tools.py (and each wire model's checked
     copy) still equals the text it was parsed from: later requests of any client key get them."""
     yield
-    changed = changed_shared_tools()
+    changed = changed_shared_tools() + changed_resent_items()
     assert not changed, f"changed in place: {changed[0]}"
 
 

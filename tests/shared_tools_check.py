@@ -5,9 +5,25 @@ from pydantic import BaseModel
 
 from proxy.anthropic.routes import CORE_TOOLS
 from proxy.anthropic.to_items import tools_for_core
-from proxy.wire import shared_tools
+from proxy.to_gemini.input_to_contents import INPUT_ITEM
+from proxy.wire import resent_items, shared_tools
 from proxy.wire.anthropic import MessagesRequest
 from proxy.wire.json_body import parse_json
+
+
+def changed_resent_items() -> list[str]:
+    """A kept history item (wire/resent_items.py) that no longer equals its text, or whose typed item
+    (parse_input's) no longer holds what was sent: later requests of its client get the same objects."""
+    out = []
+    for (_, text), kept in list(resent_items.kept_items.entries.items()):
+        sent = parse_json(text)
+        if kept.value != sent:
+            out.append(f"the kept item {text[:200]!r}")
+        for by, checked in kept.checked.items():
+            wire = checked.wire() if by == INPUT_ITEM else checked  # (a typed item, a TypedDict's, a model)
+            if (wire.model_dump(by_alias=True, exclude_unset=True) if isinstance(wire, BaseModel) else wire) != sent:
+                out.append(f"{by}'s checked copy of {text[:200]!r}")
+    return out
 
 
 def changed_shared_tools() -> list[str]:

@@ -1,4 +1,4 @@
-"""parse_json's walk of a whole body (`_plain_body`, a level of containers at a time) says what the
+"""parse_json's walk of a whole body (`plain_body`, a level of containers at a time) says what the
 recursive walk (`_plain`) says: no container 100 deep, no float that may have been a big integer."""
 
 from typing import Any
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.wire.json_body import MAX_JSON_DEPTH, _plain, _plain_body, parse_json
+from proxy.wire.json_body import MAX_JSON_DEPTH, _plain, parse_json, plain_body
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=3) | st.sampled_from(
     [1.5, 2.0**63, -(2.0**63), 2.0**63 - 1024, 1e300, -1e19, 0.0])
@@ -25,7 +25,7 @@ def nested(depth: int, leaf: Any = "x", kind: str = "list") -> Any:
 @settings(max_examples=1000, deadline=None)
 @given(VALUES)
 def test_the_level_walk_is_the_recursive_one(value: Any) -> None:
-    assert _plain_body(value) == _plain(value)
+    assert plain_body(value) == _plain(value)
 
 
 @pytest.mark.parametrize("depth", [1, 98, 99, 100, 101, 150])
@@ -33,8 +33,8 @@ def test_the_level_walk_is_the_recursive_one(value: Any) -> None:
 @pytest.mark.parametrize("leaf", ["x", [], {}, 2.0**64])
 def test_the_depth_limit_is_the_same(depth: int, kind: str, leaf: Any) -> None:
     value = nested(depth, leaf, kind)
-    assert _plain_body(value) == _plain(value)
-    assert _plain_body({"a": [1, "b"], "deep": value}) == _plain({"a": [1, "b"], "deep": value})
+    assert plain_body(value) == _plain(value)
+    assert plain_body({"a": [1, "b"], "deep": value}) == _plain({"a": [1, "b"], "deep": value})
 
 
 def test_a_body_just_too_deep_is_refused_by_name() -> None:

@@ -110,7 +110,7 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
 
 async def create_message(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
-    sent = await read_json(request, shared_tools=True)  # its tools are only read (SharedTools)
+    sent = await read_json(request, shared_tools=True, history="messages")  # only read (SharedTools, ResentItems)
     req = validate(MessagesRequest, sent)
     shared = sent.get("tools")
     shared = shared if type(shared) is SharedTools else None

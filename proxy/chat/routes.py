@@ -28,7 +28,7 @@ MISSING_TOOL_MESSAGE = ("An assistant message with 'tool_calls' must be followed
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
-    sent = await read_json(request, shared_tools=True)
+    sent = await read_json(request, shared_tools=True, history="messages")
     req = validate(ChatRequest, sent)
     if req.n not in (None, 1):
         raise ProxyError("Only n=1 is supported: Gemini is asked for one candidate.", param="n",

@@ -27,7 +27,7 @@ RUNNING = ("queued", "in_progress")  # a background response's statuses before i
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
-    sent = await read_json(request, shared_tools=True)
+    sent = await read_json(request, shared_tools=True, history="input")
     turn = await prepare_turn(request, sent)
     if turn.req.background:
         return json_answer(await _start_background(request, turn), headers=turn.headers)

@@ -34,6 +34,7 @@ from proxy.to_gemini.request_body import build_gemini_request
 from proxy.tools.deferral import loaded_in_contents
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
+from proxy.wire.resent_items import ResentItems
 from proxy.wire.responses import INCLUDE_VALUES, ResponsesRequest
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
@@ -173,6 +174,8 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
     """Everything before Gemini is asked; any refusal here is an ordinary error answer."""
     ctx: Context = request.app[CONTEXT]
     req = validate(ResponsesRequest, sent)
+    if type(sent.get("input")) is ResentItems:  # (checked as list[Any]: a copy holding the same items)
+        req.input = sent["input"]
     _check_options(req)
     session = session_of(request)
     items = parse_input(req.input)

@@ -7,14 +7,17 @@ unknown paths and methods, and the unexpected — goes through here, so none is 
 
 import asyncio
 import logging
+import typing
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
+from annotated_types import MinLen
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from proxy import malloc_tuning
 from proxy.errors import ProxyError
 from proxy.journal import exchange
+from proxy.server.auth import SCOPE
 from proxy.server.context import CONTEXT
 from proxy.server.protocol import error_body
 from proxy.server.workers import worker_processes
@@ -26,6 +29,7 @@ from proxy.wire.json_body import (
     parse_json,
     refuse_too_many_tools,
 )
+from proxy.wire.resent_items import ResentItems
 from proxy.wire.shared_tools import SharedTools, parse_with_tools
 
 log = logging.getLogger(__name__)
@@ -83,10 +87,12 @@ ON_LOOP_BYTES = 256 * 1024
 ELSEWHERE_BYTES = 4 * 1024 * 1024
 
 
-async def read_json(request: web.Request, shared_tools: bool = False) -> Any:
+async def read_json(request: web.Request, shared_tools: bool = False, history: str | None = None) -> Any:
     """The request body as JSON, within the edge's limits (wire/json_body.py) and the client
     timeout (a body trickled byte by byte ties up nothing for longer). `shared_tools`: the route
-    never changes its tools, so a tools text seen before may be shared (wire/shared_tools.py)."""
+    never changes its tools, so a tools text seen before may be shared (wire/shared_tools.py).
+    `history`: the member holding the history, which the route never changes either: an item the
+    same client sent before is parsed and checked no more (wire/resent_items.py)."""
     if request.content.is_eof():  # the whole body came with the headers (most do): nothing to wait for
         raw = await request.read()  # (a timer set and cancelled cost 5 us in a loaded loop)
     else:
@@ -97,7 +103,7 @@ async def read_json(request: web.Request, shared_tools: bool = False) -> Any:
         except TimeoutError:
             raise ProxyError(f"The request body did not arrive within {timeout:g} seconds.", status=408,
                              code="request_timeout", headers={"Connection": "close"}) from None
-    body = await parse_body(raw, shared_tools)
+    body = await parse_body(raw, shared_tools, (history, request.get(SCOPE) or "") if history else None)
     if len(raw) >= malloc_tuning.IDLE_TRIM_BYTES:
         malloc_tuning.transient(len(raw))  # parsed into objects that are freed when the request ends
     ex = exchange.CURRENT.get()
@@ -106,11 +112,12 @@ async def read_json(request: web.Request, shared_tools: bool = False) -> Any:
     return body
 
 
-async def parse_body(raw: bytes, shared_tools: bool = False) -> Any:
+async def parse_body(raw: bytes, shared_tools: bool = False, items: tuple[str, str] | None = None) -> Any:
     """A JSON body (an HTTP request's, a WebSocket message's) parsed and checked within the edge's
-    limits, big ones off the event loop (whose tools are never shared: the cache is the loop's)."""
+    limits, big ones off the event loop (whose tools and items are never shared: the caches are the
+    loop's). `items`: parse_with_tools'."""
     if len(raw) <= ON_LOOP_BYTES:
-        return parse_with_tools(raw, _parsed) if shared_tools else _parsed(raw)
+        return parse_with_tools(raw, _parsed, items) if shared_tools else _parsed(raw)
     if len(raw) > ELSEWHERE_BYTES and may_hold_too_many_tools(raw):
         # Materializing this many objects holds the GIL (a thread would not help): count the tools in
         # a worker process first, and refuse without ever building them here.
@@ -129,18 +136,68 @@ def validate[M: BaseModel](model: type[M], body: Any) -> M:
     """Validate a request body, turning the first pydantic error into OpenAI's 400 wording."""
     if not isinstance(body, dict):
         raise ProxyError("The request body must be a JSON object.", code="invalid_type")
+    for name, value in body.items():
+        if type(value) is ResentItems and _element_check(model, name) is not None:
+            return _resent_checked(model, body, name, value)
+    return _with_tools(model, body)
+
+
+def _with_tools[M: BaseModel](model: type[M], body: dict[str, Any], value: dict[str, Any] | None = None) -> M:
+    """`value` (the body, or the body with a stand-in for its history) checked, its tools only once
+    per wire model (SharedTools)."""
+    value = body if value is None else value
     shared = body.get("tools")
     if type(shared) is not SharedTools or "tools" not in model.model_fields:
-        return _checked(model, body)
+        return _checked(model, value, body)
     known = shared.checked.get(model)
     if known is None:
-        req = _checked(model, body)
+        req = _checked(model, value, body)
         shared.checked[model] = req.tools  # type: ignore[attr-defined]
         return req
     # These tools passed this model's check before: only the rest of the body is checked.
-    req = _checked(model, {k: v for k, v in body.items() if k != "tools"}, body)
+    req = _checked(model, {k: v for k, v in value.items() if k != "tools"}, body)
     req.tools = known  # type: ignore[attr-defined]
     return req
+
+
+_ELEMENT_CHECKS: dict[tuple[type, str], TypeAdapter[list[Any]] | None] = {}
+
+
+def _element_check(model: type[BaseModel], name: str) -> TypeAdapter[list[Any]] | None:
+    """The check of a list of `model.name`'s elements, when that field is a plain `list[X]` (Chat's and
+    Anthropic's messages), at most "not empty" (which its first item standing for it keeps);
+    None otherwise (Responses' `input` is checked item by item by parse_input)."""
+    key = (model, name)
+    if key not in _ELEMENT_CHECKS:
+        field = model.model_fields.get(name)
+        plain = field is not None and typing.get_origin(field.annotation) is list and all(
+            type(m) is MinLen and m.min_length <= 1 for m in field.metadata)
+        _ELEMENT_CHECKS[key] = TypeAdapter(field.annotation) if plain else None  # type: ignore[union-attr]
+    return _ELEMENT_CHECKS[key]
+
+
+def _resent_checked[M: BaseModel](model: type[M], body: dict[str, Any], name: str, sent: ResentItems) -> M:
+    """A body whose history (`name`) is ResentItems: the items this model checked before come from their
+    `checked`, the new ones are checked together, and the rest of the body with its first item standing
+    for the history (a list's own constraints, such as at least one message, hold for it). Any error:
+    the whole body is checked, which names it as always."""
+    new = [i for i, kept in enumerate(sent.kept) if model not in kept.checked]
+    if not sent or (new and not _checked_items(model, name, sent, new)):
+        return _with_tools(model, body)
+    req = _with_tools(model, body, {**body, name: sent[:1]})
+    setattr(req, name, [kept.checked[model] for kept in sent.kept])
+    return req
+
+
+def _checked_items(model: type[BaseModel], name: str, sent: ResentItems, new: list[int]) -> bool:
+    """Check the new items; each passed item's checked value is kept in its `checked`."""
+    try:
+        values = _element_check(model, name).validate_python([sent[i] for i in new])  # type: ignore[union-attr]
+    except ValidationError:
+        return False
+    for i, value in zip(new, values, strict=True):
+        sent.kept[i].checked[model] = value
+    return True
 
 
 def _checked[M: BaseModel](model: type[M], value: dict[str, Any], body: dict[str, Any] | None = None) -> M:

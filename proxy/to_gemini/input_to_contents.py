@@ -24,6 +24,7 @@ from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.deferral import SEARCH_TYPE, found_tools
 from proxy.tools.tool_names import ToolNames
 from proxy.wire.json_body import NOT_PLAIN, param_path, parse_arguments, plain_arguments
+from proxy.wire.resent_items import ResentItems
 from proxy.wire.responses import (
     ITEM_LISTS,
     ITEM_MODELS,
@@ -43,11 +44,19 @@ from proxy.wire.responses import (
 
 def parse_input(raw: str | list[Any]) -> list[InputItem]:
     """Check raw `input` and read it as typed items; a bad item is a 400 naming its index. The items of
-    each kind are checked together (wire/responses.py ITEM_LISTS), then put back in their order."""
+    each kind are checked together (wire/responses.py ITEM_LISTS), then put back in their order. An
+    item of ResentItems checked here before (the same client's same text) is not checked again."""
     if isinstance(raw, str):
         return [MessageItem(role="user", content=raw)]
-    kinds: dict[type, list[int]] = {}  # each kind's items, by their index in the input
+    resent = raw.kept if type(raw) is ResentItems else None
+    items: list[Any] = [None] * len(raw)
+    kinds: dict[type, list[int]] = {}  # each kind's items to check, by their index in the input
     for i, item in enumerate(raw):
+        if resent is not None:
+            typed = resent[i].checked.get(INPUT_ITEM)
+            if typed is not None:
+                items[i] = typed
+                continue
         if not isinstance(item, dict):
             raise ProxyError(f"Invalid type for 'input[{i}]': expected an object.", param=f"input[{i}]",
                              code="invalid_type")
@@ -61,13 +70,12 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
             kinds[model] = [i]
         else:
             at.append(i)
-    if len(kinds) <= 1:  # one kind (a conversation of messages): the list as it is
+    if len(kinds) <= 1 and resent is None:  # one kind (a conversation of messages): the list as it is
         model = next(iter(kinds), MessageItem)
         try:
             return list(map(model, ITEM_LISTS[model].validate_python(raw)))
         except ValidationError as e:
             raise _refusal(e, range(len(raw)), raw)[1] from None
-    items: list[Any] = [None] * len(raw)
     refusals = []
     for model, at in kinds.items():
         try:
@@ -77,7 +85,15 @@ def parse_input(raw: str | list[Any]) -> list[InputItem]:
             refusals.append(_refusal(e, at, raw))
     if refusals:  # the first bad item's
         raise min(refusals, key=lambda r: r[0])[1] from None
+    if resent is not None:  # checked: the next request's same text is not checked again
+        for at in kinds.values():
+            for i in at:
+                resent[i].checked[INPUT_ITEM] = items[i]
     return items
+
+
+# What parse_input keeps in a resent item's `checked` (its typed item).
+INPUT_ITEM = "responses.input"
 
 
 def own_items(items: list[dict[str, Any]]) -> list[InputItem]:

@@ -54,7 +54,7 @@ def parse_json(raw: bytes) -> Any:
     except orjson.JSONDecodeError:
         pass  # NaN, 1e400, a lone surrogate, nesting past orjson's limit, bad JSON...: the standard path says which
     else:
-        if _plain_body(value):
+        if plain_body(value):
             return value
     return _parse_standard(raw)
 
@@ -67,19 +67,32 @@ def split_member(raw: bytes, key: str) -> tuple[list[str], bytes, bytes] | None:
     spans, one pass, no object per key): (its keys in order, the object without `key` as a JSON
     object, `key`'s value as sent), or None when `raw` is not a JSON object holding `key` (the
     caller parses it whole, which says why)."""
+    split = split_members(raw, {key: 0})
+    if split is None or key not in split[2]:
+        return None
+    return split[0], split[1], split[2][key]
+
+
+def split_members(raw: bytes, keys: dict[str, int]) -> tuple[list[str], bytes, dict[str, bytes]] | None:
+    """split_member for several keys, each with the least length of a value worth splitting out
+    (shorter ones stay in the rest): (the keys in order, the object without the values split out,
+    those values as sent), or None when `raw` is not a JSON object msgspec can split."""
     try:
         top = _TOP.decode(raw)
         order = list(top)
-        value = top.pop(key, None)
-        if value is None:
-            return None
+        values = {}
+        for key, least in keys.items():
+            value = top.get(key)
+            if value is not None and len(value) >= least:
+                values[key] = bytes(value)
+                del top[key]
         pieces = [b"{"]  # the rest made in one join: each member's text is copied once (msgspec's Raw is a buffer)
         for k, v in top.items():
             pieces += (orjson.dumps(k), b":", v, b",")
         pieces[-1] = b"}" if len(pieces) > 1 else b"{}"
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, orjson.JSONEncodeError):
         return None
-    return order, b"".join(pieces), bytes(value)
+    return order, b"".join(pieces), values
 
 
 def count_tools(body: Any) -> int:
@@ -192,12 +205,13 @@ def _parse_standard(raw: bytes) -> Any:
     return value
 
 
-def _plain_body(value: Any) -> bool:
+def plain_body(value: Any, budget: int = MAX_JSON_DEPTH) -> bool:
     """_plain of a whole body: the same test, one level of containers at a time, without a call per
-    container (a long history holds hundreds: the walk took a fifth of the body's parse)."""
+    container (a long history holds hundreds: the walk took a fifth of the body's parse). `budget`:
+    the levels left (a value found inside a body has fewer than the body)."""
     if type(value) is not dict and type(value) is not list:
-        return _plain(value)
-    level, budget = [value], MAX_JSON_DEPTH
+        return _plain(value, budget)
+    level = [value]
     while level:
         if budget == 0:  # containers this deep
             return False

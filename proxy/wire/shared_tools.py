@@ -18,7 +18,10 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from proxy.wire.json_body import split_member
+from proxy.errors import ProxyError
+from proxy.wire import resent_items
+from proxy.wire.json_body import MAX_JSON_DEPTH, split_members
+from proxy.wire.resent_items import continues_stored, parse_items
 
 # Tools texts kept, by their length (their objects take about ten times as much). A text longer
 # than this is parsed every time.
@@ -43,20 +46,37 @@ class SharedTools(list):  # type: ignore[type-arg]
 _kept: LRUCache[bytes, SharedTools] = LRUCache(CACHE_BYTES, getsizeof=len)
 
 
-def parse_with_tools(raw: bytes, parse: Callable[[bytes], Any]) -> Any:
+def parse_with_tools(raw: bytes, parse: Callable[[bytes], Any], items: tuple[str, str] | None = None) -> Any:
     """The body as `parse` gives it, its `tools` (when a list) a SharedTools: the kept one when this
     text was seen before (then only the rest of the body is parsed), else a new one kept from now on.
-    `parse` refuses what it must for the whole body; a tools text is kept only once it passed."""
-    split = split_member(raw, "tools")  # (a search for '"tools"' first would take as long: 20 us)
+    `parse` refuses what it must for the whole body; a tools text is kept only once it passed.
+    `items`: (the member holding the history, the client's scope): its items are ResentItems
+    (wire/resent_items.py), each text this scope sent before parsed no more."""
+    # (a search for '"tools"' first would take as long: 20 us)
+    split = split_members(raw, {"tools": 0} if items is None else {"tools": 0, items[0]: resent_items.RESENT_MIN_BYTES})
     if split is None:
         return parse(raw)
-    order, rest, text = split
-    kept = _kept.get(text)
-    if kept is None:
+    order, rest, values = split
+    text = values.get("tools")
+    kept = _kept.get(text) if text is not None else None
+    if text is not None and kept is None:  # new tools: the whole body is parsed, and they are kept
         body = parse(raw)
         tools = body.get("tools") if isinstance(body, dict) else None
         if type(tools) is list and len(text) <= CACHE_BYTES:
             body["tools"] = _kept[text] = SharedTools(tools, text)
         return body
-    members = parse(rest)  # an object (it was one member short of the body's)
-    return {key: kept if key == "tools" else members[key] for key in order}  # the body's order
+    history = values.get(items[0]) if items is not None else None
+    if history is None:
+        if kept is None:
+            return parse(raw)
+        members = parse(rest)  # an object (it was one member short of the body's)
+        return {key: kept if key == "tools" else members[key] for key in order}  # the body's order
+    try:
+        members = parse(rest)
+    except ProxyError:
+        return parse(raw)  # the whole body's first error, as a body parsed whole names it
+    member, scope = items  # type: ignore[misc]
+    resent = parse_items(history, scope, not continues_stored(members), MAX_JSON_DEPTH - 2)
+    if resent is None:
+        return parse(raw)
+    return {key: kept if key == "tools" else resent if key == member else members[key] for key in order}
