@@ -12,14 +12,20 @@ from proxy.wire.json_body import parse_json
 
 
 def changed_resent_items() -> list[str]:
-    """A kept history item (wire/resent_items.py) that no longer equals its text, or whose typed item
-    (parse_input's) no longer holds what was sent: later requests of its client get the same objects."""
+    """A kept history item (wire/resent_items.py: the item cache's, a recent history's) that no longer
+    equals its text, or whose checked copies (parse_input's typed item, a request model's) no longer
+    hold what was sent: later requests of its client get the same objects."""
+    kept = [(text, k) for (_, text), k in resent_items.kept_items.entries.items()]
+    for recents in resent_items.recent_histories.entries.values():
+        for h in recents.histories:
+            starts = [0, *h.ends][:len(h.ends)]
+            kept += [(h.text[a:b].lstrip(b"[, \t\r\n"), k) for a, b, k in zip(starts, h.ends, h.kept, strict=True)]
     out = []
-    for (_, text), kept in list(resent_items.kept_items.entries.items()):
+    for text, k in kept:
         sent = parse_json(text)
-        if kept.value != sent:
+        if k.value != sent:
             out.append(f"the kept item {text[:200]!r}")
-        for by, checked in kept.checked.items():
+        for by, checked in k.checked.items():
             wire = checked.wire() if by == INPUT_ITEM else checked  # (a typed item, a TypedDict's, a model)
             if (wire.model_dump(by_alias=True, exclude_unset=True) if isinstance(wire, BaseModel) else wire) != sent:
                 out.append(f"{by}'s checked copy of {text[:200]!r}")

@@ -117,14 +117,20 @@ def test_another_scope_gets_objects_of_its_own() -> None:
     assert scopes == {"c-aaaaaaaaaaaa", "c-bbbbbbbbbbbb"}
 
 
-def test_a_stored_chains_items_are_not_kept_and_a_big_item_is_parsed_every_time() -> None:
+def test_a_stored_chains_items_are_not_kept_and_a_big_item_is_not_in_the_item_cache() -> None:
+    """(A big item is taken from its scope's recent history, which counts it: not shown here, each
+    parse is of another scope.)"""
     old = _history(uuid.uuid4().hex[:8])
     _parse(orjson.dumps({"model": "m", "previous_response_id": "resp_1", "input": old}))
     kept = resent_items.kept_items.entries
     assert not any(text == orjson.dumps(i) for i in old for _, text in kept)
+    assert resent_items.recent_histories.get(SCOPE) is None or not any(
+        h.text.startswith(orjson.dumps(old)[:-1]) for h in resent_items.recent_histories.get(SCOPE).histories)
     big = [{"type": "message", "role": "user", "content": "x" * (resent_items.MAX_ITEM_BYTES + 1)}]
-    one, two = (_parse(orjson.dumps({"model": "m", "input": big}))["input"] for _ in range(2))
-    assert one == two == big and one[0] is not two[0]
+    one, two = (_parse(orjson.dumps({"model": "m", "input": big}), f"c-{uuid.uuid4().hex[:12]}")["input"]
+                for _ in range(2))
+    assert one == two == big and one[0] is not two[0], "not in the item cache"
+    assert not any(text == orjson.dumps(big[0]) for _, text in kept)
 
 
 def test_the_cache_stays_within_its_bytes_least_recent_first() -> None:
@@ -147,8 +153,8 @@ def test_an_items_count_covers_what_holding_it_takes(kind: str) -> None:
     history (scripts/bench_tails.py's large body: calls, results, messages)."""
     items = body(kind, LARGE)["input"]
     raw = orjson.dumps(items)
-    cache = resent_items.kept_items
-    before_bytes = cache.bytes
+    caches = (resent_items.kept_items, resent_items.recent_histories)
+    before_bytes = sum(c.bytes for c in caches)
     scope = f"c-{uuid.uuid4().hex[:12]}"
     tracemalloc.start()
     try:
@@ -160,7 +166,7 @@ def test_an_items_count_covers_what_holding_it_takes(kind: str) -> None:
         held = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    counted = cache.bytes - before_bytes
+    counted = sum(c.bytes for c in caches) - before_bytes
     assert counted > 0 and held <= counted, (held, counted)
 
 
@@ -264,3 +270,33 @@ def test_chat_and_anthropic_turns_over_http_reuse_their_messages(stack: Stack) -
     by_text = {text: kept for (_, text), kept in resent_items.kept_items.entries.items()}
     assert ChatRequest in by_text[orjson.dumps(_chat_history(tag)[2])].checked
     assert MessagesRequest in by_text[orjson.dumps(_anthropic_history(tag)[1])].checked
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=st.lists(st.tuples(st.integers(0, 6), st.lists(st.integers(0, 3), max_size=4),
+                                st.sampled_from([(",", ":"), (", ", ": "), (" ,\n ", " : ")])), min_size=1, max_size=6))
+def test_a_history_that_shares_items_with_a_recent_one_reads_as_a_parse_of_its_own(turns) -> None:
+    """Turns of one scope that keep some of the last history's items (an agent appends; a client that
+    edits an item, Claude Code moving its cache_control, keeps fewer) and add others, written compact,
+    spaced or with newlines: each gives what parsing its text gives, and each item's recorded end is
+    where its text ends."""
+    scope = f"c-{uuid.uuid4().hex[:12]}"
+    history: list[Any] = []
+    before: list[Any] = []
+    spelled = None
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(resent_items, "kept_items", _Cache(0))  # no item cache: what is shared came from the recent
+        for keep, added, separators in turns:
+            history = history[:keep] + [{"n": n, "t": "x" * n * 7, "deep": [{"a": [n]}]} for n in added]
+            text = json.dumps(history, separators=separators).encode()
+            got = parse_items(text, scope, True, 98)
+            assert got == json.loads(text)
+            same = min(keep, len(before)) if separators == spelled else 0  # (the same items, the same bytes)
+            assert all(a is b for a, b in zip(got.kept[:same], before[:same], strict=True)), "taken from the recent"
+            recent = resent_items.recent_histories.get(scope)
+            if history:
+                latest = recent.histories[0]
+                assert latest.text == text and [k.value for k in latest.kept] == history
+                ends = [0, *latest.ends]
+                assert [json.loads(text[ends[i]:ends[i + 1]].lstrip(b"[, \n")) for i in range(len(history))] == history
+            before, spelled = got.kept, separators

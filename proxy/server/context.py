@@ -31,7 +31,7 @@ from proxy.upstream.gemini.client import GeminiUpstream
 from proxy.usage.ledger import Ledger, LimitsUnavailable
 from proxy.usage.limits import rate_headers, refusal_text
 from proxy.wire.model_name import check_model_name, credential_like, credential_refusal
-from proxy.wire.resent_items import kept_items
+from proxy.wire.resent_items import kept_items, recent_histories
 from proxy.wire.responses import InputItem, referred_ids
 from proxy.wire.shared_tools import SharedTools
 
@@ -117,8 +117,9 @@ class Context:
 
     async def store_gauges(self) -> None:
         """Set the store's gauges for a scrape (a shared store is asked; unreachable leaves them)."""
-        metrics.CACHE_BYTES.labels("items").set(kept_items.bytes)  # (resent_items.py: this process's)
-        metrics.CACHE_MAX_BYTES.labels("items").set(kept_items.max_bytes)
+        # (resent_items.py's two, this process's own)
+        metrics.CACHE_BYTES.labels("items").set(kept_items.bytes + recent_histories.bytes)
+        metrics.CACHE_MAX_BYTES.labels("items").set(kept_items.max_bytes + recent_histories.max_bytes)
         histories = getattr(self.store, "histories", None)
         if histories is not None:  # this process's own, whatever the store's backend
             metrics.CACHE_BYTES.labels("history").set(histories.bytes)

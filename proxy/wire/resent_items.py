@@ -36,6 +36,9 @@ ENTRY_OVERHEAD = 1024
 # A history shorter than this is parsed with the body, as before: it costs less than its split.
 RESENT_MIN_BYTES = 2048
 MAX_ITEM_BYTES = 256 * 1024  # an item this large (a screenshot) is parsed every time: it would evict dozens
+# Each scope's latest histories (_Recent), counted as holding their text and all their items' objects.
+RECENT_BYTES = 4 * 1024 * 1024
+RECENT_PER_SCOPE = 4
 
 
 class Kept:
@@ -60,25 +63,26 @@ class ResentItems(list):  # type: ignore[type-arg]
 
 
 class _Cache:
-    """Least recently used first out, by counted bytes; a dict's own order is the recency (a hit is
-    popped and put back: two C calls, where cachetools' LRU costs a Python call per lookup)."""
+    """Least recently used first out, by counted bytes (each value's `size`); a dict's own order is the
+    recency (a hit is popped and put back: two C calls, where cachetools' LRU costs a Python call per
+    lookup)."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes, self.bytes = max_bytes, 0
-        self.entries: dict[tuple[str, bytes], Kept] = {}
+        self.entries: dict[Any, Any] = {}
 
-    def get(self, key: tuple[str, bytes]) -> Kept | None:
-        kept = self.entries.pop(key, None)
-        if kept is not None:
-            self.entries[key] = kept
-        return kept
+    def get(self, key: Any) -> Any:
+        value = self.entries.pop(key, None)
+        if value is not None:
+            self.entries[key] = value
+        return value
 
-    def put(self, key: tuple[str, bytes], kept: Kept) -> None:
+    def put(self, key: Any, value: Any) -> None:
         old = self.entries.pop(key, None)
         if old is not None:
             self.bytes -= old.size
-        self.entries[key] = kept
-        self.bytes += kept.size
+        self.entries[key] = value
+        self.bytes += value.size
         while self.bytes > self.max_bytes:
             self.bytes -= self.entries.pop(next(iter(self.entries))).size
 
@@ -87,7 +91,65 @@ class _Cache:
         self.bytes = 0
 
 
+class _Recent:
+    """A scope's recent history: its text, its items' Kept, where each item's text ends in it. The next
+    turn's text begins with most of it (an agent appends to its history), so the items they share are
+    found by comparing bytes, with no item's text copied, hashed or looked up."""
+
+    __slots__ = ("ends", "kept", "size", "text")
+
+    def __init__(self, text: bytes, kept: list[Kept], ends: list[int]) -> None:
+        self.text, self.kept, self.ends = text, kept, ends
+        # Counted as if it alone held its items' objects (the item cache counts them too: an overcount).
+        self.size = (1 + TEXT_FACTOR) * len(text) + ENTRY_OVERHEAD * (len(kept) + 1)
+
+    def shared(self, text: bytes) -> int:
+        """How many leading items `text` has of this history's, exactly as written: the largest k
+        whose text up to item k's end is this one's, an item's end there too (a comma or the array's
+        end follows). A binary search: a text that shares k items shares every fewer."""
+        ends, mine = self.ends, memoryview(self.text)
+        if not ends or not text.startswith(mine[:ends[0]]):
+            return 0
+        if text.startswith(mine[:ends[-1]]) and _item_ends(text, ends[-1]):  # the whole of it, then more
+            return len(ends)
+        low, high = 0, len(ends) - 1  # shares `low` items, not `high + 1`
+        while low < high:
+            k = (low + high + 1) // 2
+            if text.startswith(mine[:ends[k - 1]]) and _item_ends(text, ends[k - 1]):
+                low = k
+            else:
+                high = k - 1
+        return low
+
+
+class _Recents:
+    """A scope's RECENT_PER_SCOPE latest histories, the latest first (an agent and its subagents
+    under one client key interleave their turns)."""
+
+    __slots__ = ("histories", "size")
+
+    def __init__(self, histories: list[_Recent]) -> None:
+        self.histories = histories
+        self.size = sum(h.size for h in histories)
+
+
 kept_items = _Cache(ITEMS_CACHE_BYTES)
+recent_histories = _Cache(RECENT_BYTES)
+_ARRAY = msgspec.json.Decoder(list[msgspec.Raw])
+_SPACE = b" \t\r\n"
+_COMMA = b","[0]
+
+
+def _past_blanks(text: bytes, at: int) -> int:
+    while at < len(text) and text[at] in _SPACE:
+        at += 1
+    return at
+
+
+def _item_ends(text: bytes, end: int) -> bool:
+    """Whether an item of the array `text` can end at `end`: what follows, past blanks, is `,` or `]`."""
+    at = _past_blanks(text, end)
+    return at < len(text) and text[at] in b",]"
 
 
 def continues_stored(members: dict[str, Any]) -> bool:
@@ -95,33 +157,58 @@ def continues_stored(members: dict[str, Any]) -> bool:
     new (Responses' previous_response_id, an Anthropic thread's continue): its items are not kept."""
     thread = members.get("thread")
     return bool(members.get("previous_response_id")) or (type(thread) is dict and thread.get("type") == "continue")
-_ARRAY = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def parse_items(text: bytes, scope: str, keep: bool, depth: int) -> ResentItems | None:
-    """The array `text` as ResentItems, each item's text the same client scope sent before taken
-    from the cache; new ones are parsed and, with `keep`, kept. `depth`: the nesting levels the body
-    leaves an item (the edge's MAX_JSON_DEPTH less the containers around it). None when `text` is not
-    an array of objects that pass the edge's fast test: the caller parses the body whole, which says
-    what is wrong."""
+    """The array `text` as ResentItems: the items it shares with one of the scope's recent histories
+    taken from it, each other item whose text the scope sent before taken from the item cache, new
+    ones parsed and, with `keep`, kept. `depth`: the nesting levels the body leaves an item (the edge's
+    MAX_JSON_DEPTH less the containers around it). None when `text` is not an array of objects that
+    pass the edge's fast test: the caller parses the body whole, which says what is wrong."""
+    recents = recent_histories.get(scope)
+    kept: list[Kept] = []
+    ends: list[int] = []
+    rest, at = text, 0  # the items still to read, as an array, and where they begin in `text`
+    for recent in recents.histories if recents is not None else ():
+        n = recent.shared(text)
+        if n:
+            kept, ends = recent.kept[:n], recent.ends[:n]
+            at = _past_blanks(text, ends[-1])  # the comma after the last shared item, or the array's end
+            if text[at] == _COMMA:
+                at += 1
+                rest = b"[" + text[at:]
+            else:
+                rest = b"[]"
+            break
     try:
-        spans = _ARRAY.decode(text)
+        spans = _ARRAY.decode(rest)
     except msgspec.DecodeError:
         return None
-    cache, out = kept_items, []
+    cache = kept_items
     for span in spans:
         item = bytes(span)
         key = (scope, item)
-        kept = cache.get(key)
-        if kept is None:
+        found = cache.get(key)
+        if found is None:
             try:
                 value = orjson.loads(item)
             except orjson.JSONDecodeError:
                 return None
             if type(value) is not dict or not plain_body(value, depth):
                 return None
-            kept = Kept(value, TEXT_FACTOR * len(item) + ENTRY_OVERHEAD)
+            found = Kept(value, TEXT_FACTOR * len(item) + ENTRY_OVERHEAD)
             if keep and len(item) <= MAX_ITEM_BYTES:
-                cache.put(key, kept)
-        out.append(kept)
-    return ResentItems(out)
+                cache.put(key, found)
+        kept.append(found)
+        at = _past_blanks(text, at)  # where it begins: past the blanks, the `[` or comma, the blanks
+        if text[at] in b"[,":
+            at = _past_blanks(text, at + 1)
+        at += len(item)
+        ends.append(at)
+    if keep and ends:
+        latest = _Recent(text, kept, ends)  # (it replaces the histories that begin with its first item)
+        others = [h for h in (recents.histories if recents is not None else ()) if not h.text.startswith(
+            memoryview(text)[:ends[0]])]
+        if latest.size <= RECENT_BYTES // 4:
+            recent_histories.put(scope, _Recents([latest, *others][:RECENT_PER_SCOPE]))
+    return ResentItems(kept)
