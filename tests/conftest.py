@@ -10,6 +10,7 @@ from proxy import fast_json
 from proxy.responses import routes as responses_routes
 from proxy.store import entry_store
 from proxy.tools import prepare_tools
+from proxy.wire import resent_items
 from tests.harness import Stack
 from tests.shared_tools_check import changed_resent_items, changed_shared_tools
 
@@ -82,6 +83,17 @@ def stored_turns_are_what_serializing_them_whole_gives():
     entry_store._response_doc, responses_routes.json_answer = checked, checked_answer
     yield
     entry_store._response_doc, responses_routes.json_answer = original, answer
+
+
+@pytest.fixture(autouse=True, scope="session")
+def every_history_is_resent():
+    """In-process stacks take every Responses, Chat and Anthropic history through wire/resent_items.py,
+    however short (tests' histories mostly are): the check below then sees what each route does with
+    the items it shares (a `serve` subprocess keeps the real threshold; test_resent_items.py tests it)."""
+    saved = resent_items.RESENT_MIN_BYTES
+    resent_items.RESENT_MIN_BYTES = 0
+    yield
+    resent_items.RESENT_MIN_BYTES = saved
 
 
 @pytest.fixture(autouse=True)
