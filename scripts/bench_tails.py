@@ -562,12 +562,13 @@ def versus_rows(servers: Servers, rev: str, kinds: list[str]) -> list[dict]:
         old_dir.mkdir(parents=True, exist_ok=True)
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "proxy"], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(old_dir)], input=archive.stdout, check=True)
-    ports = {}
+    ports, pids = {}, {}
     for name, cwd in (("new", ROOT), ("old", old_dir)):
         ports[name] = free_port()
         servers.procs.append(Process(servers.tmp, f"tails-proxy-{name}-{rev}",
                                      [sys.executable, "-m", "proxy", "--log-level", "WARNING", "serve", "--port",
                                       str(ports[name]), "--upstream", servers.mock_url], "ready", cwd=cwd))
+        pids["proxy" if name == "new" else "old"] = servers.procs[-1].proc.pid
     out = []
     for label, shape in (FACTORS[0], FACTORS[1], FACTORS[2], ("agent large", LARGE)):
         for kind in kinds:
@@ -578,12 +579,14 @@ def versus_rows(servers: Servers, rev: str, kinds: list[str]) -> list[dict]:
             proxy = Target("proxy", f"http://127.0.0.1:{ports['new']}" + PATHS[kind], b)
             old = Target("old", f"http://127.0.0.1:{ports['old']}" + PATHS[kind], b)
             asyncio.run(rotation([proxy, old], 1, VERSUS_WARM))
-            lat = asyncio.run(rotation([proxy, old, hop, direct], 1, FACTOR_N))
+            lat = asyncio.run(rotation([proxy, old, hop, direct], 1, FACTOR_N, pids=pids))
             out.append({"label": label, "kind": kind, "rev": rev, "new_old": paired(lat, "proxy", "old"),
-                        "new_hop": paired(lat, "proxy", "hop"), "old_hop": paired(lat, "old", "hop")})
+                        "new_hop": paired(lat, "proxy", "hop"), "old_hop": paired(lat, "old", "hop"),
+                        "new_cpu": lat["cpu"]["proxy"], "old_cpu": lat["cpu"]["old"]})
             v = out[-1]
             print(f"{label:58} {kind:9} today − {rev} {v['new_old']:+.2f}  today − hop {v['new_hop']:+.2f}  "
-                  f"{rev} − hop {v['old_hop']:+.2f}", flush=True)
+                  f"{rev} − hop {v['old_hop']:+.2f}  CPU ms/req today {v['new_cpu']:.2f} {rev} {v['old_cpu']:.2f}",
+                  flush=True)
     return out
 
 
@@ -825,9 +828,10 @@ def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus:
         lines += [f"### Today's proxy against the one at {rev}", "",
                   f"The proxy at {rev} (`git archive`, the same interpreter and packages) beside today's, both in the "
                   f"same rotation with the null hop and the mock, c=1, {FACTOR_N} rounds; paired medians, ms.",
-                  "", f"| body | API | today − {rev} | today − hop | {rev} − hop |", "|---|---|---|---|---|"]
+                  "", f"| body | API | today − {rev} | today − hop | {rev} − hop | CPU ms/req, today / {rev} |",
+                  "|---|---|---|---|---|---|"]
         lines += [f"| {v['label']} | {NAMES[v['kind']]} | {v['new_old']:+.2f} | {v['new_hop']:+.2f} | "
-                  f"{v['old_hop']:+.2f} |" for v in versus]
+                  f"{v['old_hop']:+.2f} | {v.get('new_cpu', 0):.2f} / {v.get('old_cpu', 0):.2f} |" for v in versus]
         lines.append("")
     text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
     lines += _kept_subsections(text, factors, versus)
