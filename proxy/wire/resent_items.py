@@ -165,11 +165,12 @@ def parse_items(text: bytes, scope: str, keep: bool, depth: int) -> ResentItems 
     ones parsed and, with `keep`, kept. `depth`: the nesting levels the body leaves an item (the edge's
     MAX_JSON_DEPTH less the containers around it). None when `text` is not an array of objects that
     pass the edge's fast test: the caller parses the body whole, which says what is wrong."""
-    recents = recent_histories.get(scope)
+    found_recents = recent_histories.get(scope)
+    recents: list[_Recent] = found_recents.histories if found_recents is not None else []
     kept: list[Kept] = []
     ends: list[int] = []
     rest, at = text, 0  # the items still to read, as an array, and where they begin in `text`
-    for recent in recents.histories if recents is not None else ():
+    for recent in recents:
         n = recent.shared(text)
         if n:
             kept, ends = recent.kept[:n], recent.ends[:n]
@@ -207,8 +208,7 @@ def parse_items(text: bytes, scope: str, keep: bool, depth: int) -> ResentItems 
         ends.append(at)
     if keep and ends:
         latest = _Recent(text, kept, ends)  # (it replaces the histories that begin with its first item)
-        others = [h for h in (recents.histories if recents is not None else ()) if not h.text.startswith(
-            memoryview(text)[:ends[0]])]
+        others = [h for h in recents if not h.text.startswith(memoryview(text)[:ends[0]])]
         if latest.size <= RECENT_BYTES // 4:
             recent_histories.put(scope, _Recents([latest, *others][:RECENT_PER_SCOPE]))
     return ResentItems(kept)
