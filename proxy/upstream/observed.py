@@ -58,12 +58,15 @@ def _calls_in(answer: Any) -> int:
 
 
 def _ledger_note(ledger: Ledger | None, model: str, usage: Any, calls: int, error: bool) -> None:
-    """An answer's (or a failure's) token counters and usage row, counted in the next turn of the loop:
+    """An answer's (or a failure's) token counters and usage row, counted two turns of the loop later:
     the answer is on its way by then (its client never waits on them; a read of the usage, a request
-    of its own, comes after)."""
+    of its own, comes after). Two, because a whole answer yields once between its check and its
+    translation (answer_turn.whole_answer): counted in the next turn, they ran on the path the client
+    waits for (about 20 us of a small request's, scripts/critical_path.py)."""
     record = metrics.CURRENT.get()
     key, client = (record.key, record.client) if record is not None else ("", "")
-    asyncio.get_running_loop().call_soon(_count_answer, ledger, key, client, model, usage, calls, error)
+    loop = asyncio.get_running_loop()
+    loop.call_soon(loop.call_soon, _count_answer, ledger, key, client, model, usage, calls, error)
 
 
 def _count_answer(ledger: Ledger | None, key: str, client: str, model: str, usage: Any, calls: int,
