@@ -29,6 +29,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripts.doc_section import put_section  # noqa: E402
 from tests.servers import HAProxy, Process, RedisServer, free_port  # noqa: E402
 
 LATENCY_N = int(os.environ.get("BENCH_N", "200"))
@@ -550,9 +551,7 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
     print(table)
     machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
                f"Python {platform.python_version()}")
-    (ROOT / "docs").mkdir(exist_ok=True)
-    (ROOT / "docs" / "benchmarks.md").write_text(
-        f"# Benchmarks\n\nMeasured by `scripts/bench.sh` ({LATENCY_N} sequential requests for p50, "
+    write_doc(f"Measured by `scripts/bench.sh` ({LATENCY_N} sequential requests for p50, "
         f"{LOAD_SECONDS:g} s at concurrency {CONCURRENCY} for throughput and CPU) on {machine}. Every server is one "
         f"process; the mock Gemini answers all of them. \"Added p50\" is the median difference of requests "
         f"sent alternately through the proxy and to its baseline (the mock with the body the proxy sent it; for "
@@ -560,8 +559,16 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
         f"CPU vs LiteLLM is paired the same way: the median of {CPU_ROUNDS} rounds, each loading LiteLLM and the "
         f"proxy one after the other (in alternating order), with the rounds' range; the CPU ms columns are each "
         f"target's own run. "
-        f"Command: `bash scripts/bench.sh`. Judge ratios, not absolute numbers.\n\n{table}\n")
+        f"Command: `bash scripts/bench.sh`. Judge ratios, not absolute numbers.\n\n{table}")
 
+
+START, END = "<!-- bench: start -->", "<!-- bench: end -->"
+
+
+def write_doc(body: str, doc: Path = ROOT / "docs" / "benchmarks.md") -> None:
+    """This script's section of the document: the other scripts' sections and the findings written by
+    hand between them stay as they are."""
+    put_section(doc, START, END, f"{START}\n{body}\n{END}")
 
 if __name__ == "__main__":
     main()

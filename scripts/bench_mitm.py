@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from proxy.ca import generate_ca  # noqa: E402
+from scripts.doc_section import put_section  # noqa: E402
 from tests.mitm_harness import MITMDUMP, upstream_tls  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
@@ -427,13 +428,7 @@ def write_rows(rows: list[dict] | None = None, load: str | None = None, when: st
         f"order, {how}. 20 injected tools: the flow names a session whose 20 tools (bench.py's `tools(20)`) "
         "replace the app's.", "",
         *(rows_table(first["rows"]) if len(runs) == 1 else runs_table(runs)), *extra, "", ROWS_END])
-    text = doc.read_text() if doc.exists() else ""
-    if ROWS_START in text and ROWS_END in text:
-        head, rest = text.split(ROWS_START, 1)
-        text = head + section + rest.split(ROWS_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    doc.write_text(text)
+    put_section(doc, ROWS_START, ROWS_END, section)
 
 
 def _option(name: str, default: str | None) -> str | None:

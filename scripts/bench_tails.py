@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench import KEY, LITELLM_KEY, TURN, cpu_seconds, last_sent, numbered  # noqa: E402
+from scripts.doc_section import put_section  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
 N = int(os.environ.get("BENCH_TAILS_N", "600"))
@@ -836,12 +837,7 @@ def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus:
     text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
     lines += _kept_subsections(text, factors, versus)
     lines.append(END)
-    section = "\n".join(lines)
-    if START in text and END in text:
-        text = text[:text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
+    put_section(DOC, START, END, "\n".join(lines))
 
 
 def main() -> None:
