@@ -5,6 +5,7 @@
 # BENCH_N / BENCH_SECONDS / BENCH_MITM_ROUNDS (the MITM rows' alternated rounds, 3) shorten or lengthen it; BENCH_LITELLM=0 leaves LiteLLM out.
 # Tails under concurrency (bench_tails.py: its section of docs/benchmarks.md and docs/benchmarks-tails.png):
 # BENCH_TAILS_RUNS (3 whole runs), BENCH_TAILS_N (rounds per concurrency), BENCH_TAILS_CONC ("1,4,16,64").
+# Where a c=1 request's time goes (critical_path.py: its section of docs/benchmarks.md), 3 runs.
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/system_deps.sh"
 cd "$ROOT"
@@ -31,5 +32,6 @@ fi
 "$VENV_PY" scripts/bench.py "$@"
 # After bench.py, which writes docs/benchmarks.md whole: this replaces (or appends) its own section.
 "$VENV_PY" scripts/bench_tails.py --write --factors --runs "${BENCH_TAILS_RUNS:-3}"
+"$VENV_PY" scripts/critical_path.py --write --runs 3  # where a c=1 request's time goes, proxy against the hop
 "$VENV_PY" scripts/bench_journal.py --write  # the journal on against off -> docs/benchmarks-journal.md
 exec "$VENV_PY" scripts/bench_sse.py --write   # SSE decoding's scaling -> docs/benchmarks-sse.md
