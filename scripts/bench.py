@@ -14,7 +14,6 @@ request (ms), with ratios against the baseline measured in the same run.
 import asyncio
 import json
 import os
-import platform
 import re
 import statistics
 import sys
@@ -29,7 +28,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.doc_section import put_section  # noqa: E402
+from scripts.doc_section import machine, put_section  # noqa: E402
 from tests.servers import HAProxy, Process, RedisServer, free_port  # noqa: E402
 
 LATENCY_N = int(os.environ.get("BENCH_N", "200"))
@@ -549,10 +548,8 @@ def report(rows: list, per_turn: dict[int, float], scale: list, ttfe: list, mitm
         lines += [f"| {n} | {r['rps']:.0f} | {r['rps'] / one:.2f} | {r['p50']:.2f} |" for n, r in scale]
     table = "\n".join(lines)
     print(table)
-    machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
-               f"Python {platform.python_version()}")
     write_doc(f"Measured by `scripts/bench.sh` ({LATENCY_N} sequential requests for p50, "
-        f"{LOAD_SECONDS:g} s at concurrency {CONCURRENCY} for throughput and CPU) on {machine}. Every server is one "
+        f"{LOAD_SECONDS:g} s at concurrency {CONCURRENCY} for throughput and CPU) on {machine()}. Every server is one "
         f"process; the mock Gemini answers all of them. \"Added p50\" is the median difference of requests "
         f"sent alternately through the proxy and to its baseline (the mock with the body the proxy sent it; for "
         f"LiteLLM, the body LiteLLM sent), so a drift of the machine cancels. The direct rows' CPU is the mock's. "

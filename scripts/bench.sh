@@ -30,7 +30,7 @@ if ! "$VENV_PY" -c 'import matplotlib' 2>/dev/null; then
     "$VENV/bin/uv" pip install -q --python "$VENV_PY" matplotlib >&2
 fi
 "$VENV_PY" scripts/bench.py "$@"
-# After bench.py, which writes docs/benchmarks.md whole: this replaces (or appends) its own section.
+# Each script below replaces (or appends) its own section of docs/benchmarks.md, as bench.py did its own.
 "$VENV_PY" scripts/bench_tails.py --write --factors --runs "${BENCH_TAILS_RUNS:-3}"
 "$VENV_PY" scripts/critical_path.py --write --runs 3  # where a c=1 request's time goes, proxy against the hop
 "$VENV_PY" scripts/bench_journal.py --write  # the journal on against off -> docs/benchmarks-journal.md

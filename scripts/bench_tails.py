@@ -29,7 +29,6 @@ import asyncio
 import base64
 import json
 import os
-import platform
 import random
 import re
 import ssl
@@ -50,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench import KEY, LITELLM_KEY, TURN, cpu_seconds, last_sent, numbered  # noqa: E402
-from scripts.doc_section import put_section  # noqa: E402
+from scripts.doc_section import machine, put_section  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
 N = int(os.environ.get("BENCH_TAILS_N", "600"))
@@ -774,8 +773,6 @@ def _kept_subsections(text: str, factors: list[dict], versus: list[dict]) -> lis
 
 
 def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus: list[dict]) -> None:
-    machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
-               f"Python {platform.python_version()}")
     sizes = {}
     for run in runs:
         for r in run:
@@ -783,7 +780,7 @@ def write(runs: list[list[dict]], factors: list[dict], loads: list[str], versus:
     size_text = ", ".join(f"{w} {NAMES[k].split(' ')[0]} {b / 1000:.1f} KB" for (w, k), b in sizes.items())
     lines = [START, "## Tails under concurrency (issue 62 item 3)", "",
              f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/bench_tails.py` (run by `scripts/bench.sh`) "
-             f"on {machine}; {len(runs)} run(s), the load before each: " + "; ".join(f"`{x}`" for x in loads) + ".",
+             f"on {machine()}; {len(runs)} run(s), the load before each: " + "; ".join(f"`{x}`" for x in loads) + ".",
              "",
              f"At each concurrency c, c clients each send rounds of one request to every target — the proxy, the "
              f"null aiohttp hop, the mock called directly with the very body the proxy sent it (the baseline) — the "

@@ -26,10 +26,8 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,8 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench import KEY, last_sent  # noqa: E402
-from scripts.bench_tails import LARGE, PATHS, SMALL, body, numbered  # noqa: E402
-from scripts.doc_section import put_section  # noqa: E402
+from scripts.bench_tails import LARGE, PATHS, SMALL, body, load, numbered  # noqa: E402
+from scripts.doc_section import machine, put_section  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
 SETTLE = 0.003
@@ -237,10 +235,8 @@ def table(runs: list[dict[tuple[str, str], dict]]) -> list[str]:
 
 
 def write(runs: list[dict], loads: list[str], rounds: int) -> None:
-    machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
-               f"Python {platform.python_version()}")
     lines = [START, "## Where a request's time goes at c=1 (issue 62 item 3)", "",
-             f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/critical_path.py` on {machine}; "
+             f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/critical_path.py` on {machine()}; "
              f"{len(runs)} run(s) of {rounds} rounds, the load before each: " + "; ".join(f"`{x}`" for x in loads)
              + ".", "",
              "The proxy and the null hop, in one rotation at concurrency 1 (each request 3 ms after the one before, "
@@ -271,7 +267,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gtp-critical-"))
     runs, loads = [], []
     for i in range(args.runs):
-        loads.append(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+        loads.append(load())
         print(f"run {i + 1}/{args.runs}: {loads[-1]}", flush=True)
         runs.append({(w, k): measure(k, w, args.rounds, tmp) for w in ([args.only] if args.only else
                                                                         ["small", "large"])

@@ -4,7 +4,15 @@ docs/benchmarks.md is written by several scripts and carries findings written by
 sections; each script owns only the text between its two markers, so re-running one keeps the rest.
 """
 
+import os
+import platform
 from pathlib import Path
+
+
+def machine() -> str:
+    """The machine a section was measured on, as every section of the document names it."""
+    return (f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
+            f"Python {platform.python_version()}")
 
 
 def put_section(doc: Path, start: str, end: str, section: str, *, head: str = "# Benchmarks\n") -> None:

@@ -1,4 +1,4 @@
-"""docs/benchmarks.md is written by five bench scripts and carries findings written by hand between
+"""docs/benchmarks.md is written by four bench scripts and carries findings written by hand between
 their sections: re-running one script replaces its own section and keeps every other line (bench.py
 used to write the file whole, erasing the others' sections and the findings)."""
 
