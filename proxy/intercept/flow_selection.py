@@ -99,7 +99,7 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], placeholder:
     if flow.response or flow.error or not flow.live or flow.request.method != "POST":
         return None
     host = destination(flow)
-    if host is None or not matches(host, hosts):
+    if host is None or not _intercepted(host, hosts):
         return None
     target = classify(flow.request.path)
     if target is None:
@@ -138,6 +138,23 @@ def _parse(flow: http.HTTPFlow, hosts: list[str] | tuple[str, ...], placeholder:
     if session or contents != inner.get("contents"):
         inner = {**inner, "contents": contents}
     return GeminiRequest(target, body, inner, model, session, session is not None)
+
+
+# Host names looked at and whether gtp_intercept_hosts names them (with the hosts they were matched
+# against: new options match again). A lookup costs a fraction of the patterns' expression on a flow
+# whose code and data the CPU's caches no longer hold, which at an app's pace is every flow (issue 62).
+_HOSTS: dict[str, tuple[Any, bool]] = {}
+_HOSTS_MAX = 1024
+
+
+def _intercepted(host: str, hosts: list[str] | tuple[str, ...]) -> bool:
+    known = _HOSTS.get(host)
+    if known is not None and known[0] is hosts:
+        return known[1]
+    found = matches(host, hosts)
+    if len(_HOSTS) < _HOSTS_MAX or host in _HOSTS:
+        _HOSTS[host] = (hosts, found)
+    return found
 
 
 # The members around the contents (tools, system instruction, generation config) are the same on

@@ -39,7 +39,7 @@ class JournalStart:
         if recorder is not None and flow.response is None:
             # References, not copies: a rewrite replaces the content object rather than changing it.
             # The headers' pairs as read (a tuple: a change to the headers makes a new one).
-            ex = recorder.begin("mitm", flow.request.method, flow.request.url, flow.request.headers.fields,
+            ex = recorder.begin("mitm", flow.request.method, _url(flow.request), flow.request.headers.fields,
                                 protocol="gemini")
             ex.request_body = flow.request.raw_content  # as the app sent it (JournalEnd compares)
             flow.metadata[EXCHANGE] = ex
@@ -138,6 +138,25 @@ class JournalEnd:
             ex.note("capture", f"captured {len(state.capture.calls)} call(s) for session {state.session!r}",
                     calls=[getattr(c, "name", None) for c in state.capture.calls][:50])
         recorder.finish(ex)
+
+
+# The URLs of requests seen, by what mitmproxy makes them of (Request.url): an app sends a few over and
+# over, and a lookup costs a fraction of making one on a flow whose code and data the CPU's caches no
+# longer hold, which at an app's pace is every flow (issue 62). A path that may hold a key is never kept
+# here. Full, it stops growing.
+_URLS: dict[tuple[bytes, bytes, str, int, bytes], str] = {}
+_URLS_MAX = 1024
+
+
+def _url(request: http.Request) -> str:
+    d = request.data
+    key = (d.method, d.scheme, d.host, d.port, d.path)
+    found = _URLS.get(key)
+    if found is None:
+        found = request.url
+        if len(_URLS) < _URLS_MAX and b"key=" not in d.path:
+            _URLS[key] = found
+    return found
 
 
 def _quota_state(flow: http.HTTPFlow) -> FlowState | None:

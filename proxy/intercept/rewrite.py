@@ -31,8 +31,9 @@ from proxy.wire.model_name import credential_like, credential_refusal
 
 log = logging.getLogger(__name__)
 
-# (the other members' text, the session's stored tools, model, merge) -> those members rewritten, or
-# None when they stay as sent. Bounded by the texts' length.
+# (the other members' text, the session's stored tools, model, merge) -> those members rewritten (as
+# text_history.tail() gives them: a body is then one copy of them), or None when they stay as sent.
+# Bounded by the texts' length.
 REWRITTEN_CACHE_BYTES = 4 * 1024 * 1024
 _Key = tuple[bytes, bytes | None, str, bool]
 _rewritten_rests: LRUCache[_Key, tuple[int, bytes | None, frozenset[str] | None]] = LRUCache(REWRITTEN_CACHE_BYTES,
@@ -87,10 +88,10 @@ class Rewrite:
         placeholder turns in its contents (counted for the store)."""
         o = self.options.flow
         if req.contents_raw is not None:  # text turns only: they stay the app's bytes (text_history.py)
-            rest = self._rest(req, tool_ctx)
-            if rest is None:
+            after = self._rest(req, tool_ctx)
+            if after is None:
                 return None
-            request = text_history.join(rest, req.contents_raw)
+            request = text_history.joined(req.contents_raw, after)
             if req.target.kind != "cloudcode":
                 return request
             return text_history.join(fast_json.dumps({k: v for k, v in req.body.items() if k != "request"}), request,
@@ -103,7 +104,8 @@ class Rewrite:
         return fast_json.dumps({**req.body, "request": rewritten} if req.target.kind == "cloudcode" else rewritten)
 
     def _rest(self, req: GeminiRequest, tool_ctx: ToolContext | None) -> bytes | None:
-        """The members other than the contents as they go out, or None when they stay as sent."""
+        """The members other than the contents as they go out (as text_history.tail() gives them), or
+        None when they stay as sent."""
         merge = self.options.flow.merge_tools
         key = None
         if req.rest_raw is not None and (tool_ctx is None or tool_ctx.version is not None):
@@ -115,7 +117,7 @@ class Rewrite:
                     note_repairs(req.inner.get("tools") or [], dropped=dropped)
                 return rest
         rewritten = apply_session_tools(req.inner, tool_ctx, merge=merge, model=req.model)
-        rest = None if rewritten == req.inner else fast_json.dumps(rewritten)
+        rest = None if rewritten == req.inner else text_history.tail(fast_json.dumps(rewritten))
         if key is not None:
             # apply_session_tools notes the app's tools' repairs but for those the session's replace; none
             # when the session's tools replace all of them

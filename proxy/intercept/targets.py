@@ -2,7 +2,7 @@
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Kind = Literal["generativelanguage", "cloudcode", "vertex"]
 
@@ -26,9 +26,27 @@ class Target:
         return self.method == "streamGenerateContent"
 
 
+# Paths classified (without their query: it may hold a key) and what they name: an app sends a few
+# paths over and over. A lookup costs a fraction of the three expressions and a Target on a flow whose
+# code and data the CPU's caches no longer hold, which at an app's pace is every flow (issue 62).
+# Full, it stops growing (a Target is frozen: shared).
+_SEEN: dict[str, "Target | None"] = {}
+_SEEN_MAX = 1024
+_UNSEEN: Any = object()
+
+
 def classify(path: str) -> Target | None:
     """The generate call a request path names, or None for every other path (passed through untouched)."""
-    path = path.split("?", 1)[0]
+    path = path.partition("?")[0]
+    found = _SEEN.get(path, _UNSEEN)
+    if found is _UNSEEN:
+        found = _classify(path)
+        if len(_SEEN) < _SEEN_MAX:
+            _SEEN[path] = found
+    return found
+
+
+def _classify(path: str) -> Target | None:
     if m := _GL.match(path):
         return Target("generativelanguage", m.group(2), m.group(3))
     if m := _CC.match(path):

@@ -57,9 +57,21 @@ def untouched(contents: bytes, model: str, placeholder: str) -> bool:
 
 def join(rest: bytes, value: bytes, key: str = "contents") -> bytes:
     """The body: `rest` (a JSON object without `key`) with `key`'s bytes put back, first."""
+    return joined(value, tail(rest), key)
+
+
+def tail(rest: bytes) -> bytes:
+    """What follows `key`'s value in join()'s body: made once for a rest sent again and again (the
+    rewrite keeps it), so a body is one copy of the rest, not three (issue 62: each pass over a tool
+    list the CPU's caches no longer hold costs more than the rest of the join)."""
     rest = rest.strip()  # fast_json marks text it wrote with the standard library by a leading space
     inner = rest[1:-1].strip()
-    return b"".join((b"{", orjson.dumps(key), b":", value, b"," if inner else b"", inner, b"}"))  # one copy
+    return b"".join((b",", inner, b"}")) if inner else b"}"
+
+
+def joined(value: bytes, after: bytes, key: str = "contents") -> bytes:
+    """join() with the rest's tail() made beforehand."""
+    return b"".join((b'{"contents":' if key == "contents" else b"{" + orjson.dumps(key) + b":", value, after))
 
 
 def _untouched(turns: list[_TextTurn], model: str, placeholder: str) -> bool:
@@ -87,4 +99,4 @@ def _untouched(turns: list[_TextTurn], model: str, placeholder: str) -> bool:
     return not (turns and previous == "model" and rejects_prefill(model))
 
 
-__all__ = ["join", "members", "untouched"]
+__all__ = ["join", "joined", "members", "tail", "untouched"]
