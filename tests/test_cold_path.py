@@ -156,3 +156,63 @@ def test_an_unreadable_answer_is_still_told(caplog: pytest.LogCaptureFixture) ->
     with caplog.at_level("WARNING"):
         asyncio.run(Capture(None).response(flow))  # type: ignore[arg-type]
     assert "could not read Gemini's answer" in caplog.text
+
+
+def _journal_exchange(i: int):
+    from proxy.journal.exchange import Exchange
+
+    ex = Exchange(id=f"ex_{i}", kind="mitm", method="POST", path="/v1beta/models/m:generateContent",
+                  protocol="gemini")
+    ex.request_body, ex.status = b'{"contents":[]}', 200
+    return ex
+
+
+def test_the_interceptor_finishes_exchanges_together_and_a_reader_sees_them_all() -> None:
+    """finish_later(): not sealed in the response hook (before the app has its answer), but within
+    LATER_SECONDS, at once when LATER_MOST wait, and before anyone reads the journal."""
+    import asyncio
+
+    from proxy.journal import recorder as recorder_module
+    from proxy.journal.recorder import Recorder
+    from proxy.journal.ring import Journal
+
+    async def main() -> None:
+        rec = Recorder(Journal())
+        rec.finish_later(_journal_exchange(1))
+        assert len(rec.journal) == 0  # not on the hook's path
+        await asyncio.sleep(recorder_module.LATER_SECONDS + 0.1)
+        assert len(rec.journal) == 1  # the timer finished it
+        rec.finish_later(_journal_exchange(2))
+        assert [s["id"] for s in rec.journal.list("")][0] == "ex_2"  # a reader finishes what waits
+        for i in range(3, 3 + recorder_module.LATER_MOST):
+            rec.finish_later(_journal_exchange(i))
+        assert len(rec.journal) == 2 + recorder_module.LATER_MOST  # a full batch at once
+        rec.finish_soon(_journal_exchange(100))  # the front-end's, in the same process: the next turn
+        rec.finish_later(_journal_exchange(101))
+        await asyncio.sleep(0)
+        assert len(rec.journal) == 4 + recorder_module.LATER_MOST
+        rec.finish_later(_journal_exchange(102))
+        rec.close()  # shutting down keeps what waits
+        assert len(rec.journal) == 5 + recorder_module.LATER_MOST
+
+    asyncio.run(main())
+
+
+def test_the_addon_seals_no_exchange_in_the_response_hook_and_keeps_them_when_mitmdump_stops() -> None:
+    import asyncio
+
+    from proxy.intercept.journal_addon import EXCHANGE, JournalEnd, RecorderRef
+    from proxy.journal.recorder import Recorder
+
+    async def main() -> None:
+        ref = RecorderRef()
+        ref.recorder = Recorder.from_options("on")
+        flow = tflow.tflow(resp=True)
+        flow.metadata[EXCHANGE] = _journal_exchange(1)
+        end = JournalEnd(ref)
+        end.response(flow)
+        assert len(ref.recorder.journal) == 0
+        end.done()
+        assert len(ref.recorder.journal) == 1
+
+    asyncio.run(main())

@@ -113,6 +113,12 @@ class JournalEnd:
             ex.error = {"message": flow.error.msg}
         self._finish(flow)
 
+    def done(self) -> None:
+        """mitmdump stops: the exchanges finish_later() holds are kept (and shared) now."""
+        recorder = self.recorder.get()
+        if recorder is not None:
+            recorder.finish_pending()
+
     def _finish(self, flow: http.HTTPFlow) -> None:
         ex: Exchange | None = flow.metadata.pop(EXCHANGE, None)
         state: FlowState | None = flow.metadata.pop(STATE, None)
@@ -137,7 +143,7 @@ class JournalEnd:
         if state is not None and state.capture.calls:
             ex.note("capture", f"captured {len(state.capture.calls)} call(s) for session {state.session!r}",
                     calls=[getattr(c, "name", None) for c in state.capture.calls][:50])
-        recorder.finish(ex)
+        recorder.finish_later(ex)
 
 
 # The URLs of requests seen, by what mitmproxy makes them of (Request.url): an app sends a few over and
