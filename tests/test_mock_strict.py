@@ -149,3 +149,16 @@ def test_snake_case_requests_are_accepted(stack) -> None:
     status, out = call(stack, body)
     assert status == 200
     assert out["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "f"
+
+
+def test_field_names_in_snake_case_are_remembered() -> None:
+    """The strict checks ask a field's proto name for each field of each schema (20 declarations: some
+    600 times a request, once most of the mock's time on the bench's injected rows): remembered, and the
+    same names as before."""
+    from proxy.mock.validate import snake
+    snake.cache_clear()
+    names = {"functionDeclarations": "function_declarations", "anyOf": "any_of", "Type": "type",
+             "responseJsonSchema": "response_json_schema", "x": "x", "maxItems": "max_items"}
+    assert {n: snake(n) for n in names} == names
+    assert {n: snake(n) for n in names} == names
+    assert snake.cache_info().hits == len(names)

@@ -97,8 +97,14 @@ class GeminiRejection(Exception):
         return {"error": err}
 
 
+_CAPITAL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+@lru_cache(maxsize=4096)
 def snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """A proto field's snake_case name. Remembered: the checks ask it for each field of each schema of
+    each declaration (20 tools made about 600 calls a request, most of the mock's time on it)."""
+    return _CAPITAL.sub("_", name).lower()
 
 
 def camel(name: str) -> str:
