@@ -31,6 +31,7 @@ import json
 import os
 import random
 import re
+import shutil
 import ssl
 import statistics
 import struct
@@ -58,8 +59,7 @@ VERSUS_WARM = 100  # rounds each versus target serves before it is measured
 SETTLE = float(os.environ.get("BENCH_TAILS_SETTLE", "0.003"))  # seconds between two requests of a round at c=1
 CONC = tuple(int(c) for c in os.environ.get("BENCH_TAILS_CONC", "1,4,16,64").split(","))
 SCHEMAS = next((p for p in (ROOT / "tests" / "fixtures" / "tool-schemas",  # main keeps a copy there
-                            ROOT.parent / "shared" / "fixtures" / "tool-schemas",
-                            ROOT.parents[1] / "shared" / "fixtures" / "tool-schemas",
+                            *(up / "shared" / "fixtures" / "tool-schemas" for up in ROOT.parents[:2]),
                             Path("/work/shared/fixtures/tool-schemas")) if p.is_dir()), None)
 MODEL = "gemini-2.5-flash"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -754,7 +754,11 @@ def plot(runs: list[list[dict]]) -> None:
 
 
 def load() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    """uptime's line; where there is no uptime (the image), the time and /proc/loadavg's three loads."""
+    if shutil.which("uptime"):
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    a, b, c = Path("/proc/loadavg").read_text().split()[:3]
+    return f"{datetime.now(UTC):%H:%M:%S} load average: {a}, {b}, {c}"
 
 
 def _kept_subsections(text: str, factors: list[dict], versus: list[dict]) -> list[str]:

@@ -1,4 +1,4 @@
-"""docs/benchmarks.md is written by four bench scripts and carries findings written by hand between
+"""docs/benchmarks.md is written by five bench scripts and carries findings written by hand between
 their sections: re-running one script replaces its own section and keeps every other line (bench.py
 used to write the file whole, erasing the others' sections and the findings)."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import bench, bench_mitm, bench_tails, critical_path
+from scripts import bench, bench_mitm, bench_tails, critical_path, footprint
 from scripts.doc_section import put_section
 
 
@@ -25,7 +25,7 @@ def test_a_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> Non
 def test_bench_py_keeps_the_other_scripts_sections(tmp_path: Path) -> None:
     doc = tmp_path / "benchmarks.md"
     others = [(bench_mitm.ROWS_START, bench_mitm.ROWS_END), (bench_tails.START, bench_tails.END),
-              (critical_path.START, critical_path.END)]
+              (critical_path.START, critical_path.END), (footprint.START, footprint.END)]
     for start, end in others:
         put_section(doc, start, end, f"{start}\nrows of {start}\n{end}")
     doc.write_text(doc.read_text() + "\n### Findings, written by hand\n")
