@@ -27,6 +27,7 @@ import os
 import runpy
 import signal
 import sys
+import sysconfig
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 START, END = "<!-- footprint: start -->", "<!-- footprint: end -->"
 WARM = 40  # requests before counting: first-request imports and caches are not the request path
 PACKAGES = ("proxy", "aiohttp", "stdlib", "other")
+STDLIB = sysconfig.get_paths()["stdlib"] + "/"
 
 
 # -- the counting wrapper (`run`) ------------------------------------------------------------------
@@ -72,12 +74,14 @@ def run(out: str, target: list[str]) -> None:
 
 def package(filename: str) -> str:
     """Which of PACKAGES a code object's file belongs to."""
-    if "site-packages/" in filename:
+    if "site-packages/" in filename:  # (the proxy too, where the wheel is installed: the image)
         top = filename.split("site-packages/", 1)[1].split("/", 1)[0]
-        return "aiohttp" if top == "aiohttp" else "other"
-    if filename.startswith(str(ROOT / "proxy")) or "/proxy/" in filename:
+        return top if top in ("proxy", "aiohttp") else "other"
+    if filename.startswith(str(ROOT / "proxy") + "/"):
         return "proxy"
-    return "stdlib"  # the standard library's files and its frozen modules (<frozen abc>...)
+    if filename.startswith((STDLIB, "<frozen ")):  # the standard library's files and frozen modules (<frozen abc>)
+        return "stdlib"
+    return "other"  # code made at run time (<string>: dataclasses' __init__), the hops' own scripts
 
 
 def summary(rows: list[list], requests: int) -> dict:
@@ -103,6 +107,7 @@ async def _drive(url: str, bodies: list[bytes], pid: int, headers: dict[str, str
         await asyncio.sleep(0.2)
         for data in bodies[WARM:]:
             await one(data)
+        await asyncio.sleep(0.2)  # the last answer's after-answer work (the journal, the usage row) counted too
         os.kill(pid, signal.SIGUSR2)
         await asyncio.sleep(0.5)
 
@@ -157,7 +162,7 @@ def measure(kinds: list[str], workloads: list[str], requests: int) -> list[dict]
 def table(rows: list[dict]) -> list[str]:
     names = {"responses": "Responses", "chat": "Chat", "anthropic": "Anthropic"}
     lines = ["| body | API | calls / request: proxy / hop | functions on every request: proxy / hop | the proxy's: "
-             "its own / aiohttp / stdlib / other packages | the hop's: aiohttp / stdlib / other |",
+             "its own / aiohttp / stdlib / the rest | the hop's: aiohttp / stdlib / the rest |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         p, h = r["proxy"], r["hop"]
@@ -175,7 +180,9 @@ def write(rows: list[dict]) -> None:
              f"Counted {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `scripts/footprint.py` on {machine()}, "
              f"{rows[0]['requests']} requests a row after {WARM} unmeasured: each server's Python function starts "
              "(sys.monitoring's PY_START) per request, and how many distinct functions ran on every request, by "
-             "package. The proxy is sent bench_tails.py's bodies, the null hop the body the proxy sent the mock. "
+             "package ('the rest': other packages — pydantic, prometheus-client, yarl... —, code made at run "
+             "time such as dataclasses' `__init__`, and the hops' own scripts). The proxy is sent bench_tails.py's "
+             "bodies, the null hop the body the proxy sent the mock. "
              "Unlike a latency, the count does not move with the machine's state: at concurrency 1 a request pays "
              "for the code it touches, cold, more than for its instructions (see the tails' findings).", "",
              *table(rows), "", END]

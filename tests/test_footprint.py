@@ -2,6 +2,8 @@
 that ran nothing, or a wrapper that counted nothing, fails here), and how code objects are sorted
 into packages."""
 
+import sysconfig
+
 from scripts.footprint import PACKAGES, ROOT, measure, package, summary
 
 
@@ -9,7 +11,9 @@ def test_a_code_objects_package_is_its_files() -> None:
     assert package(str(ROOT / "proxy" / "front" / "app.py")) == "proxy"
     assert package("/v/lib/python3.13/site-packages/aiohttp/web_app.py") == "aiohttp"
     assert package("/v/lib/python3.13/site-packages/pydantic/main.py") == "other"
-    assert package("/usr/lib/python3.13/asyncio/events.py") == package("<frozen abc>") == "stdlib"
+    assert package("/opt/gtp/lib/python3.13/site-packages/proxy/front/app.py") == "proxy"  # the installed wheel
+    assert package(sysconfig.get_paths()["stdlib"] + "/asyncio/events.py") == package("<frozen abc>") == "stdlib"
+    assert package(str(ROOT / "scripts" / "null_hop.py")) == package("<string>") == "other"
 
 
 def test_functions_on_every_request_are_those_run_at_least_once_a_request() -> None:
