@@ -160,7 +160,7 @@ class ChatTranslator:
             message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in self.tool_calls]
         if self.reasoning:
             message["reasoning_content"] = self.reasoning
-        annotations = chat_annotations(self._grounding, self.text)
+        annotations = chat_annotations(self._grounding, self.text) if self._grounding else None  # (a search's)
         if annotations:
             message["annotations"] = annotations
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,

@@ -222,8 +222,10 @@ class PartialCalls:
 
     def feed(self, part: dict[str, Any]) -> tuple[list[CallEvent], dict[str, Any] | None]:
         """The call events `part` causes, and the part itself when it is not a fragment."""
-        events: list[CallEvent] = []
         fc = part.get("functionCall")
+        if not isinstance(fc, dict):  # (most parts: text, a thought; what follows would say the same, in two calls)
+            return (self.finish() if self.current is not None else []), part
+        events: list[CallEvent] = []
         if is_end_marker(part):  # ends the call in progress (if a fragment without willContinue has not)
             sig = part.get("thoughtSignature")
             if self.current is not None and sig and "thoughtSignature" not in self.current.first:

@@ -177,11 +177,14 @@ class Context:
                                    f"declarations until a search finds them (~{deferral.tokens_saved()} input tokens "
                                    "not sent)", held_back=len(held), tokens_saved=deferral.tokens_saved())
         call_ids = referred_ids(items)
-        carried = self.seal(request, model).decode(items)
-        stored = await self.store.get_calls(session, call_ids)
-        if any(r.model and r.model != model for r in stored.values()):  # made by another model: unsigned
-            _note_other_model(stored, model)
-            stored = {cid: for_model(r, model) for cid, r in stored.items()}
+        if call_ids:
+            carried = self.seal(request, model).decode(items)
+            stored = await self.store.get_calls(session, call_ids)
+            if any(r.model and r.model != model for r in stored.values()):  # made by another model: unsigned
+                _note_other_model(stored, model)
+                stored = {cid: for_model(r, model) for cid, r in stored.items()}
+        else:  # nothing in the request looks a record up (a conversation's first turn): no carrier, no store
+            carried, stored = {}, {}
         calls = {**carried, **stored}
         ex = exchange.CURRENT.get()
         if ex is not None:

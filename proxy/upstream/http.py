@@ -232,6 +232,7 @@ class HttpEngine:
         self.read_timeout, self.total_timeout = read_timeout, total_timeout
         self.retry = retry or RetryPolicy()
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
+        self._whole_limit: aiohttp.ClientTimeout | None = None  # (_idle_limit's)
         self._session: aiohttp.ClientSession | None = None
         self.pool_size, self.pool_timeout = pool_size, pool_timeout
 
@@ -249,8 +250,12 @@ class HttpEngine:
     def _idle_limit(self, read_timeout: float) -> aiohttp.ClientTimeout:
         """For a request answered whole (not a stream): nothing read from the socket for `read_timeout`
         seconds, before the first byte or between two, ends it (aiohttp.ServerTimeoutError). A stream
-        keeps its own clock, which only whole events reset."""
-        return aiohttp.ClientTimeout(total=None, sock_connect=self._timeout.sock_connect, sock_read=read_timeout)
+        keeps its own clock, which only whole events reset. (Made once per value: ClientTimeout is frozen.)"""
+        limit = self._whole_limit
+        if limit is None or limit.sock_read != read_timeout or limit.sock_connect != self._timeout.sock_connect:
+            limit = self._whole_limit = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout.sock_connect,
+                                                              sock_read=read_timeout)
+        return limit
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

@@ -16,9 +16,15 @@ from proxy.upstream.base import Upstream
 log = logging.getLogger(__name__)
 
 
+# Models whose requests and answers pass through untouched, remembered (the modes are fixed at start);
+# the model names are the clients', so the set is emptied when it holds this many.
+PASSING_MAX = 256
+
+
 class TextCallsUpstream:
     def __init__(self, inner: Upstream, modes: ToolModes) -> None:
         self.inner, self.modes = inner, modes
+        self._passing: set[str] = set()  # (every native model's request asked the modes twice otherwise)
 
     async def close(self) -> None:
         await self.inner.close()
@@ -32,15 +38,22 @@ class TextCallsUpstream:
         rescue = self.modes.rescue_dialect(model)
         if rescue is not None:
             return body, AnswerParser(rescue, tool_specs(body), rescue=True)
+        if len(self._passing) >= PASSING_MAX:
+            self._passing.clear()
+        self._passing.add(model)
         return body, None
 
     async def generate(self, model: str, body: dict[str, Any], api_key: str | None = None) -> dict[str, Any]:
+        if model in self._passing:
+            return await self.inner.generate(model, body, api_key)
         body, parser = self._prepare(model, body)
         answer = await self.inner.generate(model, body, api_key)
         return answer if parser is None else parser.chunk(answer)
 
     async def stream(self, model: str, body: dict[str, Any], api_key: str | None = None
                      ) -> AsyncIterator[dict[str, Any]]:
+        if model in self._passing:
+            return await self.inner.stream(model, body, api_key)
         body, parser = self._prepare(model, body)
         chunks = await self.inner.stream(model, body, api_key)
         return chunks if parser is None else _rewritten(chunks, parser)

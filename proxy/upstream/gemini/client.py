@@ -4,6 +4,7 @@ of an answer Gemini stopped at its decode limit.
 """
 
 import contextvars
+import functools
 import json
 import logging
 import math
@@ -80,6 +81,11 @@ Target = URL | Callable[[Credential | None], URL]
 def client_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The client's User-Agent / x-goog-api-client with the proxy's token appended."""
     return {name: f"{headers[name]} {PROXY_TOKEN}" for name in FORWARDED_HEADERS if headers.get(name)}
+
+
+@functools.lru_cache(maxsize=1024)  # (frozen: one per key, not a dataclass built and its key hashed per request)
+def _api_key(key: str) -> ApiKey:
+    return ApiKey(key)
 
 
 class GeminiUpstream(HttpEngine):
@@ -162,9 +168,9 @@ class GeminiUpstream(HttpEngine):
         """The client's own key, else the server's next pooled one (every pooled key resting is the
         client's 429), else none (Gemini's own 403 says a key is missing)."""
         if api_key:
-            return ApiKey(api_key)
+            return _api_key(api_key)
         if not len(self.pool):
-            return ApiKey(self.api_key) if self.api_key else None
+            return _api_key(self.api_key) if self.api_key else None
         key = self.pool.pick(model)
         if key is None:
             raise self._all_cooling(None, model)

@@ -66,7 +66,7 @@ class KeyPool:
         return any(k.until(model) <= now for k in self.keys)
 
     def owns(self, key: Credential | None) -> bool:
-        return any(k.credential is key for k in self.keys)
+        return bool(self.keys) and any(k.credential is key for k in self.keys)  # (no pool: no generator made)
 
     def cool(self, key: Credential, seconds: float | None, reason: str = "rate_limited", model: str = "") -> None:
         """Rest `key`: for `model` when a model's quota is what ran out, else for every model."""
