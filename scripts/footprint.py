@@ -29,6 +29,7 @@ import signal
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -112,6 +113,22 @@ async def _drive(url: str, bodies: list[bytes], pid: int, headers: dict[str, str
         await asyncio.sleep(0.5)
 
 
+def _counted(tmp: Path, name: str, target: Callable[[int], list[str]], path: str, bodies: list[bytes],
+             headers: dict[str, str]) -> list[list]:
+    """A server (`target(port)`: its command) run under `run` and sent `bodies` at `path`: its code
+    objects' counts over the measured requests."""
+    from tests.servers import Process, free_port
+
+    port, out = free_port(), tmp / f"{name}.json"
+    server = Process(tmp, name, [sys.executable, str(Path(__file__).resolve()), "run", str(out), *target(port)],
+                     "ready")
+    try:
+        asyncio.run(_drive(f"http://127.0.0.1:{port}{path}", bodies, server.proc.pid, headers))
+    finally:
+        server.stop()
+    return json.loads(out.read_text())
+
+
 def measure(kinds: list[str], workloads: list[str], requests: int) -> list[dict]:
     sys.path.insert(0, str(ROOT))
     from scripts import bench_tails as bt
@@ -121,36 +138,23 @@ def measure(kinds: list[str], workloads: list[str], requests: int) -> list[dict]
     mport = free_port()
     mock = Process(tmp, "mock", [sys.executable, "-m", "proxy", "mock", "--port", str(mport)], "ready")
     mock_url = f"http://127.0.0.1:{mport}"
-    me = [sys.executable, str(Path(__file__).resolve()), "run"]
     headers = {**bt.KEY, "x-api-key": bt.KEY["x-goog-api-key"], "content-type": "application/json"}
     rows = []
     try:
         for workload in workloads:
             for kind in kinds:
                 numbered = bt.numbered(bt.body(kind, bt.SMALL if workload == "small" else bt.LARGE))
-                bodies = [numbered(i) for i in range(WARM + requests)]
-                row = {"workload": workload, "kind": kind, "requests": requests}
-                port, out = free_port(), tmp / f"proxy-{kind}-{workload}.json"
-                proxy = Process(tmp, "proxy", [*me, str(out), "-m", "proxy", "--log-level", "WARNING", "serve",
-                                               "--port", str(port), "--upstream", mock_url], "ready")
-                try:
-                    asyncio.run(_drive(f"http://127.0.0.1:{port}{bt.PATHS[kind]}", bodies, proxy.proc.pid, headers))
-                finally:
-                    proxy.stop()
-                proxy_rows = json.loads(out.read_text())
-                row["proxy"], row["functions"] = summary(proxy_rows, requests), proxy_rows
-                sent = json.dumps(asyncio.run(bt.last_sent(mock_url))["body"]).encode()
-                port, out = free_port(), tmp / f"hop-{kind}-{workload}.json"
-                hop = Process(tmp, "hop", [*me, str(out), str(ROOT / "scripts" / "null_hop.py"), str(port), mock_url],
-                              "ready")
-                try:
-                    asyncio.run(_drive(f"http://127.0.0.1:{port}{bt.PATHS['native']}", [sent] * (WARM + requests),
-                                       hop.proc.pid, headers))
-                finally:
-                    hop.stop()
-                row["hop"] = summary(json.loads(out.read_text()), requests)
-                rows.append(row)
-                p, h = row["proxy"], row["hop"]
+                proxy_rows = _counted(tmp, f"proxy-{kind}-{workload}",
+                                      lambda port: ["-m", "proxy", "--log-level", "WARNING", "serve", "--port",
+                                                    str(port), "--upstream", mock_url],
+                                      bt.PATHS[kind], [numbered(i) for i in range(WARM + requests)], headers)
+                sent = json.dumps(asyncio.run(bt.last_sent(mock_url))["body"]).encode()  # what the hop is sent
+                hop_rows = _counted(tmp, f"hop-{kind}-{workload}",
+                                    lambda port: [str(ROOT / "scripts" / "null_hop.py"), str(port), mock_url],
+                                    bt.PATHS["native"], [sent] * (WARM + requests), headers)
+                p, h = summary(proxy_rows, requests), summary(hop_rows, requests)
+                rows.append({"workload": workload, "kind": kind, "requests": requests, "proxy": p, "hop": h,
+                             "functions": proxy_rows})
                 print(f"{workload} {kind:9s}: proxy {p['calls']:5.0f} calls/request, {p['every']} functions on every "
                       f"request ({p['proxy']} its own, aiohttp {p['aiohttp']}, stdlib {p['stdlib']}, other "
                       f"{p['other']}); hop {h['calls']:4.0f}, {h['every']} (aiohttp {h['aiohttp']})", flush=True)
