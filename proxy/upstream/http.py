@@ -252,7 +252,7 @@ class HttpEngine:
         seconds, before the first byte or between two, ends it (aiohttp.ServerTimeoutError). A stream
         keeps its own clock, which only whole events reset. (Made once per value: ClientTimeout is frozen.)"""
         limit = self._whole_limit
-        if limit is None or limit.sock_read != read_timeout or limit.sock_connect != self._timeout.sock_connect:
+        if limit is None or limit.sock_read != read_timeout:  # (sock_connect is the engine's, set once)
             limit = self._whole_limit = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout.sock_connect,
                                                               sock_read=read_timeout)
         return limit
