@@ -4,8 +4,14 @@ where CPU-time ratios are not. Each mitmdump runs under callgrind; after a warm-
 zeroed (callgrind_control -z), N flows are sent one at a time, and the counters dumped (-d):
 instructions of those N flows only, start-up excluded. The canned upstream (bench_mitm.py) answers.
 
-`python scripts/callgrind_mitm.py [--large] [N]` prints the table (ratios against plain mitmdump,
-same run). `--large` measures bench_tails.py's large native body instead (`body("native", LARGE)`:
+`python scripts/callgrind_mitm.py [--large] [--cache] [N]` prints the table (ratios against plain
+mitmdump, same run). `--cache` simulates the caches and the branch predictor too (valgrind's
+--cache-sim, --branch-sim: about 2x slower) and adds what instructions do not show: first-level data
+and instruction cache misses and mispredicted branches per flow. Those are what a flow pays on this
+machine, where at 50 flows/s each flow finds its caches holding the other processes' work
+(docs/benchmarks.md, the MITM findings): a miss there costs main memory's or the shared cache's
+latency, so the data misses are the count that follows the addon's extra CPU time.
+`--large` measures bench_tails.py's large native body instead (`body("native", LARGE)`:
 a ~50-turn agent history of calls and results, 20 tools, a system prompt; ~68 KB), without a
 session (the app's own tools, repaired where they need it): issue 62's costly flow, "large" rows.
 CALLGRIND_ADDON_ROOT=DIR runs the addon of another checkout (an earlier commit's `git archive`),
@@ -38,13 +44,19 @@ PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
 URLS = {"http": GL.replace("https://", "http://") + PATH, "tls": GL + PATH}
 
 
-def start(tmp: Path, name: str, *args: str) -> tuple[subprocess.Popen, str, Path]:
+CACHE = ("--cache-sim=yes", "--branch-sim=yes")
+# The counts the table shows, each the sum of callgrind's events of that name (with --cache)
+SHOWN = {"Ir": ("Ir",), "D1 misses": ("D1mr", "D1mw"), "I1 misses": ("I1mr",), "mispredicts": ("Bcm", "Bim")}
+
+
+def start(tmp: Path, name: str, *args: str, cache: bool = False) -> tuple[subprocess.Popen, str, Path]:
     """A mitmdump under callgrind, started (`ready` waits until it listens)."""
     port = free_port()
     out = tmp / f"{name}.callgrind"
     log = open(tmp / f"{name}.log", "w+")  # noqa: SIM115 - the process's; closed with it
     trusted = tmp / "upstream-ca" / "mitmproxy-ca-cert.pem"  # the canned upstream's CA
-    proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(MITMDUMP),
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", *(CACHE if cache else ()), f"--callgrind-out-file={out}",
+                             str(MITMDUMP),
                              "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", "flow_detail=0",
                              "--set", f"confdir={tmp / 'mitm-ca'}", "--set", "connection_strategy=eager",
                              "--set", f"ssl_verify_upstream_trusted_ca={trusted}", *args],
@@ -62,11 +74,20 @@ def ready(tmp: Path, started: tuple[subprocess.Popen, str, Path]) -> None:
         time.sleep(0.5)
 
 
-def instructions(pid: int, out: Path, label: str) -> int:
+def counts(pid: int, out: Path, label: str) -> dict[str, int]:
+    """The process's counts since the last zeroing, by SHOWN's names (those its events have)."""
     subprocess.run(["callgrind_control", "-d", label, str(pid)], check=True, capture_output=True)
     dumps = sorted(out.parent.glob(out.name + ".*"), key=lambda p: p.stat().st_mtime)
-    text = dumps[-1].read_text(errors="replace")
-    return int(re.search(r"^(?:summary|totals): (\d+)", text, re.M).group(1))
+    return parse_counts(dumps[-1].read_text(errors="replace"))
+
+
+def parse_counts(dump: str) -> dict[str, int]:
+    """A callgrind dump's totals by SHOWN's names: its `events:` line names the columns of its
+    `summary:` (or `totals:`) line; a name whose events the run did not record is left out."""
+    events = re.search(r"^events: (.+)$", dump, re.M).group(1).split()
+    values = re.search(r"^(?:summary|totals): (.+)$", dump, re.M).group(1).split()
+    total = dict(zip(events, map(int, values), strict=True))
+    return {name: sum(total[e] for e in parts) for name, parts in SHOWN.items() if all(e in total for e in parts)}
 
 
 async def flows(via: str, url: str, ssl_ctx: object, body: dict, session: bool, n: int) -> None:
@@ -82,11 +103,12 @@ async def flows(via: str, url: str, ssl_ctx: object, body: dict, session: bool, 
 
 
 def measure(proc: subprocess.Popen, via: str, out: Path, scheme: str, ssl_ctx: object, body: dict, session: bool,
-            n: int, label: str) -> float:
-    asyncio.run(flows(via, URLS[scheme], ssl_ctx, body, session, 20))  # warm-up: connections, caches
+            n: int, label: str) -> dict[str, float]:
+    """Counts per flow over `n` flows, after 20 unmeasured (connections, caches)."""
+    asyncio.run(flows(via, URLS[scheme], ssl_ctx, body, session, 20))
     subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
     asyncio.run(flows(via, URLS[scheme], ssl_ctx, body, session, n))
-    return instructions(proc.pid, out, label) / n
+    return {k: v / n for k, v in counts(proc.pid, out, label).items()}
 
 
 def large_body() -> dict:
@@ -98,8 +120,8 @@ def large_body() -> dict:
 def main() -> None:
     import ssl
     args = sys.argv[1:]
-    large = "--large" in args
-    args = [a for a in args if a != "--large"]
+    large, cache = "--large" in args, "--cache" in args
+    args = [a for a in args if a not in ("--large", "--cache")]
     n = int(args[0]) if args else 100
     schemes = (os.environ.get("CALLGRIND_SCHEMES") or "http,tls").split(",")
     tmp = Path(tempfile.mkdtemp(prefix="gtp-callgrind-"))
@@ -114,11 +136,12 @@ def main() -> None:
         for scheme in schemes:
             route = f"127.0.0.1:{http_port if scheme == 'http' else tls_port}"
             plain[scheme] = start(tmp, f"plain-{scheme}", "-s", str(ROOT / "scripts" / "bench_route.py"),
-                                  "--set", f"bench_route={route}")
+                                  "--set", f"bench_route={route}", cache=cache)
             procs.append(plain[scheme][0])
             fronts[scheme] = free_port()
             addon[scheme] = start(tmp, f"addon-{scheme}", "-s", str(ADDON_ROOT / "addons" / "gemini_tools.py"),
-                                  "--set", f"gtp_route={route}", "--set", f"gtp_frontend_port={fronts[scheme]}")
+                                  "--set", f"gtp_route={route}", "--set", f"gtp_frontend_port={fronts[scheme]}",
+                                  cache=cache)
             procs.append(addon[scheme][0])
         for started in (*plain.values(), *addon.values()):
             ready(tmp, started)
@@ -135,8 +158,11 @@ def main() -> None:
         if not large:  # (the large rows have no session)
             for front in fronts.values():
                 asyncio.run(set_tools(front))
+        extra = [k for k in SHOWN if k != "Ir"] if cache else []
         lines = ["| flow (canned upstream) | app's own tools | tools injected | plain mitmdump "
-                 "instructions/flow | addon instructions/flow | addon vs plain |", "|---|---|---|---|---|---|"]
+                 "instructions/flow | addon instructions/flow | addon vs plain |" +
+                 "".join(f" {k}/flow: plain, addon (vs plain) |" for k in extra), "|---|---|---|---|---|---|" +
+                 "---|" * len(extra)]
         # (label, body, app's tools, injected counts): the small body with and without the app's tool, or the large
         cases = [("large", large_body(), "present", (0,))] if large else [
             ("", small_body(app_tools), "present" if app_tools else "absent", (0, 20)) for app_tools in (True, False)]
@@ -148,8 +174,10 @@ def main() -> None:
                     got = measure(*addon[scheme], scheme, ssl_ctx, body, injected > 0, n,
                                   f"addon-{scheme}-{label}{app_tools}-{injected}")
                     lines.append(f"| {'plaintext' if scheme == 'http' else 'TLS'}{' ' + label if label else ''} | "
-                                 f"{app_tools} | {injected} | "
-                                 f"{base / 1e6:.2f} M | {got / 1e6:.2f} M | {got / base:.3f}× |")
+                                 f"{app_tools} | {injected} | {base['Ir'] / 1e6:.2f} M | {got['Ir'] / 1e6:.2f} M | "
+                                 f"{got['Ir'] / base['Ir']:.3f}× |" + "".join(
+                                     f" {base[k] / 1e3:.1f} k, {got[k] / 1e3:.1f} k ({got[k] / base[k]:.3f}×) |"
+                                     for k in extra))
                     print(lines[-1], flush=True)
         print("\n".join(lines))
     finally:
