@@ -21,7 +21,6 @@ the printed directory (`callgrind_annotate FILE` shows where the instructions we
 
 import asyncio
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -36,17 +35,13 @@ sys.path.insert(0, str(ROOT))
 from proxy.ca import generate_ca  # noqa: E402
 from scripts.bench import tools  # noqa: E402
 from scripts.bench_mitm import GL, SESSION, small_body  # noqa: E402
+from scripts.callgrind_dump import CACHE, SHOWN, parse_counts  # noqa: E402
 from tests.mitm_harness import MITMDUMP  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
 ADDON_ROOT = Path(os.environ.get("CALLGRIND_ADDON_ROOT") or ROOT)
 PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
 URLS = {"http": GL.replace("https://", "http://") + PATH, "tls": GL + PATH}
-
-
-CACHE = ("--cache-sim=yes", "--branch-sim=yes")
-# The counts the table shows, each the sum of callgrind's events of that name (with --cache)
-SHOWN = {"Ir": ("Ir",), "D1 misses": ("D1mr", "D1mw"), "I1 misses": ("I1mr",), "mispredicts": ("Bcm", "Bim")}
 
 
 def start(tmp: Path, name: str, *args: str, cache: bool = False) -> tuple[subprocess.Popen, str, Path]:
@@ -80,14 +75,6 @@ def counts(pid: int, out: Path, label: str) -> dict[str, int]:
     dumps = sorted(out.parent.glob(out.name + ".*"), key=lambda p: p.stat().st_mtime)
     return parse_counts(dumps[-1].read_text(errors="replace"))
 
-
-def parse_counts(dump: str) -> dict[str, int]:
-    """A callgrind dump's totals by SHOWN's names: its `events:` line names the columns of its
-    `summary:` (or `totals:`) line; a name whose events the run did not record is left out."""
-    events = re.search(r"^events: (.+)$", dump, re.M).group(1).split()
-    values = re.search(r"^(?:summary|totals): (.+)$", dump, re.M).group(1).split()
-    total = dict(zip(events, map(int, values), strict=True))
-    return {name: sum(total[e] for e in parts) for name, parts in SHOWN.items() if all(e in total for e in parts)}
 
 
 async def flows(via: str, url: str, ssl_ctx: object, body: dict, session: bool, n: int) -> None:

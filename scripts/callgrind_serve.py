@@ -10,12 +10,17 @@ hop is sent the very Gemini body the proxy sent the mock for the same request. E
 its own number in place of TURN (bench.py's numbered), as an agent's turns differ.
 
     python scripts/callgrind_serve.py [N] [--only small|large] [--kinds responses,chat,anthropic]
-                                      [--versus DIR] [--functions K]
+                                      [--versus DIR] [--functions K] [--cache]
 
 N: requests per row (20). CALLGRIND_SERVE_ROOT=DIR (or --root DIR) runs the serve of another
 checkout (an earlier commit's `git archive REV proxy | tar -x -C DIR`); --versus DIR (repeatable) runs
 another serve from DIR beside this one in the same run, for a before/after. The mock and the hop are
 this checkout's. The dumps stay in the printed directory (`callgrind_annotate FILE`).
+
+--cache: the caches and the branch predictor simulated too (scripts/callgrind_dump.py): a second
+table gives first-level data cache misses per request, the proxy against both hops, and each row's
+instruction-cache misses and mispredicted branches. At concurrency 1 a request finds its caches
+holding other processes' work, so what it pays beyond its instructions follows the data it touches.
 
 --functions K: where the proxy's instructions go, by Python function: its serve runs with `-X perf`
 (a trampoline per Python function, named in /tmp/perf-PID.map, through which every call and every
@@ -43,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.bench import KEY, TURN, last_sent, numbered  # noqa: E402
 from scripts.bench_tails import LARGE, PATHS, SMALL, body  # noqa: E402
+from scripts.callgrind_dump import CACHE, parse_counts  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
 WARM = 10  # requests before the counters are zeroed: connections, caches, first-call imports
@@ -51,13 +57,15 @@ WARM = 10  # requests before the counters are zeroed: connections, caches, first
 class Callgrinded:
     """A server (`python ARGS...`) under callgrind, started; `ready` waits until it prints ready."""
 
-    def __init__(self, tmp: Path, name: str, args: list[str], cwd: Path, python: tuple[str, ...] = ()) -> None:
+    def __init__(self, tmp: Path, name: str, args: list[str], cwd: Path, python: tuple[str, ...] = (),
+                 cache: bool = False) -> None:
         self.name, self.port = name, free_port()
         self.out = tmp / f"{name}.callgrind"
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process's; closed with it
         # Not instrumented until ready (`-i on`): start-up, imports and all, runs several times faster.
-        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={self.out}",
+        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", *(CACHE if cache else ()),
+               f"--callgrind-out-file={self.out}",
                f"--log-file={tmp / name}.vg",
                sys.executable, *python, *[a.replace("{port}", str(self.port)) for a in args]]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=cwd,
@@ -75,17 +83,17 @@ class Callgrinded:
     def zero(self) -> None:
         subprocess.run(["callgrind_control", "-z", str(self.proc.pid)], check=True, capture_output=True)
 
-    def dump(self, label: str) -> tuple[int, Path]:
-        """The instructions since the last zero, and the dump that holds them."""
+    def dump(self, label: str) -> tuple[dict[str, int], Path]:
+        """The counts since the last zero (callgrind_dump.SHOWN's names), and the dump that holds them."""
         before = set(self.out.parent.glob(self.out.name + ".*"))
         subprocess.run(["callgrind_control", "-d", label, str(self.proc.pid)], check=True, capture_output=True)
         for _ in range(600):
             new = sorted(set(self.out.parent.glob(self.out.name + ".*")) - before, key=lambda p: p.stat().st_mtime)
             if new:
-                text = new[-1].read_text(errors="replace")
-                found = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
-                if found:
-                    return int(found.group(1)), new[-1]
+                try:
+                    return parse_counts(new[-1].read_text(errors="replace")), new[-1]
+                except ValueError:  # not all written yet
+                    pass
             time.sleep(0.1)
         raise RuntimeError(f"{self.name}: no dump for {label}")
 
@@ -117,8 +125,8 @@ def functions(pid: int, dump: Path, n: int, k: int) -> list[str]:
     for line in Path(f"/tmp/perf-{pid}.map").read_text(errors="replace").splitlines():
         start, _, name = line.split(" ", 2)
         names[int(start, 16)] = name.removeprefix("py::")
-    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--show=Ir", str(dump)],
+                         capture_output=True, text=True, check=True).stdout
     cost: dict[str, int] = {}
     for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\?\?\?:0x([0-9a-f]+)(?:'\d+)? \[\?\?\?\]", out, re.M):
         name = names.get(int(m.group(2), 16))
@@ -128,13 +136,14 @@ def functions(pid: int, dump: Path, n: int, k: int) -> list[str]:
     return [f"{c / n / 1e3:9.1f} k  {name}" for name, c in top]
 
 
-def measure(server: Callgrinded, path: str, b: dict, n: int, label: str) -> tuple[float, Path]:
+def measure(server: Callgrinded, path: str, b: dict, n: int, label: str) -> tuple[dict[str, float], Path]:
+    """Counts per request over `n` requests, after WARM unmeasured."""
     content = numbered(b)
     asyncio.run(send(server.url + path, content, WARM, 10_000))
     server.zero()
     asyncio.run(send(server.url + path, content, n, 20_000))
     total, dump = server.dump(label)
-    return total / n, dump
+    return {k: v / n for k, v in total.items()}, dump
 
 
 def main() -> None:
@@ -148,6 +157,7 @@ def main() -> None:
                    help="another checkout whose serve runs beside it (before/after); repeatable")
     p.add_argument("--functions", type=int, default=0, metavar="K",
                    help="the proxy's K costliest Python functions per row (-X perf: figures not comparable)")
+    p.add_argument("--cache", action="store_true", help="simulate the caches and the branch predictor too")
     args = p.parse_args()
     kinds = args.kinds.split(",")
     workloads = [args.only] if args.only else ["small", "large"]
@@ -159,14 +169,17 @@ def main() -> None:
     serve = ["-m", "proxy", "--log-level", "WARNING", "serve", "--port", "{port}", "--upstream", mock_url]
     servers: list[Callgrinded] = []
     try:
-        proxy = Callgrinded(tmp, "proxy", serve, args.root.resolve(), ("-X", "perf") if args.functions else ())
+        cache = args.cache
+        proxy = Callgrinded(tmp, "proxy", serve, args.root.resolve(), ("-X", "perf") if args.functions else (),
+                            cache=cache)
         servers.append(proxy)
-        versus = [Callgrinded(tmp, f"versus{i}", serve, d.resolve()) for i, d in enumerate(args.versus)]
+        versus = [Callgrinded(tmp, f"versus{i}", serve, d.resolve(), cache=cache) for i, d in enumerate(args.versus)]
         servers += versus
-        hop = Callgrinded(tmp, "hop", [str(ROOT / "scripts" / "null_hop.py"), "{port}", mock_url], ROOT)
+        hop = Callgrinded(tmp, "hop", [str(ROOT / "scripts" / "null_hop.py"), "{port}", mock_url], ROOT, cache=cache)
         servers.append(hop)
         # The floor of any translator in Python: parse, one pass to Gemini's shape, write (translating_hop.py).
-        floor = Callgrinded(tmp, "floor", [str(ROOT / "scripts" / "translating_hop.py"), "{port}", mock_url], ROOT)
+        floor = Callgrinded(tmp, "floor", [str(ROOT / "scripts" / "translating_hop.py"), "{port}", mock_url], ROOT,
+                            cache=cache)
         servers.append(floor)
         for s in servers:
             s.ready()
@@ -175,6 +188,9 @@ def main() -> None:
         for d in args.versus:
             head += f" {d.name} instructions/request | {d.name} − hop | {d.name} / hop |"
         lines = [head, "|" + "---|" * (head.count("|") - 1)]
+        cache_head = ("| request | D1 misses/request: hop | floor | proxy | proxy − hop | proxy / hop | "
+                      "proxy / floor | I1 misses: proxy / hop | mispredicts: proxy / hop |")
+        cache_lines = [cache_head, "|" + "---|" * (cache_head.count("|") - 1)]
         profiles: list[str] = []
         for workload in workloads:
             for kind in kinds:
@@ -187,9 +203,17 @@ def main() -> None:
                 if TURN not in json.dumps(sent):
                     raise RuntimeError(f"{kind}: the turn marker did not reach the mock")
                 label = f"{workload} {kind}"
-                h, _ = measure(hop, PATHS["native"], sent, args.n, f"hop-{workload}-{kind}")
-                f, _ = measure(floor, PATHS[kind], b, args.n, f"floor-{workload}-{kind}")
-                got, dump = measure(proxy, PATHS[kind], b, args.n, f"proxy-{workload}-{kind}")
+                hc, _ = measure(hop, PATHS["native"], sent, args.n, f"hop-{workload}-{kind}")
+                fc, _ = measure(floor, PATHS[kind], b, args.n, f"floor-{workload}-{kind}")
+                pc, dump = measure(proxy, PATHS[kind], b, args.n, f"proxy-{workload}-{kind}")
+                h, f, got = hc["Ir"], fc["Ir"], pc["Ir"]
+                if cache:
+                    d1 = "D1 misses"
+                    cache_lines.append(
+                        f"| {label} | {hc[d1] / 1e3:.1f} k | {fc[d1] / 1e3:.1f} k | {pc[d1] / 1e3:.1f} k | "
+                        f"{(pc[d1] - hc[d1]) / 1e3:+.1f} k | {pc[d1] / hc[d1]:.2f}× | {pc[d1] / fc[d1]:.2f}× | "
+                        f"{pc['I1 misses'] / hc['I1 misses']:.2f}× | {pc['mispredicts'] / hc['mispredicts']:.2f}× |")
+                    print(cache_lines[-1], flush=True)
                 if args.functions:
                     profiles.append(f"\n{label}: the proxy's instructions per request, inclusive, by function "
                                     f"(-X perf)\n" + "\n".join(functions(proxy.proc.pid, dump, args.n,
@@ -197,7 +221,7 @@ def main() -> None:
                 row = (f"| {label} | {h / 1e6:.2f} M | {f / 1e6:.2f} M | {(f - h) / 1e6:+.2f} M | {got / 1e6:.2f} M | "
                        f"{(got - h) / 1e6:+.2f} M | {(got - f) / 1e6:+.2f} M | {got / h:.2f}× |")
                 for i, other in enumerate(versus):
-                    old, _ = measure(other, PATHS[kind], b, args.n, f"versus{i}-{workload}-{kind}")
+                    old = measure(other, PATHS[kind], b, args.n, f"versus{i}-{workload}-{kind}")[0]["Ir"]
                     row += f" {old / 1e6:.2f} M | {(old - h) / 1e6:+.2f} M | {old / h:.2f}× |"
                 lines.append(row)
                 print(row, flush=True)
@@ -206,6 +230,8 @@ def main() -> None:
               f"one at a time; load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}; "
               f"serve of {args.root.resolve()}" + "".join(f", versus {d.resolve()}" for d in args.versus))
         print("\n".join(lines))
+        if cache:
+            print("\n" + "\n".join(cache_lines))
         print("\n".join(profiles))
     finally:
         for s in servers:

@@ -1,9 +1,10 @@
-"""scripts/callgrind_mitm.py's reading of a callgrind dump: the columns its `events:` line names,
-summed into the table's counts (the run itself, under valgrind, is a bench: minutes)."""
+"""scripts/callgrind_dump.py: what callgrind_mitm.py and callgrind_serve.py read of a callgrind dump,
+the columns its `events:` line names summed into their tables' counts (the runs themselves, under
+valgrind, are benches: minutes)."""
 
 import pytest
 
-from scripts.callgrind_mitm import SHOWN, parse_counts
+from scripts.callgrind_dump import SHOWN, parse_counts
 
 # The head of a dump as callgrind 3.19 writes it with --cache-sim=yes --branch-sim=yes (its events'
 # order), and without (instructions only)
@@ -33,3 +34,5 @@ def test_instructions_only_when_no_cache_was_simulated():
 def test_a_summary_that_does_not_match_its_events_is_an_error():
     with pytest.raises(ValueError):
         parse_counts(PLAIN.replace("totals: 918362996", "totals: 1 2"))
+    with pytest.raises(ValueError):
+        parse_counts("version: 1\ncreator: callgrind-3.19.0\n")

@@ -1,0 +1,21 @@
+"""What callgrind_mitm.py and callgrind_serve.py read from a callgrind dump: its totals, by the names
+their tables show. With CACHE's options, callgrind also simulates the first-level caches and the
+branch predictor (about 2x slower): the misses a process pays for the data and code it touches, which
+the instructions it runs do not show."""
+
+import re
+
+CACHE = ("--cache-sim=yes", "--branch-sim=yes")
+# The counts the tables show, each the sum of callgrind's events of that name (the last three: with CACHE)
+SHOWN = {"Ir": ("Ir",), "D1 misses": ("D1mr", "D1mw"), "I1 misses": ("I1mr",), "mispredicts": ("Bcm", "Bim")}
+
+
+def parse_counts(dump: str) -> dict[str, int]:
+    """A dump's totals by SHOWN's names: its `events:` line names the columns of its `summary:` (or
+    `totals:`) line; a name whose events the run did not record is left out. ValueError: neither
+    line, or a summary that does not match its events."""
+    events, values = re.search(r"^events: (.+)$", dump, re.M), re.search(r"^(?:summary|totals): (.+)$", dump, re.M)
+    if events is None or values is None:
+        raise ValueError("not a callgrind dump's head: no events or no summary line")
+    total = dict(zip(events.group(1).split(), map(int, values.group(1).split()), strict=True))
+    return {name: sum(total[e] for e in parts) for name, parts in SHOWN.items() if all(e in total for e in parts)}
