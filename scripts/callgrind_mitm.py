@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from proxy.ca import generate_ca  # noqa: E402
 from scripts.bench import tools  # noqa: E402
 from scripts.bench_mitm import GL, SESSION, small_body  # noqa: E402
-from scripts.callgrind_dump import CACHE, SHOWN, parse_counts  # noqa: E402
+from scripts.callgrind_dump import CACHE, SHOWN, dump  # noqa: E402
 from tests.mitm_harness import MITMDUMP  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
@@ -69,14 +69,6 @@ def ready(tmp: Path, started: tuple[subprocess.Popen, str, Path]) -> None:
         time.sleep(0.5)
 
 
-def counts(pid: int, out: Path, label: str) -> dict[str, int]:
-    """The process's counts since the last zeroing, by SHOWN's names (those its events have)."""
-    subprocess.run(["callgrind_control", "-d", label, str(pid)], check=True, capture_output=True)
-    dumps = sorted(out.parent.glob(out.name + ".*"), key=lambda p: p.stat().st_mtime)
-    return parse_counts(dumps[-1].read_text(errors="replace"))
-
-
-
 async def flows(via: str, url: str, ssl_ctx: object, body: dict, session: bool, n: int) -> None:
     headers = {"x-goog-api-key": "bench-key", "content-type": "application/json",
                **({"x-gtp-session": SESSION} if session else {})}
@@ -95,7 +87,7 @@ def measure(proc: subprocess.Popen, via: str, out: Path, scheme: str, ssl_ctx: o
     asyncio.run(flows(via, URLS[scheme], ssl_ctx, body, session, 20))
     subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
     asyncio.run(flows(via, URLS[scheme], ssl_ctx, body, session, n))
-    return {k: v / n for k, v in counts(proc.pid, out, label).items()}
+    return {k: v / n for k, v in dump(proc.pid, out, label)[0].items()}
 
 
 def large_body() -> dict:

@@ -46,9 +46,10 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripts import callgrind_dump  # noqa: E402
 from scripts.bench import KEY, TURN, last_sent, numbered  # noqa: E402
 from scripts.bench_tails import LARGE, PATHS, SMALL, body  # noqa: E402
-from scripts.callgrind_dump import CACHE, parse_counts  # noqa: E402
+from scripts.callgrind_dump import CACHE  # noqa: E402
 from tests.servers import Process, free_port  # noqa: E402
 
 WARM = 10  # requests before the counters are zeroed: connections, caches, first-call imports
@@ -85,17 +86,7 @@ class Callgrinded:
 
     def dump(self, label: str) -> tuple[dict[str, int], Path]:
         """The counts since the last zero (callgrind_dump.SHOWN's names), and the dump that holds them."""
-        before = set(self.out.parent.glob(self.out.name + ".*"))
-        subprocess.run(["callgrind_control", "-d", label, str(self.proc.pid)], check=True, capture_output=True)
-        for _ in range(600):
-            new = sorted(set(self.out.parent.glob(self.out.name + ".*")) - before, key=lambda p: p.stat().st_mtime)
-            if new:
-                try:
-                    return parse_counts(new[-1].read_text(errors="replace")), new[-1]
-                except ValueError:  # not all written yet
-                    pass
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.name}: no dump for {label}")
+        return callgrind_dump.dump(self.proc.pid, self.out, label)
 
     def stop(self) -> None:
         self.proc.terminate()
