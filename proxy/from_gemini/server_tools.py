@@ -45,10 +45,11 @@ class PartsBeforeCall:
     def hold(self, part: dict[str, Any]) -> bool:
         """Keep `part` if it is a server-side part (a search's toolCall or toolResponse; any other
         server tool is refused); False for any other part."""
-        if not (isinstance(part.get("toolCall"), dict) or isinstance(part.get("toolResponse"), dict)):
-            return False  # (is_server_part's test, inline: every part of every answer comes here)
-        if isinstance(part.get("toolCall"), dict):
-            require_search(part["toolCall"])
+        call = part.get("toolCall")  # (is_server_part's test, inline: every part of every answer comes here)
+        if isinstance(call, dict):
+            require_search(call)
+        elif not isinstance(part.get("toolResponse"), dict):
+            return False
         self.add(part)
         return True
 
