@@ -3,18 +3,26 @@ shared by later requests of any client key, so none may have been changed in pla
 
 from pydantic import BaseModel
 
+from proxy.anthropic import to_items as anthropic_items
 from proxy.anthropic.routes import CORE_TOOLS
 from proxy.anthropic.to_items import tools_for_core
+from proxy.chat import to_items as chat_items
 from proxy.to_gemini.input_to_contents import INPUT_ITEM
 from proxy.wire import resent_items, shared_tools
 from proxy.wire.anthropic import MessagesRequest
+from proxy.wire.chat import ChatRequest
 from proxy.wire.json_body import parse_json
+
+# The conversions resent_items.converted keeps beside a check: the check's key, the message's items.
+_CONVERSIONS = {chat_items.KEPT_ITEMS: (ChatRequest, chat_items.message_items),
+                anthropic_items.KEPT_ITEMS: (MessagesRequest, anthropic_items.message_items)}
 
 
 def changed_resent_items() -> list[str]:
     """A kept history item (wire/resent_items.py: the item cache's, a recent history's) that no longer
     equals its text, or whose checked copies (parse_input's typed item, a request model's) no longer
-    hold what was sent: later requests of its client get the same objects."""
+    hold what was sent, or whose items a route kept (Chat's, Anthropic's) are no longer what its
+    checked message gives: later requests of its client get the same objects."""
     kept = [(text, k) for (_, text), k in resent_items.kept_items.entries.items()]
     for recents in resent_items.recent_histories.entries.values():
         for h in recents.histories:
@@ -26,6 +34,11 @@ def changed_resent_items() -> list[str]:
         if k.value != sent:
             out.append(f"the kept item {text[:200]!r}")
         for by, checked in k.checked.items():
+            if by in _CONVERSIONS:  # a route's items made of its checked message (resent_items.converted)
+                check, convert = _CONVERSIONS[by]
+                if [item.wire() for item in checked] != convert(0, k.checked[check]):
+                    out.append(f"{by} of {text[:200]!r}")
+                continue
             wire = checked.wire() if by == INPUT_ITEM else checked  # (a typed item, a TypedDict's, a model)
             if (wire.model_dump(by_alias=True, exclude_unset=True) if isinstance(wire, BaseModel) else wire) != sent:
                 out.append(f"{by}'s checked copy of {text[:200]!r}")

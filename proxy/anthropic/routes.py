@@ -12,7 +12,9 @@ from proxy.anthropic.cache_breakpoints import breakpoints
 from proxy.anthropic.context_edits import apply_edits, check_edits
 from proxy.anthropic.stream_writer import AnthropicWriter, keep_alive
 from proxy.anthropic.to_items import (
-    messages_to_items,
+    KEPT_ITEMS,
+    joined,
+    message_items,
     referenced_tools,
     system_items,
     tool_choice_for_core,
@@ -34,6 +36,7 @@ from proxy.tools.deferral import loaded_in_contents
 from proxy.tools.hosted_tools import warning_headers
 from proxy.tools.prepare_tools import PreparedTools
 from proxy.wire.anthropic import CountTokensRequest, MessagesRequest, check_ranges
+from proxy.wire.resent_items import converted
 from proxy.wire.shared_tools import SharedTools
 
 # Anthropic's effort levels, each also one of the core's (reasoning.py).
@@ -76,15 +79,19 @@ def _core_tools(req: MessagesRequest | CountTokensRequest, sent: SharedTools | N
 
 
 async def _prepare(request: web.Request, req: MessagesRequest | CountTokensRequest,
-                   prior: Conversation | None = None, sent: SharedTools | None = None
+                   prior: Conversation | None = None, sent: SharedTools | None = None, history: Any = None
                    ) -> tuple[str, PreparedTools, dict[str, Any], Conversation, dict[str, Any] | None]:
     """The Gemini model, the tools, the Gemini body (generation settings only for a message:
     countTokens takes none), its history (`prior`: a thread's held history the messages follow) and
     the context editing report (None: none was asked for; a thread refuses editing, threads.py).
-    `sent`: the body's tools when they are shared (wire/shared_tools.py)."""
+    `sent`: the body's tools when they are shared (wire/shared_tools.py); `history`: its messages as
+    read (ResentItems when their items were split: wire/resent_items.py)."""
     ctx: Context = request.app[CONTEXT]
     session = session_of(request)
-    items = own_items(system_items(req.system) + messages_to_items(req.messages))
+    # (a resent message's typed items: made once per client scope, shared by its later turns)
+    per_message = converted(history, req.messages, MessagesRequest, KEPT_ITEMS,
+                            lambda i, m: own_items(message_items(i, m)))
+    items = own_items(system_items(req.system)) + joined(per_message)
     loaded = referenced_tools(req.messages) | (loaded_in_contents(prior.contents) if prior else set())
     model, tools, calls = await ctx.prepare(request, session, req.model, _core_tools(req, sent), items,
                                             loaded=loaded)
@@ -124,18 +131,19 @@ async def create_message(request: web.Request) -> web.StreamResponse:
     session = session_of(request)
     thread = await threads.begin(request, ctx, session, req)
     if thread is None:
-        return await _answer(request, req, session, None, shared)
+        return await _answer(request, req, session, None, shared, sent.get("messages"))
     try:
-        return await _answer(request, req, session, thread, shared)
+        return await _answer(request, req, session, thread, shared, sent.get("messages"))
     finally:
         await thread.release()  # (nothing when the answer was held)
 
 
 async def _answer(request: web.Request, req: MessagesRequest, session: str,
-                  thread: threads.ThreadTurn | None, shared: SharedTools | None = None) -> web.StreamResponse:
+                  thread: threads.ThreadTurn | None, shared: SharedTools | None = None,
+                  history: Any = None) -> web.StreamResponse:
     ctx: Context = request.app[CONTEXT]
     prior = thread.prior if thread is not None else None
-    model, tools, body, conv, report = await _prepare(request, req, prior, shared)
+    model, tools, body, conv, report = await _prepare(request, req, prior, shared, history)
     await ctx.admit(request)
     if thread is not None:  # before Gemini is asked: a turn too large to hold is not billed and lost
         ctx.store.refuse_unkeepable(conv.contents[len(prior.contents) if prior else 0:], "This turn", "messages")

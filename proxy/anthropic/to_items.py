@@ -15,7 +15,9 @@ from typing import Any
 
 from proxy import fast_json
 from proxy.errors import ProxyError
+from proxy.to_gemini.input_to_contents import own_items
 from proxy.wire.anthropic import Block, Message, Tool, ToolChoice
+from proxy.wire.responses import InputItem, MessageItem
 
 SERVER_SEARCH = "web_search_"  # web_search_20250305, web_search_20260209, ...
 # The tool-search server tools (beta advanced-tool-use-2025-11-20), run by the proxy (deferral.py).
@@ -125,80 +127,103 @@ def system_items(system: str | list[Block] | None) -> list[dict[str, Any]]:
     return [{"type": "message", "role": "system", "content": "\n\n".join(texts)}] if texts else []
 
 
+# Where a resent message's items are kept beside its check (wire/resent_items.py converted).
+KEPT_ITEMS = "anthropic.items"
+
+
 def messages_to_items(messages: list[Message]) -> list[dict[str, Any]]:
     """The messages as Responses items; a block's path is written only for what needs it (its
     conversion, a 400): a long history is mostly texts and calls."""
+    return [item.wire() for item in joined([own_items(message_items(i, m)) for i, m in enumerate(messages)])]
+
+
+def joined(per_message: list[list[InputItem]]) -> list[InputItem]:
+    """Each message's items in order, consecutive user turns one turn, as Gemini wants them: a user
+    message that is only text and media joins the user message before it. The items are not changed
+    (a resent message's are shared: wire/resent_items.py converted); a joined one is made anew."""
+    items: list[InputItem] = []
+    for part in per_message:
+        if len(part) == 1 and items and _user_parts(part[0]) and _user_parts(items[-1]):
+            before, after = items[-1].wire(), part[0].wire()
+            items[-1] = MessageItem({**before, "content": before["content"] + after["content"]})
+        else:
+            items += part
+    return items
+
+
+def _user_parts(item: InputItem) -> bool:
+    return type(item) is MessageItem and item.wire().get("role") == "user" and type(item.wire()["content"]) is list
+
+
+def message_items(i: int, m: Message) -> list[dict[str, Any]]:
+    """One message's items (`i`: its index, named in a 400): what it gives depends on it alone."""
     items: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        blocks = [Block(type="text", text=m.content)] if isinstance(m.content, str) else m.content
-        if m.role == "system":  # where Claude Code 2.1 puts most of its prompt
-            items += system_items(blocks)
-            continue
-        if m.role == "user":
-            rest: list[Block] = []
-            for j, b in enumerate(blocks):
-                if b.type == "tool_result":
-                    if not b.tool_use_id:
-                        raise ProxyError(f"Missing required parameter: 'messages[{i}].content[{j}].tool_use_id'.",
-                                         param=f"messages[{i}].content[{j}].tool_use_id")
-                    content = b.content  # (most results: one text, taken as it is)
-                    output = content if type(content) is str else _result_content(b, f"messages[{i}].content[{j}]")
-                    item = {"type": "function_call_output", "call_id": b.tool_use_id, "output": output,
-                            "is_error": b.is_error is True}
-                    found: set[str] = set()
-                    if type(content) is not str:  # (a text names no tools)
-                        _add_references(b, found)
-                    if found and isinstance(item["output"], str):  # kept in Gemini's history by name: a
-                        # thread's later turns keep them declared (deferral.loaded_in_contents)
-                        item["result_object"] = {"output": item["output"],
-                                                 "tools": [{"name": n} for n in sorted(found)]}
-                    items.append(item)
-                else:
-                    rest.append(b)
-            parts = _parts(rest, f"messages[{i}].content") if rest else []
-            if parts and items and items[-1].get("role") == "user" and isinstance(items[-1]["content"], list):
-                items[-1]["content"] += parts  # consecutive user turns: one turn, as Gemini wants them
-            elif parts:
-                items.append({"type": "message", "role": "user", "content": parts})
-            continue
+    blocks = [Block(type="text", text=m.content)] if isinstance(m.content, str) else m.content
+    if m.role == "system":  # where Claude Code 2.1 puts most of its prompt
+        return system_items(blocks)
+    if m.role == "user":
+        rest: list[Block] = []
         for j, b in enumerate(blocks):
-            if b.type == "text":
-                if b.text:
-                    items.append({"type": "message", "role": "assistant",
-                                  "content": [{"type": "output_text", "text": b.text}]})
-            elif b.type == "tool_use":
-                if not b.id or not b.name:
-                    at = f"messages[{i}].content[{j}]"
-                    raise ProxyError(f"{at}: a tool_use block needs an id and a name.", param=at)
-                items.append({"type": "function_call", "call_id": b.id, "name": b.name,
-                              "arguments": fast_json.dumps(b.input or {}).decode()})
-            elif b.type == "thinking":
-                items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": b.thinking or ""}],
-                              "encrypted_content": b.signature})
-            elif b.type == "redacted_thinking":
-                items.append({"type": "reasoning", "summary": [], "encrypted_content": b.data})
-            elif b.type == "server_tool_use" and b.name == "web_search" and b.id:
-                # Gemini's own search parts come back from its record (the carrier in the thinking block)
-                items.append({"type": "web_search_call", "id": b.id, "status": "completed",
-                              "action": {"type": "search", "query": (b.input or {}).get("query", "")}})
-            elif b.type == "web_search_tool_result" and b.tool_use_id in {
-                    x.id for x in blocks if x.type == "server_tool_use"}:
-                pass  # its content is in the search's record, replayed with its server_tool_use
-            elif b.type == "server_tool_use" and b.name in TOOL_SEARCHES and b.id:
-                items.append({"type": "tool_search_call", "call_id": b.id, "name": b.name, "execution": "server",
-                              "arguments": b.input or {}})
-            elif b.type == "tool_search_tool_result" and isinstance(b.content, dict) and b.tool_use_id:
-                refs = b.content.get("tool_references")
-                out: dict[str, Any] = {"type": "tool_search_output", "call_id": b.tool_use_id, "execution": "server",
-                                       "tools": [{"type": "function", "name": r["tool_name"]} for r in refs or []
-                                                 if isinstance(r, dict) and isinstance(r.get("tool_name"), str)]}
-                if b.content.get("type") == "tool_search_tool_result_error":
-                    out["error"] = b.content.get("error_message") or b.content.get("error_code") or "error"
-                items.append(out)
+            if b.type == "tool_result":
+                if not b.tool_use_id:
+                    raise ProxyError(f"Missing required parameter: 'messages[{i}].content[{j}].tool_use_id'.",
+                                     param=f"messages[{i}].content[{j}].tool_use_id")
+                content = b.content  # (most results: one text, taken as it is)
+                output = content if type(content) is str else _result_content(b, f"messages[{i}].content[{j}]")
+                item = {"type": "function_call_output", "call_id": b.tool_use_id, "output": output,
+                        "is_error": b.is_error is True}
+                found: set[str] = set()
+                if type(content) is not str:  # (a text names no tools)
+                    _add_references(b, found)
+                if found and isinstance(item["output"], str):  # kept in Gemini's history by name: a
+                    # thread's later turns keep them declared (deferral.loaded_in_contents)
+                    item["result_object"] = {"output": item["output"],
+                                             "tools": [{"name": n} for n in sorted(found)]}
+                items.append(item)
             else:
+                rest.append(b)
+        parts = _parts(rest, f"messages[{i}].content") if rest else []
+        if parts:
+            items.append({"type": "message", "role": "user", "content": parts})
+        return items
+    for j, b in enumerate(blocks):
+        if b.type == "text":
+            if b.text:
+                items.append({"type": "message", "role": "assistant",
+                              "content": [{"type": "output_text", "text": b.text}]})
+        elif b.type == "tool_use":
+            if not b.id or not b.name:
                 at = f"messages[{i}].content[{j}]"
-                raise ProxyError(f"Content blocks of type '{b.type}' are not supported in an assistant turn "
-                                 f"('{at}').", param=f"{at}.type")
+                raise ProxyError(f"{at}: a tool_use block needs an id and a name.", param=at)
+            items.append({"type": "function_call", "call_id": b.id, "name": b.name,
+                          "arguments": fast_json.dumps(b.input or {}).decode()})
+        elif b.type == "thinking":
+            items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": b.thinking or ""}],
+                          "encrypted_content": b.signature})
+        elif b.type == "redacted_thinking":
+            items.append({"type": "reasoning", "summary": [], "encrypted_content": b.data})
+        elif b.type == "server_tool_use" and b.name == "web_search" and b.id:
+            # Gemini's own search parts come back from its record (the carrier in the thinking block)
+            items.append({"type": "web_search_call", "id": b.id, "status": "completed",
+                          "action": {"type": "search", "query": (b.input or {}).get("query", "")}})
+        elif b.type == "web_search_tool_result" and b.tool_use_id in {
+                x.id for x in blocks if x.type == "server_tool_use"}:
+            pass  # its content is in the search's record, replayed with its server_tool_use
+        elif b.type == "server_tool_use" and b.name in TOOL_SEARCHES and b.id:
+            items.append({"type": "tool_search_call", "call_id": b.id, "name": b.name, "execution": "server",
+                          "arguments": b.input or {}})
+        elif b.type == "tool_search_tool_result" and isinstance(b.content, dict) and b.tool_use_id:
+            refs = b.content.get("tool_references")
+            out: dict[str, Any] = {"type": "tool_search_output", "call_id": b.tool_use_id, "execution": "server",
+                                   "tools": [{"type": "function", "name": r["tool_name"]} for r in refs or []
+                                             if isinstance(r, dict) and isinstance(r.get("tool_name"), str)]}
+            if b.content.get("type") == "tool_search_tool_result_error":
+                out["error"] = b.content.get("error_message") or b.content.get("error_code") or "error"
+            items.append(out)
+        else:
+            at = f"messages[{i}].content[{j}]"
+            raise ProxyError(f"Content blocks of type '{b.type}' are not supported in an assistant turn "
+                             f"('{at}').", param=f"{at}.type")
     return items
 
 

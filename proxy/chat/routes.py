@@ -5,7 +5,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.chat.stream_writer import ChatWriter
-from proxy.chat.to_items import chat_messages_to_items
+from proxy.chat.to_items import KEPT_ITEMS, message_items
 from proxy.chat.translator import ChatTranslator
 from proxy.errors import PairingError, ProxyError
 from proxy.server import object_owners
@@ -17,6 +17,7 @@ from proxy.to_gemini.reasoning import structured_output, thinking_config
 from proxy.to_gemini.request_body import assemble_request
 from proxy.tools.hosted_tools import warning_headers
 from proxy.wire.chat import ChatRequest
+from proxy.wire.resent_items import converted
 from proxy.wire.responses import wire_choice
 
 # OpenAI's own wording for the two pairing errors of the Chat API (typo included).
@@ -34,7 +35,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         raise ProxyError("Only n=1 is supported: Gemini is asked for one candidate.", param="n",
                          code="invalid_value")
     session = session_of(request)
-    items = own_items(chat_messages_to_items(req.messages))
+    # (a resent message's typed items: made once per client scope, shared by its later turns)
+    items = [item for part in converted(sent.get("messages"), req.messages, ChatRequest, KEPT_ITEMS,
+                                        lambda i, m: own_items(message_items(i, m))) for item in part]
     # The tools as sent: strict validation accepted them unchanged (tests/test_wire_models.py), so
     # there is no need to dump 20 schemas back out of the models.
     await ctx.admit(request)

@@ -47,40 +47,48 @@ def _text(content: str | list[ContentPart] | None, where: str) -> str:
     return "".join(texts)
 
 
+# Where a resent message's items are kept beside its check (wire/resent_items.py converted).
+KEPT_ITEMS = "chat.items"
+
+
 def chat_messages_to_items(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     """The messages as Responses items. A field's path is written only for what needs it (parts to
     convert, a 400): a long history's messages are mostly text, its calls' arguments plain JSON."""
+    return [item for i, m in enumerate(messages) for item in message_items(i, m)]
+
+
+def message_items(i: int, m: ChatMessage) -> list[dict[str, Any]]:
+    """One message's items (`i`: its index, named in a 400): what it gives depends on it alone."""
     items: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        role, content = m["role"], m.get("content")
-        text = (content or "") if content is None or type(content) is str else None  # (what _text, _content give it)
-        if role == "user":
-            items.append({"type": "message", "role": role,
-                          "content": _content(content, f"messages[{i}]") if text is None else text})
-        elif role in ("system", "developer"):
-            items.append({"type": "message", "role": role,
-                          "content": _text(content, f"messages[{i}]") if text is None else text})
-        elif role == "assistant":
-            if text is None:
-                text = _text(content, f"messages[{i}]")
-            if text:
-                items.append({"type": "message", "role": "assistant", "content": text})
-            for j, tc in enumerate(m.get("tool_calls") or []):
-                function = tc["function"]
-                arguments = function.get("arguments")
-                # a number JSON cannot carry is named here, not as input[k] (orjson first: 0.2 us)
-                if arguments and plain_arguments(arguments) is NOT_PLAIN:
-                    try:  # noqa: SIM105 - contextlib.suppress is three Python calls a tool call
-                        parse_arguments(arguments, f"messages[{i}].tool_calls[{j}].function.arguments")
-                    except json.JSONDecodeError:
-                        pass
-                items.append({"type": "function_call", "call_id": tc["id"], "name": function["name"],
-                              "arguments": arguments or "{}"})
-        else:  # tool
-            call_id = m.get("tool_call_id")
-            if call_id is None:
-                raise ProxyError(f"Missing required parameter: 'messages[{i}].tool_call_id'.",
-                                 param=f"messages[{i}].tool_call_id", code="missing_required_parameter")
-            items.append({"type": "function_call_output", "call_id": call_id,
-                          "output": _content(content, f"messages[{i}]") if text is None else text})
+    role, content = m["role"], m.get("content")
+    text = (content or "") if content is None or type(content) is str else None  # (what _text, _content give it)
+    if role == "user":
+        items.append({"type": "message", "role": role,
+                      "content": _content(content, f"messages[{i}]") if text is None else text})
+    elif role in ("system", "developer"):
+        items.append({"type": "message", "role": role,
+                      "content": _text(content, f"messages[{i}]") if text is None else text})
+    elif role == "assistant":
+        if text is None:
+            text = _text(content, f"messages[{i}]")
+        if text:
+            items.append({"type": "message", "role": "assistant", "content": text})
+        for j, tc in enumerate(m.get("tool_calls") or []):
+            function = tc["function"]
+            arguments = function.get("arguments")
+            # a number JSON cannot carry is named here, not as input[k] (orjson first: 0.2 us)
+            if arguments and plain_arguments(arguments) is NOT_PLAIN:
+                try:  # noqa: SIM105 - contextlib.suppress is three Python calls a tool call
+                    parse_arguments(arguments, f"messages[{i}].tool_calls[{j}].function.arguments")
+                except json.JSONDecodeError:
+                    pass
+            items.append({"type": "function_call", "call_id": tc["id"], "name": function["name"],
+                          "arguments": arguments or "{}"})
+    else:  # tool
+        call_id = m.get("tool_call_id")
+        if call_id is None:
+            raise ProxyError(f"Missing required parameter: 'messages[{i}].tool_call_id'.",
+                             param=f"messages[{i}].tool_call_id", code="missing_required_parameter")
+        items.append({"type": "function_call_output", "call_id": call_id,
+                      "output": _content(content, f"messages[{i}]") if text is None else text})
     return items

@@ -18,6 +18,7 @@ Nothing may change a kept item: later requests get the same objects (tests/share
 checks after every test that each kept value still equals its text).
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -212,3 +213,27 @@ def parse_items(text: bytes, scope: str, keep: bool, depth: int) -> ResentItems 
         if latest.size <= RECENT_BYTES // 4:
             recent_histories.put(scope, _Recents([latest, *others][:RECENT_PER_SCOPE]))
     return ResentItems(kept)
+
+
+def converted[T](sent: Any, checked: list[Any], by: Any, key: str, convert: Callable[[int, Any], T]) -> list[T]:
+    """`convert(i, message)` for each message the route checked (`checked`, by its check `by`), a
+    resent one's made once per client scope and kept beside its check (its Kept's `checked[key]`):
+    an agent's next turn sends the same messages, and their conversion to items was a tenth of a
+    large Chat or Messages request's instructions. `sent`: the body's history as read (ResentItems
+    when its items were split). A message is taken as kept only when it is the very object its Kept
+    holds; the index only names a message in a 400, which a kept one never gives. What is kept is
+    shared by the client's later requests: nothing may change it (tests/shared_tools_check.py)."""
+    kept = sent.kept if type(sent) is ResentItems and len(sent.kept) == len(checked) else None
+    if kept is None:
+        return [convert(i, message) for i, message in enumerate(checked)]
+    out = []
+    for i, message in enumerate(checked):
+        known = kept[i].checked
+        if known.get(by) is not message:
+            out.append(convert(i, message))
+            continue
+        done = known.get(key)
+        if done is None:
+            done = known[key] = convert(i, message)
+        out.append(done)
+    return out
