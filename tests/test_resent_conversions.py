@@ -41,19 +41,20 @@ def _chat(tag: str) -> list[dict[str, Any]]:
             {"role": "assistant", "content": None, "tool_calls": [
                 {"id": f"call_{tag}", "type": "function", "function": {"name": "ls", "arguments": '{"path": "."}'}}]},
             {"role": "tool", "tool_call_id": f"call_{tag}", "content": f"{tag}/a.py"},
-            {"role": "assistant", "content": "done"}]
+            {"role": "assistant", "content": f"done {tag}"}]
 
 
 def _anthropic(tag: str) -> list[dict[str, Any]]:
     """Consecutive user turns (joined into one) around a call and its result."""
     return [{"role": "user", "content": f"list {tag}"},
-            {"role": "user", "content": [{"type": "text", "text": "quickly", "cache_control": {"type": "ephemeral"}}]},
+            {"role": "user", "content": [{"type": "text", "text": f"quickly {tag}",
+                                          "cache_control": {"type": "ephemeral"}}]},
             {"role": "assistant", "content": [{"type": "text", "text": "sure"},
                                               {"type": "tool_use", "id": f"toolu_{tag}", "name": "ls", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{tag}", "content": f"{tag}/a"},
-                                         {"type": "text", "text": "and?"}]},
-            {"role": "user", "content": "more"},
-            {"role": "assistant", "content": "ok"}]
+                                         {"type": "text", "text": f"and? {tag}"}]},
+            {"role": "user", "content": f"more {tag}"},
+            {"role": "assistant", "content": f"ok {tag}"}]
 
 
 def _chat_items(raw: bytes, scope: str, count: list[int]) -> list[Any]:
@@ -117,8 +118,8 @@ def test_joining_consecutive_user_turns_leaves_the_kept_items_as_they_were() -> 
     before = [[orjson.dumps(item.wire()) for item in part] for part in per]
     items = anthropic_items.joined(per)
     assert [i.wire().get("role") for i in items] == ["user", "assistant", None, None, "user", "assistant"]
-    assert [p["text"] for p in items[0].wire()["content"]] == [f"list {tag}", "quickly"]
-    assert [p["text"] for p in items[4].wire()["content"]] == ["and?", "more"]
+    assert [p["text"] for p in items[0].wire()["content"]] == [f"list {tag}", f"quickly {tag}"]
+    assert [p["text"] for p in items[4].wire()["content"]] == [f"and? {tag}", f"more {tag}"]
     assert items[0] is not per[0][0] and items[4] is not per[3][1]
     assert [[orjson.dumps(item.wire()) for item in part] for part in per] == before
     again = anthropic_items.joined(_anthropic_items(raw, f"c-{tag}0000", []))
@@ -145,22 +146,23 @@ def test_over_http_a_stateless_clients_next_turn_converts_only_its_new_messages(
         sent = []
         history = _chat(tag)
         for turn in ("first", "second"):
-            history = [*history, {"role": "user", "content": f"{turn} turn"}]
+            history = [*history, {"role": "user", "content": f"{turn} turn {tag}"}]
             reply = client.chat.completions.create(model="gemini-3-flash-preview", messages=history)  # type: ignore[arg-type]
             assert reply.choices[0].message.content
             sent.append(stack.last_body()["contents"])
-            history = [*history, {"role": "assistant", "content": "ok"}]
+            history = [*history, {"role": "assistant", "content": f"ok {tag}"}]
         assert calls["chat"] == [*range(6), 6, 7], "the second turn: its two new messages only"
         assert sent[1][:len(sent[0])] == sent[0]
         ant = anthropic.Anthropic(base_url=stack.url, api_key="k", max_retries=0)
         messages = _anthropic(tag)
         for turn in ("first", "second"):
-            messages = [*messages, {"role": "user", "content": f"{turn} turn"}]
+            messages = [*messages, {"role": "user", "content": f"{turn} turn {tag}"}]
             answer = ant.messages.create(model="gemini-3-flash-preview", max_tokens=50, messages=messages)  # type: ignore[arg-type]
             assert answer.content
             sent.append(stack.last_body()["contents"])
-            messages = [*messages, {"role": "assistant", "content": "ok"}]
-        # (message 7, the assistant's "ok", has the text of message 5: the same kept items, twice)
+            messages = [*messages, {"role": "assistant", "content": f"ok {tag}"}]
+        # (message 7, the assistant's "ok", has the text of message 5: the same kept items, twice; every
+        # text carries the test's tag: no other test's kept message is one of these)
         assert calls["anthropic"] == [*range(7), 8]
         assert sent[3][:len(sent[2])] == sent[2]
         assert not changed_resent_items()
