@@ -107,6 +107,24 @@ def test_the_rest_of_a_body_is_still_checked_when_its_tools_are_shared() -> None
     assert big["n"] == 2**64 and type(big["tools"]) is SharedTools
 
 
+def test_the_kept_texts_are_found_by_length_and_bytes_within_their_bytes() -> None:
+    """The cache of tools texts (found by length, then compared, never hashed): texts of one length
+    are each found as themselves; a copy of a text finds it; the least recently used go first, the
+    bytes kept never above the bound; a text popped is gone."""
+    cache = shared_tools._KeptTools(100)
+    a, b, c = b"[" + b"a" * 28 + b"]", b"[" + b"b" * 28 + b"]", b"[" + b"c" * 38 + b"]"
+    for text in (a, b, c):
+        cache[text] = SharedTools([], text)
+    assert cache.bytes == 100 and {t for t, _ in cache.items()} == {a, b, c}
+    assert cache.get(bytes(bytearray(a))) is cache[a] and cache[b].text == b and b"[" + b"d" * 28 + b"]" not in cache
+    cache.get(c)  # the most recently used length now: a and b's go first
+    cache[b"[" + b"e" * 8 + b"]"] = SharedTools([], b"[" + b"e" * 8 + b"]")
+    assert cache.bytes <= 100 and c in cache and b"[" + b"e" * 8 + b"]" in cache
+    assert not (a in cache and b in cache), "one of the 30-byte texts made room"
+    assert cache.pop(c) is not None and c not in cache and cache.pop(c, None) is None
+    assert cache.bytes == sum(len(t) for t, _ in cache.items())
+
+
 def test_refused_tools_are_never_kept() -> None:
     many = orjson.dumps([{"type": "function", "name": f"f{i}"} for i in range(513)])
     for _ in range(2):

@@ -16,8 +16,6 @@ Messages, and Gemini's REST generateContent).
 from collections.abc import Callable
 from typing import Any
 
-from cachetools import LRUCache
-
 from proxy.errors import ProxyError
 from proxy.wire import resent_items
 from proxy.wire.json_body import MAX_JSON_DEPTH, split_members
@@ -43,7 +41,71 @@ class SharedTools(list):  # type: ignore[type-arg]
         self.facts: dict[Any, Any] = {}
 
 
-_kept: LRUCache[bytes, SharedTools] = LRUCache(CACHE_BYTES, getsizeof=len)
+class _KeptTools:
+    """The tools texts kept, CACHE_BYTES of them at most (the least recently used length first out),
+    found by their length and then compared: keyed by the text itself, every request hashed all of it
+    (siphash: 8 us for Claude Code's 45 KB, before a lookup compared it too), where a length is an int
+    and a comparison one memcmp that stops at the first byte apart. A mapping of text to SharedTools."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes, self.bytes = max_bytes, 0
+        self._by_length: dict[int, list[SharedTools]] = {}  # least recently used first; each list too, last
+
+    def get(self, text: bytes) -> "SharedTools | None":
+        bucket = self._by_length.pop(len(text), None)
+        if bucket is None:
+            return None
+        self._by_length[len(text)] = bucket
+        for i, kept in enumerate(bucket):
+            if kept.text == text:
+                if i:
+                    bucket.insert(0, bucket.pop(i))
+                return kept
+        return None
+
+    def __setitem__(self, text: bytes, value: "SharedTools") -> None:
+        self.pop(text, None)
+        self._by_length.setdefault(len(text), []).insert(0, value)
+        self.bytes += len(text)
+        while self.bytes > self.max_bytes:
+            length = next(iter(self._by_length))
+            bucket = self._by_length[length]
+            bucket.pop()
+            self.bytes -= length
+            if not bucket:
+                del self._by_length[length]
+
+    def __getitem__(self, text: bytes) -> "SharedTools":
+        kept = self.get(text)
+        if kept is None:
+            raise KeyError(text[:100])
+        return kept
+
+    def __contains__(self, text: object) -> bool:
+        return type(text) is bytes and self.get(text) is not None
+
+    def pop(self, text: bytes, default: Any = KeyError) -> Any:
+        bucket = self._by_length.get(len(text)) or []
+        for i, kept in enumerate(bucket):
+            if kept.text == text:
+                del bucket[i]
+                self.bytes -= len(text)
+                if not bucket:
+                    del self._by_length[len(text)]
+                return kept
+        if default is KeyError:
+            raise KeyError(text[:100])
+        return default
+
+    def items(self) -> list[tuple[bytes, "SharedTools"]]:
+        return [(kept.text, kept) for bucket in self._by_length.values() for kept in bucket]
+
+    def clear(self) -> None:
+        self._by_length.clear()
+        self.bytes = 0
+
+
+_kept = _KeptTools(CACHE_BYTES)
 
 
 def parse_with_tools(raw: bytes, parse: Callable[[bytes], Any], items: tuple[str, str] | None = None) -> Any:
