@@ -41,6 +41,9 @@ class SharedTools(list):  # type: ignore[type-arg]
         self.facts: dict[Any, Any] = {}
 
 
+_NONE = object()  # (pop without a default: a missing text is a KeyError)
+
+
 class _KeptTools:
     """The tools texts kept, CACHE_BYTES of them at most (the least recently used length first out),
     found by their length and then compared: keyed by the text itself, every request hashed all of it
@@ -84,7 +87,7 @@ class _KeptTools:
     def __contains__(self, text: object) -> bool:
         return type(text) is bytes and self.get(text) is not None
 
-    def pop(self, text: bytes, default: Any = KeyError) -> Any:
+    def pop(self, text: bytes, default: Any = _NONE) -> Any:
         bucket = self._by_length.get(len(text)) or []
         for i, kept in enumerate(bucket):
             if kept.text == text:
@@ -93,7 +96,7 @@ class _KeptTools:
                 if not bucket:
                     del self._by_length[len(text)]
                 return kept
-        if default is KeyError:
+        if default is _NONE:
             raise KeyError(text[:100])
         return default
 
