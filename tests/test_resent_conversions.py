@@ -5,7 +5,7 @@ changed, not even by Anthropic's joining of consecutive user turns; another scop
 over HTTP, a stateless client's next turn converts only its new messages and Gemini is sent what it
 was sent the turn before. The conftest checks after every test that no kept item changed in place."""
 
-import tracemalloc
+import functools
 import uuid
 from typing import Any
 
@@ -27,6 +27,7 @@ from proxy.wire.resent_items import converted
 from proxy.wire.shared_tools import parse_with_tools
 from tests.harness import Stack
 from tests.shared_tools_check import changed_resent_items
+from tests.test_resent_items import held_and_counted
 
 
 @pytest.fixture(autouse=True)
@@ -57,24 +58,20 @@ def _anthropic(tag: str) -> list[dict[str, Any]]:
             {"role": "assistant", "content": f"ok {tag}"}]
 
 
-def _chat_items(raw: bytes, scope: str, count: list[int]) -> list[Any]:
+def _items_of(model: Any, module: Any, raw: bytes, scope: str, count: list[int]) -> list[Any]:
+    """The route's way: the body parsed for `scope`, checked by `model`, each message converted by
+    `module`'s message_items (counted in `count`) unless kept."""
     body = parse_with_tools(raw, _parsed, ("messages", scope))
-    req = validate(ChatRequest, body)
+    req = validate(model, body)
 
     def convert(i: int, m: Any) -> list[Any]:
         count.append(i)
-        return own_items(chat_items.message_items(i, m))
-    return converted(body["messages"], req.messages, ChatRequest, chat_items.KEPT_ITEMS, convert)
+        return own_items(module.message_items(i, m))
+    return converted(body["messages"], req.messages, model, module.KEPT_ITEMS, convert)
 
 
-def _anthropic_items(raw: bytes, scope: str, count: list[int]) -> list[Any]:
-    body = parse_with_tools(raw, _parsed, ("messages", scope))
-    req = validate(MessagesRequest, body)
-
-    def convert(i: int, m: Any) -> list[Any]:
-        count.append(i)
-        return own_items(anthropic_items.message_items(i, m))
-    return converted(body["messages"], req.messages, MessagesRequest, anthropic_items.KEPT_ITEMS, convert)
+_chat_items = functools.partial(_items_of, ChatRequest, chat_items)
+_anthropic_items = functools.partial(_items_of, MessagesRequest, anthropic_items)
 
 
 CASES = [("chat", _chat, {"model": "m"}, _chat_items, lambda ms: chat_items.chat_messages_to_items(ms), ChatRequest),
@@ -177,20 +174,8 @@ def test_an_items_count_covers_its_check_and_its_kept_items(kind: str) -> None:
     (tracemalloc), for an agent's history (scripts/bench_tails.py's large body)."""
     from scripts.bench_tails import LARGE, body
 
-    sent = body(kind, LARGE)
-    raw = orjson.dumps(sent)
+    raw = orjson.dumps(body(kind, LARGE))
     items_of = _chat_items if kind == "chat" else _anthropic_items
     items_of(raw, "c-tools-first", [])  # (its tools' first sight: the body is parsed whole, its tools kept)
-    caches = (resent_items.kept_items, resent_items.recent_histories)
-    before_bytes = sum(c.bytes for c in caches)
-    scope = f"c-{uuid.uuid4().hex[:12]}"
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        made = items_of(raw, scope, [])
-        del made
-        held = tracemalloc.get_traced_memory()[0] - start
-    finally:
-        tracemalloc.stop()
-    counted = sum(c.bytes for c in caches) - before_bytes
+    held, counted = held_and_counted(lambda scope: items_of(raw, scope, []))
     assert counted > 0 and held <= counted, (held, counted)

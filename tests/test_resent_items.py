@@ -145,27 +145,34 @@ def test_the_cache_stays_within_its_bytes_least_recent_first() -> None:
     assert cache.bytes == sum(k.size for k in cache.entries.values()) == 10_000
 
 
-@pytest.mark.parametrize("kind", ["responses"])
-def test_an_items_count_covers_what_holding_it_takes(kind: str) -> None:
-    """The bytes an item is counted for (TEXT_FACTOR, ENTRY_OVERHEAD) against what its text, the
-    objects parsed from it, parse_input's typed item and its entry take (tracemalloc), for an agent's
-    history (scripts/bench_tails.py's large body: calls, results, messages)."""
-    items = body(kind, LARGE)["input"]
-    raw = orjson.dumps(items)
+def held_and_counted(make: Any) -> tuple[int, int]:
+    """What `make(scope)` (for a new client scope) leaves held (tracemalloc) and what the item caches
+    count it for, in bytes."""
     caches = (resent_items.kept_items, resent_items.recent_histories)
     before_bytes = sum(c.bytes for c in caches)
     scope = f"c-{uuid.uuid4().hex[:12]}"
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        parsed = parse_items(raw, scope, True, 98)
-        assert parsed is not None
-        parse_input(parsed)
-        del parsed
+        made = make(scope)
+        del made
         held = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    counted = sum(c.bytes for c in caches) - before_bytes
+    return held, sum(c.bytes for c in caches) - before_bytes
+
+
+def test_an_items_count_covers_what_holding_it_takes() -> None:
+    """The bytes an item is counted for (TEXT_FACTOR, ENTRY_OVERHEAD) against what its text, the
+    objects parsed from it, parse_input's typed item and its entry take (tracemalloc), for an agent's
+    history (scripts/bench_tails.py's large body: calls, results, messages)."""
+    raw = orjson.dumps(body("responses", LARGE)["input"])
+
+    def make(scope: str) -> Any:
+        parsed = parse_items(raw, scope, True, 98)
+        assert parsed is not None
+        parse_input(parsed)
+    held, counted = held_and_counted(make)
     assert counted > 0 and held <= counted, (held, counted)
 
 
