@@ -123,6 +123,11 @@ def test_the_kept_texts_are_found_by_length_and_bytes_within_their_bytes() -> No
     assert not (a in cache and b in cache), "one of the 30-byte texts made room"
     assert cache.pop(c) is not None and c not in cache and cache.pop(c, None) is None
     assert cache.bytes == sum(len(t) for t, _ in cache.items())
+    fresh = shared_tools._KeptTools(100)
+    for text in (a, c, b):  # b, kept last, makes its length the most recently used one
+        fresh[text] = SharedTools([], text)
+    fresh[b"[" + b"e" * 8 + b"]"] = SharedTools([], b"[" + b"e" * 8 + b"]")
+    assert b in fresh and a in fresh and c not in fresh, "the 40-byte text was the least recently used"
 
 
 def test_refused_tools_are_never_kept() -> None:

@@ -59,16 +59,18 @@ class _KeptTools:
         if bucket is None:
             return None
         self._by_length[len(text)] = bucket
-        for i, kept in enumerate(bucket):
-            if kept.text == text:
-                if i:
-                    bucket.insert(0, bucket.pop(i))
-                return kept
-        return None
+        i = _index(bucket, text)
+        if i is None:
+            return None
+        if i:
+            bucket.insert(0, bucket.pop(i))
+        return bucket[0]
 
     def __setitem__(self, text: bytes, value: "SharedTools") -> None:
         self.pop(text, None)
-        self._by_length.setdefault(len(text), []).insert(0, value)
+        bucket = self._by_length.pop(len(text), [])  # (its length the most recently used now, as get makes it)
+        bucket.insert(0, value)
+        self._by_length[len(text)] = bucket
         self.bytes += len(text)
         while self.bytes > self.max_bytes:
             length = next(iter(self._by_length))
@@ -89,13 +91,13 @@ class _KeptTools:
 
     def pop(self, text: bytes, default: Any = _NONE) -> Any:
         bucket = self._by_length.get(len(text)) or []
-        for i, kept in enumerate(bucket):
-            if kept.text == text:
-                del bucket[i]
-                self.bytes -= len(text)
-                if not bucket:
-                    del self._by_length[len(text)]
-                return kept
+        i = _index(bucket, text)
+        if i is not None:
+            kept = bucket.pop(i)
+            self.bytes -= len(text)
+            if not bucket:
+                del self._by_length[len(text)]
+            return kept
         if default is _NONE:
             raise KeyError(text[:100])
         return default
@@ -106,6 +108,11 @@ class _KeptTools:
     def clear(self) -> None:
         self._by_length.clear()
         self.bytes = 0
+
+
+def _index(bucket: list["SharedTools"], text: bytes) -> int | None:
+    """Where `text`'s SharedTools is in a bucket of texts of its length, or None."""
+    return next((i for i, kept in enumerate(bucket) if kept.text == text), None)
 
 
 _kept = _KeptTools(CACHE_BYTES)
