@@ -53,7 +53,8 @@ USAGE_UNRECORDED = Counter("gtp_usage_unrecorded", "Answers whose usage could no
 STORE_ENTRIES = Gauge("gtp_store_entries", "Entries in the session store", registry=REGISTRY)
 STORE_BYTES = Gauge("gtp_store_bytes", "Bytes (as JSON) in the session store", registry=REGISTRY)
 CACHE_BYTES = Gauge("gtp_cache_bytes", "Bytes a cache of this process holds (history: whole histories of "
-                    "previous_response_id chains' heads; items: history items stateless clients send again)",
+                    "previous_response_id chains' heads; items: history items stateless clients send again; "
+                    "conversions: those clients' histories converted to Gemini's contents)",
                     ["cache"], registry=REGISTRY)
 CACHE_MAX_BYTES = Gauge("gtp_cache_max_bytes", "Bytes a cache of this process may hold", ["cache"],
                         registry=REGISTRY)

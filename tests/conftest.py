@@ -9,10 +9,11 @@ from hypothesis import settings
 from proxy import fast_json
 from proxy.responses import routes as responses_routes
 from proxy.store import entry_store
+from proxy.to_gemini import kept_conversion
 from proxy.tools import prepare_tools
 from proxy.wire import resent_items
 from tests.harness import Stack
-from tests.shared_tools_check import changed_resent_items, changed_shared_tools
+from tests.shared_tools_check import changed_kept_conversions, changed_resent_items, changed_shared_tools
 
 # CI must be reproducible: hypothesis explores from a fixed seed there (derandomize) and keeps no
 # example database between runs; locally it keeps searching at random. HYPOTHESIS_PROFILE picks one.
@@ -89,11 +90,13 @@ def stored_turns_are_what_serializing_them_whole_gives():
 def every_history_is_resent():
     """In-process stacks take every Responses, Chat and Anthropic history through wire/resent_items.py,
     however short (tests' histories mostly are): the check below then sees what each route does with
-    the items it shares (a `serve` subprocess keeps the real threshold; test_resent_items.py tests it)."""
-    saved = resent_items.RESENT_MIN_BYTES
-    resent_items.RESENT_MIN_BYTES = 0
+    the items it shares (a `serve` subprocess keeps the real threshold; test_resent_items.py tests it),
+    and every history of two items or more continues the conversion of its client's last one
+    (to_gemini/kept_conversion.py; MIN_ITEMS alike)."""
+    saved = resent_items.RESENT_MIN_BYTES, kept_conversion.MIN_ITEMS
+    resent_items.RESENT_MIN_BYTES, kept_conversion.MIN_ITEMS = 0, 2
     yield
-    resent_items.RESENT_MIN_BYTES = saved
+    resent_items.RESENT_MIN_BYTES, kept_conversion.MIN_ITEMS = saved
 
 
 @pytest.fixture(autouse=True)
@@ -101,7 +104,7 @@ def shared_tools_stay_unchanged():
     """After each test, every tool list kept by wire/shared_tools.py (and each wire model's checked
     copy) still equals the text it was parsed from: later requests of any client key get them."""
     yield
-    changed = changed_shared_tools() + changed_resent_items()
+    changed = changed_shared_tools() + changed_resent_items() + changed_kept_conversions()
     assert not changed, f"changed in place: {changed[0]}"
 
 

@@ -7,7 +7,8 @@ from proxy.anthropic import to_items as anthropic_items
 from proxy.anthropic.routes import CORE_TOOLS
 from proxy.anthropic.to_items import tools_for_core
 from proxy.chat import to_items as chat_items
-from proxy.to_gemini.input_to_contents import INPUT_ITEM
+from proxy.to_gemini import kept_conversion
+from proxy.to_gemini.input_to_contents import INPUT_ITEM, fresh_state
 from proxy.wire import resent_items, shared_tools
 from proxy.wire.anthropic import MessagesRequest
 from proxy.wire.chat import ChatRequest
@@ -64,3 +65,18 @@ def changed_shared_tools() -> list[str]:
 
 def _sent_form(checked: list) -> list:
     return [t.model_dump(by_alias=True, exclude_unset=True) if isinstance(t, BaseModel) else t for t in checked]
+
+
+def changed_kept_conversions() -> list[str]:
+    """A kept history conversion (to_gemini/kept_conversion.py) that is no longer what a fresh conversion
+    of its items gives, with its call records and tool names: later requests of its client continue it."""
+    out = []
+    for scope, kept in kept_conversion.kept_conversions.entries.items():
+        for state in kept.states:
+            fresh = fresh_state(state.items, {c: r for c, r in state.records.items() if r is not None}, state.names)
+            for field in ("contents", "system", "pending", "outputs", "model_open", "search"):
+                if getattr(fresh, field) != getattr(state, field):
+                    out.append(f"the {field} of scope {scope!r}'s kept conversion of {len(state.items)} items")
+            if any(getattr(fresh.head, f) != getattr(state.head, f) for f in fresh.head.__slots__):
+                out.append(f"the survey of scope {scope!r}'s kept conversion of {len(state.items)} items")
+    return out

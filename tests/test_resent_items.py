@@ -23,7 +23,7 @@ from proxy.to_gemini.input_to_contents import INPUT_ITEM, parse_input
 from proxy.wire import resent_items
 from proxy.wire.anthropic import MessagesRequest
 from proxy.wire.chat import ChatRequest
-from proxy.wire.resent_items import ResentItems, _Cache, parse_items
+from proxy.wire.resent_items import ResentItems, SizedLRU, parse_items
 from proxy.wire.shared_tools import parse_with_tools
 from scripts.bench_tails import LARGE, body
 from tests.harness import Stack
@@ -133,7 +133,7 @@ def test_a_stored_chains_items_are_not_kept_and_a_big_item_is_not_in_the_item_ca
 
 
 def test_the_cache_stays_within_its_bytes_least_recent_first() -> None:
-    cache = _Cache(10_000)
+    cache = SizedLRU(10_000)
     for i in range(100):
         kept = resent_items.Kept({"i": i}, 1_000)
         cache.put(("s", b"%d" % i), kept)
@@ -145,10 +145,10 @@ def test_the_cache_stays_within_its_bytes_least_recent_first() -> None:
     assert cache.bytes == sum(k.size for k in cache.entries.values()) == 10_000
 
 
-def held_and_counted(make: Any) -> tuple[int, int]:
-    """What `make(scope)` (for a new client scope) leaves held (tracemalloc) and what the item caches
-    count it for, in bytes."""
-    caches = (resent_items.kept_items, resent_items.recent_histories)
+def held_and_counted(make: Any, caches: tuple[Any, ...] | None = None) -> tuple[int, int]:
+    """What `make(scope)` (for a new client scope) leaves held (tracemalloc) and what `caches` (the item
+    caches) count it for, in bytes."""
+    caches = caches or (resent_items.kept_items, resent_items.recent_histories)
     before_bytes = sum(c.bytes for c in caches)
     scope = f"c-{uuid.uuid4().hex[:12]}"
     tracemalloc.start()
@@ -291,7 +291,7 @@ def test_a_history_that_shares_items_with_a_recent_one_reads_as_a_parse_of_its_o
     before: list[Any] = []
     spelled = None
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(resent_items, "kept_items", _Cache(0))  # no item cache: what is shared came from the recent
+        m.setattr(resent_items, "kept_items", SizedLRU(0))  # no item cache: what is shared came from the recent
         for keep, added, separators in turns:
             history = history[:keep] + [{"n": n, "t": "x" * n * 7, "deep": [{"a": [n]}]} for n in added]
             text = json.dumps(history, separators=separators).encode()
@@ -325,7 +325,7 @@ def test_the_conftest_check_sees_a_kept_item_changed_in_place() -> None:
             undo()
     assert not changed_resent_items()
     with pytest.MonkeyPatch.context() as m:  # in a recent history only (no item cache)
-        m.setattr(resent_items, "kept_items", _Cache(0))
+        m.setattr(resent_items, "kept_items", SizedLRU(0))
         items = parse_items(orjson.dumps(_history(uuid.uuid4().hex[:8])), SCOPE, True, 98)
         items[2]["output"] = "changed"
         assert changed_resent_items()

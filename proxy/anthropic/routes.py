@@ -25,7 +25,7 @@ from proxy.errors import PairingError, ProxyError
 from proxy.server import object_owners, prompt_cache
 from proxy.server.answer_turn import ReadyTurn, answer_turn
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
-from proxy.server.errors import read_json, validate
+from proxy.server.errors import kept_scope, read_json, validate
 from proxy.signatures.sentinel import requires_signatures
 from proxy.to_gemini.cached_prefix import prefix_sizes
 from proxy.to_gemini.conversation import Conversation
@@ -97,7 +97,7 @@ async def _prepare(request: web.Request, req: MessagesRequest | CountTokensReque
                                             loaded=loaded)
     try:
         conv = input_to_contents(items, prior=prior, calls=calls, names=tools.names, model=model,
-                                 result_parts=ctx.rules.result_parts(model))
+                                 result_parts=ctx.rules.result_parts(model), scope=kept_scope(request, history))
     except PairingError as e:
         what = (f"a tool_use ({e.call_id}) without a tool_result in the next user turn" if e.missing_output
                 else f"a tool_result for {e.call_id} without the tool_use it answers")

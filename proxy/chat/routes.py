@@ -11,7 +11,7 @@ from proxy.errors import PairingError, ProxyError
 from proxy.server import object_owners
 from proxy.server.answer_turn import ReadyTurn, answer_turn
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
-from proxy.server.errors import read_json, validate
+from proxy.server.errors import kept_scope, read_json, validate
 from proxy.to_gemini.input_to_contents import input_to_contents, own_items
 from proxy.to_gemini.reasoning import structured_output, thinking_config
 from proxy.to_gemini.request_body import assemble_request
@@ -45,7 +45,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                                             web_search=req.web_search_options is not None)
     try:
         conv = input_to_contents(items, calls=calls, names=tools.names, model=model,
-                                 result_parts=ctx.rules.result_parts(model))
+                                 result_parts=ctx.rules.result_parts(model),
+                                 scope=kept_scope(request, sent.get("messages")))
     except PairingError as e:
         message = MISSING_TOOL_MESSAGE.format(e.call_id) if e.missing_output else UNKNOWN_TOOL_MESSAGE
         raise ProxyError(message, param="messages", code=None) from None

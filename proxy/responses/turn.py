@@ -25,7 +25,7 @@ from proxy.responses.translator import ResponsesTranslator
 from proxy.server import object_owners
 from proxy.server.answer_turn import ReadyTurn, open_answer, prepared, whole_answer
 from proxy.server.context import CONTEXT, Context, api_key_of, session_of
-from proxy.server.errors import validate
+from proxy.server.errors import kept_scope, validate
 from proxy.signatures.model_bound import without_signatures
 from proxy.store.base import StoredResponse, TurnInput, conversation_at
 from proxy.to_gemini.conversation import Conversation
@@ -211,7 +211,8 @@ async def prepare_turn(request: web.Request, sent: Any, recent: Recent | None = 
                                                     loaded=loaded)
             summaries, compacted = open_compactions(seal, items)
     conv = input_to_contents(items, prior=prior, calls={**compacted, **calls}, names=tools.names, model=model,
-                             result_parts=ctx.rules.result_parts(model), summaries=summaries)
+                             result_parts=ctx.rules.result_parts(model), summaries=summaries,
+                             scope=kept_scope(request, req.input))
     parent, preface, summary_usage = req.previous_response_id, [], None
     threshold = compaction_threshold(req)
     if trigger or (threshold is not None and rendered_tokens(conv) > threshold):

@@ -22,6 +22,7 @@ from proxy.signatures.carrier import CarrierSeal
 from proxy.signatures.carrier_keys import CarrierKeys
 from proxy.signatures.model_bound import for_model
 from proxy.store.base import SessionStore
+from proxy.to_gemini.kept_conversion import kept_conversions
 from proxy.tools.deferral import called_by_items, found_by_items, split_deferred
 from proxy.tools.prepare_tools import PreparedTools, prepare_tools
 from proxy.tools.schema_mode import schema_mode_for
@@ -117,9 +118,11 @@ class Context:
 
     async def store_gauges(self) -> None:
         """Set the store's gauges for a scrape (a shared store is asked; unreachable leaves them)."""
-        # (resent_items.py's two, this process's own)
+        # (resent_items.py's two and kept_conversion.py's, this process's own)
         metrics.CACHE_BYTES.labels("items").set(kept_items.bytes + recent_histories.bytes)
         metrics.CACHE_MAX_BYTES.labels("items").set(kept_items.max_bytes + recent_histories.max_bytes)
+        metrics.CACHE_BYTES.labels("conversions").set(kept_conversions.bytes)  # (to_gemini/kept_conversion.py)
+        metrics.CACHE_MAX_BYTES.labels("conversions").set(kept_conversions.max_bytes)
         histories = getattr(self.store, "histories", None)
         if histories is not None:  # this process's own, whatever the store's backend
             metrics.CACHE_BYTES.labels("history").set(histories.bytes)

@@ -112,6 +112,12 @@ async def read_json(request: web.Request, shared_tools: bool = False, history: s
     return body
 
 
+def kept_scope(request: web.Request, history: Any) -> str | None:
+    """The client's scope when `history` (the body's history member as read_json read it) came as its
+    kept resent items: input_to_contents' `scope`, whose conversion then continues the client's last."""
+    return (request.get(SCOPE) or "") if type(history) is ResentItems else None
+
+
 async def parse_body(raw: bytes, shared_tools: bool = False, items: tuple[str, str] | None = None) -> Any:
     """A JSON body (an HTTP request's, a WebSocket message's) parsed and checked within the edge's
     limits, big ones off the event loop (whose tools and items are never shared: the caches are the

@@ -16,10 +16,12 @@ from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.server_tools import server_part_key
 from proxy.signatures.call_record import CallRecord, function_call_part
 from proxy.signatures.sentinel import sign_unsigned_turns
+from proxy.to_gemini import kept_conversion
 from proxy.to_gemini.agent_message import agent_message_text
 from proxy.to_gemini.conversation import Conversation
+from proxy.to_gemini.kept_conversion import Snapshot, private_contents, private_part
 from proxy.to_gemini.media import MEDIA_PARTS, media_part
-from proxy.to_gemini.repair_history import repair_history
+from proxy.to_gemini.repair_history import Survey, repair_history
 from proxy.to_gemini.tool_result_media import response_with_media
 from proxy.tools.deferral import SEARCH_TYPE, found_tools
 from proxy.tools.tool_names import ToolNames
@@ -163,6 +165,34 @@ class _Builder:
                                                                                           strict=False)]
         self.outputs: dict[str, dict[str, Any]] = {}
         self.model_open = False
+        self.looked_up: dict[Any, CallRecord | None] = {}  # each call record asked for, as found (kept_conversion.py)
+        self.search = ""  # the latest tool search, which an output without a call_id answers (hosted search)
+
+    def _record(self, call_id: Any) -> CallRecord | None:
+        rec = self.looked_up[call_id] = self.calls.get(call_id)
+        return rec
+
+    def resume(self, state: Snapshot) -> None:
+        """Continue after a kept state's items, from a copy of it the repairs may change."""
+        self.contents = private_contents(state.contents)
+        self.system = [dict(p) for p in state.system]
+        self.pending = list(state.pending)
+        self.outputs = {cid: private_part(p) for cid, p in state.outputs.items()}
+        self.model_open = state.model_open
+        self.looked_up = dict(state.records)
+        self.search = state.search
+
+    def state(self, items: list[InputItem], resumed: Snapshot | None) -> Snapshot:
+        """This builder's state after `items`, to keep (before finish, and before the repairs change
+        the contents). The turns of the state it resumed that the items after it could not change
+        (all but its last: only the latest turn grows) are shared with that state."""
+        same = len(resumed.contents) - 1 if resumed is not None and resumed.contents else 0
+        contents = (resumed.contents[:same] if resumed is not None else []) + private_contents(self.contents[same:])
+        added = Survey(contents[same:-1])  # (the turns that joined the head, surveyed once)
+        head = resumed.head.joined(added) if resumed is not None else added
+        return Snapshot(list(items), dict(self.names.to_gemini_map), dict(self.looked_up), contents,
+                        [dict(p) for p in self.system], list(self.pending),
+                        {cid: private_part(p) for cid, p in self.outputs.items()}, self.model_open, self.search, head)
 
     def _model_parts(self) -> list[dict[str, Any]]:
         if not self.model_open:
@@ -219,7 +249,7 @@ class _Builder:
         if self.pending and not self.model_open:
             self._close_outputs()
         call_id = wire.get("call_id")
-        rec = self.calls.get(call_id)
+        rec = self._record(call_id)
         if rec is None:  # history the proxy never saw: the call_id is the id
             gemini_name = self.names.to_gemini(wire.get("name"), wire.get("namespace"))
             self._model_parts().append(function_call_part(gemini_name, call_id, args))
@@ -231,7 +261,7 @@ class _Builder:
 
     def web_search(self, item: WebSearchCallItem, index: int) -> None:
         """A search Gemini ran: its toolCall/toolResponse parts go back exactly as they came."""
-        rec = self.calls.get(item.id)
+        rec = self._record(item.id)
         if rec is None or not rec.hosted:
             raise ProxyError(f"Input item 'input[{index}]' (web_search_call '{item.id}') is not a search this proxy "
                              "has a record of (another provider's, or its record expired): Gemini's search cannot be "
@@ -299,6 +329,36 @@ class _Builder:
             fr["id"] = gid
         self.outputs[call_id] = {"functionResponse": fr}
 
+    def add(self, items: list[InputItem], start: int, stop: int) -> None:
+        """items[start:stop], in order (each one's index names it in an error)."""
+        plain = {MessageItem: self.message, FunctionCallItem: self.function_call,
+                 CustomToolCallItem: self.function_call, FunctionCallOutputItem: self.function_output}
+        for i in range(start, stop):  # (the kinds of most items, by their exact class, first)
+            item = items[i]
+            step = plain.get(type(item))
+            if step is not None:
+                step(item, i)
+            elif isinstance(item, MessageItem):
+                self.message(item, i)
+            elif isinstance(item, ToolSearchCallItem):
+                self.search = item.search_id or f"tool_search_{i}"
+                self.tool_search(item, self.search, i)
+            elif isinstance(item, ToolSearchOutputItem):
+                self.tool_search_output(item, item.call_id or self.search, i)
+            elif isinstance(item, FunctionCallItem | CustomToolCallItem):
+                self.function_call(item, i)
+            elif isinstance(item, FunctionCallOutputItem):
+                self.function_output(item, i)
+            elif isinstance(item, WebSearchCallItem):
+                self.web_search(item, i)
+            elif isinstance(item, AgentMessageItem):  # Codex MultiAgentV2: a user turn naming its author
+                self.message(MessageItem(role="user", content=agent_message_text(item, i)), i)
+            elif item.type == "item_reference":
+                raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
+                                 "item itself or use previous_response_id.", param=f"input[{i}]")
+            # reasoning items carry nothing Gemini needs here: signatures come from the call records;
+            # compaction items went first.
+
     def finish(self) -> Conversation:
         if self.pending and self.outputs:
             self._close_outputs()
@@ -328,6 +388,7 @@ def input_to_contents(
     model: str = "",
     result_parts: bool | None = None,
     summaries: Mapping[str, str] | None = None,
+    scope: str | None = None,
 ) -> Conversation:
     """Append `items` to `prior` (a stored conversation, for previous_response_id).
 
@@ -335,44 +396,44 @@ def input_to_contents(
     call_id; history the proxy never saw is accepted too, with the call_id standing in as the id.
     `result_parts` says whether the model takes media in functionResponse.parts (None: the default
     for the model, tool_result_media.py). `summaries` holds the opened compaction items' summaries by
-    their encrypted_content: each becomes a user turn before everything else.
+    their encrypted_content: each becomes a user turn before everything else. `scope`: the client's,
+    when `items` are its kept resent items (wire/resent_items.py): a history that continues one it sent
+    before is converted from where that one ended (kept_conversion.py).
     """
     b = _Builder(prior or Conversation(), calls or {}, names or ToolNames())
+    resumed, start = None, 0
     for i, item in enumerate(items):  # a compaction stands for what came before all of it: its summary first
         if isinstance(item, CompactionItem):
+            scope = None  # (its summary goes first: no kept state begins so)
             summary = (summaries or {}).get(item.encrypted_content)
             if summary is None:
                 raise unopened_compaction(i)
             if summary:
                 b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
-    search = ""  # the latest tool search, which an output without a call_id answers (hosted search)
-    plain = {MessageItem: b.message, FunctionCallItem: b.function_call, CustomToolCallItem: b.function_call,
-             FunctionCallOutputItem: b.function_output}  # the kinds of most items, by their exact class
-    for i, item in enumerate(items):
-        step = plain.get(type(item))
-        if step is not None:
-            step(item, i)
-        elif isinstance(item, MessageItem):
-            b.message(item, i)
-        elif isinstance(item, ToolSearchCallItem):
-            search = item.search_id or f"tool_search_{i}"
-            b.tool_search(item, search, i)
-        elif isinstance(item, ToolSearchOutputItem):
-            b.tool_search_output(item, item.call_id or search, i)
-        elif isinstance(item, FunctionCallItem | CustomToolCallItem):
-            b.function_call(item, i)
-        elif isinstance(item, FunctionCallOutputItem):
-            b.function_output(item, i)
-        elif isinstance(item, WebSearchCallItem):
-            b.web_search(item, i)
-        elif isinstance(item, AgentMessageItem):  # Codex MultiAgentV2: a user turn naming its author
-            b.message(MessageItem(role="user", content=agent_message_text(item, i)), i)
-        elif item.type == "item_reference":
-            raise ProxyError("Input items of type 'item_reference' are not supported by this proxy; send the "
-                             "item itself or use previous_response_id.", param=f"input[{i}]")
-        # reasoning items carry nothing Gemini needs here: signatures come from the call records;
-        # compaction items went first.
+    if scope is not None and prior is None:
+        resumed = kept_conversion.find(scope, items, b.calls, b.names.to_gemini_map)
+        if resumed is not None:
+            b.resume(resumed)
+            start = len(resumed.items)
+    last = len(items) - 1  # The state kept is the one before the last item, which a client's next turn may
+    if scope is not None and prior is None and start < last:  # send changed (Claude Code moves its cache
+        b.add(items, start, last)  # breakpoint to the newest message)
+        kept_conversion.keep(scope, b.state(items[:last], resumed), resumed)
+        start = last
+    b.add(items, start, len(items))
     conv = b.finish()
-    conv.contents = repair_history(conv.contents, model, result_parts=result_parts)
+    # A resumed history's survey: its kept head's, and the turns after (the head's last may have grown).
+    survey = resumed.head.joined(Survey(conv.contents[max(len(resumed.contents) - 1, 0):])) if resumed else None
+    conv.contents = repair_history(conv.contents, model, result_parts=result_parts, survey=survey)
     sign_unsigned_turns(conv.contents, model)
     return conv
+
+
+def fresh_state(items: list[InputItem], calls: Mapping[Any, CallRecord], names: Mapping[str, str]) -> Snapshot:
+    """What a fresh conversion of `items` leaves, as kept_conversion keeps it: tests/shared_tools_check.py
+    holds every kept state to it."""
+    tool_names = ToolNames()
+    tool_names.to_gemini_map = dict(names)
+    b = _Builder(Conversation(), calls, tool_names)
+    b.add(items, 0, len(items))
+    return b.state(items, None)

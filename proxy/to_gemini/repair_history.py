@@ -285,6 +285,14 @@ class Survey:
                 self.unsigned = self.unsigned or not signed
                 self.parallel = self.parallel or calls > 1
 
+    def joined(self, other: "Survey") -> "Survey":
+        """The survey of both surveys' contents, one list after the other (each flag is per part or per
+        turn: a turn must be surveyed whole, in one of them)."""
+        out = Survey([])
+        for name in self.__slots__:
+            setattr(out, name, getattr(self, name) or getattr(other, name))
+        return out
+
     def in_place(self, model: str, result_parts: bool | None = None, signs: bool = False) -> bool:
         """Whether repair_history (and, when `signs`, the sentinel on unsigned calls) could change a
         part or a turn of these contents in place, rather than only put new turns in their list.

@@ -63,7 +63,7 @@ class ResentItems(list):  # type: ignore[type-arg]
         self.kept = kept
 
 
-class _Cache:
+class SizedLRU:
     """Least recently used first out, by counted bytes (each value's `size`); a dict's own order is the
     recency (a hit is popped and put back: two C calls, where cachetools' LRU costs a Python call per
     lookup)."""
@@ -133,8 +133,8 @@ class _Recents:
         self.size = sum(h.size for h in histories)
 
 
-kept_items = _Cache(ITEMS_CACHE_BYTES)
-recent_histories = _Cache(RECENT_BYTES)
+kept_items = SizedLRU(ITEMS_CACHE_BYTES)
+recent_histories = SizedLRU(RECENT_BYTES)
 _ARRAY = msgspec.json.Decoder(list[msgspec.Raw])
 _SPACE = b" \t\r\n"
 _COMMA = b","[0]
