@@ -91,6 +91,31 @@ def test_fast_json_round_trip_keeps_every_digit(value):
     assert repr(fast_json.clone(value)) == repr(value)
 
 
+@given(clean)
+@settings(max_examples=200)
+def test_fast_json_copied_is_a_deep_copy(value):
+    """copied (the translators' copy of an answer's parts) gives what copy.deepcopy gives, and shares no
+    dict or list with the original: changing every container of the copy leaves the original as it was."""
+    import copy
+
+    from proxy import fast_json
+    before = copy.deepcopy(value)
+    out = fast_json.copied(value)
+    assert repr(out) == repr(value)
+
+    def spoil(v):
+        if type(v) is dict:
+            for k in list(v):
+                spoil(v[k])
+            v["spoiled"] = True
+        elif type(v) is list:
+            for x in v:
+                spoil(x)
+            v.append("spoiled")
+    spoil(out)
+    assert repr(value) == repr(before)
+
+
 @given(values, st.booleans())
 @settings(max_examples=400)
 def test_call_arguments_fast_path_equals_the_standard_path(value, ascii_only):

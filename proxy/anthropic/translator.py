@@ -11,11 +11,10 @@ even after a restart; a forged or foreign one opens nothing (signatures/carrier.
 cut stream is an `error`, never a finished message.
 """
 
-import copy
 import json
 from typing import Any
 
-from proxy import ids
+from proxy import fast_json, ids
 from proxy.anthropic.events import (
     AnthropicEvent,
     BetaRawMessageDeltaEvent,
@@ -285,7 +284,7 @@ class AnthropicTranslator:
         them, goes in the carrier, so a resent turn gives them back to Gemini."""
         if isinstance(part.get("toolCall"), dict):
             block_id = "srvtoolu_" + ids.call_id().removeprefix("call_")
-            self._searches[part["toolCall"].get("id")] = (block_id, [copy.deepcopy(part)])
+            self._searches[part["toolCall"].get("id")] = (block_id, [fast_json.copied(part)])
             query = search_call(part)["action"]["query"]
             out = self._close() + self._begin({"type": "server_tool_use", "id": block_id, "name": "web_search",
                                                "input": {"query": query}})
@@ -295,7 +294,7 @@ class AnthropicTranslator:
         if found is None:  # a result without its call in this answer: it rides on the next call's record
             return []
         block_id, parts = found
-        parts.append(copy.deepcopy(part))
+        parts.append(fast_json.copied(part))
         self.hosted.append(hosted_record(block_id, parts))
         response = part["toolResponse"].get("response")
         results = response.get("results") if isinstance(response, dict) else None

@@ -6,9 +6,9 @@ joined once at the end (a list of pieces, not `+=` on a string: a 5 MB answer in
 otherwise copy ~750 MB and fragment the heap).
 """
 
-import copy
 from typing import Any
 
+from proxy import fast_json
 from proxy.from_gemini.partial_args import PartialCalls
 
 _PLAIN = {"text", "thought"}
@@ -51,7 +51,7 @@ class ModelTurn:
         if part.get("text") == "" and "thoughtSignature" not in part:
             return
         self._join_last()
-        self._parts.append(copy.deepcopy(part))
+        self._parts.append(fast_json.copied(part))
         self._pieces.append(None)
 
     def _join_last(self) -> None:

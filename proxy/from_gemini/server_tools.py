@@ -10,12 +10,11 @@
 """
 
 import bisect
-import copy
 import dataclasses
 import logging
 from typing import Any
 
-from proxy import ids
+from proxy import fast_json, ids
 from proxy.errors import ProxyError
 from proxy.signatures.call_record import CallRecord
 
@@ -54,7 +53,7 @@ class PartsBeforeCall:
         return True
 
     def add(self, part: dict[str, Any]) -> None:
-        self.parts.append(copy.deepcopy(part))
+        self.parts.append(fast_json.copied(part))
 
     def onto(self, record: CallRecord) -> CallRecord:
         if not self.parts:

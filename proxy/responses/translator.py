@@ -331,7 +331,7 @@ class ResponsesTranslator:
         item = search_call(part)
         self._before_call.add(part)
         events = self._close_open() + self._add_item(item)
-        self._searches[part["toolCall"].get("id")] = _Search(item, self._index, [copy.deepcopy(part)])
+        self._searches[part["toolCall"].get("id")] = _Search(item, self._index, [fast_json.copied(part)])
         return events + [
             ResponseWebSearchCallInProgressEvent(type="response.web_search_call.in_progress",
                                                  sequence_number=self._next(), item_id=item["id"],
@@ -346,7 +346,7 @@ class ResponsesTranslator:
         if search is None:  # a result without its call in this answer: kept for history only
             log.info("a toolResponse without a matching toolCall: kept in history, no item")
             return []
-        search.parts.append(copy.deepcopy(part))
+        search.parts.append(fast_json.copied(part))
         return [ResponseWebSearchCallCompletedEvent(
             type="response.web_search_call.completed", sequence_number=self._next(), item_id=search.item["id"],
             output_index=search.index)] + self._end_search(search, "completed")

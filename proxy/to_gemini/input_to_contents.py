@@ -5,13 +5,13 @@ followed by one user turn holding one functionResponse per call, in call order, 
 call's Gemini id; outputs for unknown call ids and calls without outputs are 400s in OpenAI's words.
 """
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
+from proxy import fast_json
 from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.server_tools import server_part_key
 from proxy.signatures.call_record import CallRecord, function_call_part
@@ -279,7 +279,7 @@ class _Builder:
             return
         turn = self._model_parts()
         present = {server_part_key(p) for p in turn}
-        turn.extend(copy.deepcopy(p) for p in parts if server_part_key(p) not in present)
+        turn.extend(fast_json.copied(p) for p in parts if server_part_key(p) not in present)
 
     def function_output(self, item: FunctionCallOutputItem, index: int) -> None:
         self.model_open = False
