@@ -44,6 +44,18 @@ def test_sealed_not_readable_and_round_trips() -> None:
     assert decode_carriers([item(token)], keys)["call_1"].signature == "REAL-SIGNATURE"
 
 
+def test_a_records_every_field_is_kept_and_read_back() -> None:
+    """CallRecord.to_dict (what the store and carriers keep) names every field, so a field added to the
+    record is never left out of what is kept; from_dict reads each back."""
+    from dataclasses import fields
+    full = CallRecord("c1", "ls", "ls_g", "gid", "sig", {"path": [1, {"deep": 10**30}]},
+                      [{"toolCall": {"id": "t"}}], "gemini-3-flash-preview")
+    assert set(full.to_dict()) == {f.name for f in fields(CallRecord)}
+    assert CallRecord.from_dict(json.loads(json.dumps(full.to_dict()))) == full
+    bare = CallRecord("c2", "ls", "ls", None, None)
+    assert CallRecord.from_dict(bare.to_dict()) == bare and "server_parts" not in bare.to_dict()
+
+
 def test_tampered_forged_and_foreign_carriers_are_ignored() -> None:
     keys = CarrierKeys.ephemeral()
     token = encode_carrier([REC], keys)

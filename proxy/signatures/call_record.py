@@ -6,7 +6,7 @@ functionCall part: its name, its id, its arguments and its thought signature on 
 (docs/wire.md#signatures).
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -39,11 +39,14 @@ class CallRecord:
                                   self.args if self.args is not None else (client_args or {}), self.signature)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["server_parts"] is None:  # most records: kept out of carriers and the store
-            del d["server_parts"]
-        if d["model"] is None:
-            del d["model"]
+        """The record's fields, for JSON: every caller serializes it at once, so what they hold (its
+        arguments, server parts) is shared, not copied (dataclasses.asdict deep-copies each)."""
+        d = {"call_id": self.call_id, "name": self.name, "gemini_name": self.gemini_name, "gemini_id": self.gemini_id,
+             "signature": self.signature, "args": self.args}
+        if self.server_parts is not None:  # (most records have neither: kept out of carriers and the store)
+            d["server_parts"] = self.server_parts
+        if self.model is not None:
+            d["model"] = self.model
         return d
 
     @classmethod
