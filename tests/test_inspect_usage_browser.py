@@ -4,6 +4,7 @@ show as one bar per day and model in the page's SVG with a cost point for every 
 table's rows and totals are GET /v1/usage's; the group toggle stacks by key; a key that is not an
 admin's sees only its own. Screenshots go to test-artifacts/."""
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import openai
@@ -21,9 +22,22 @@ from tests.test_inspect_browser import chromium, shot
 
 ADMIN, BOB = "admin-client-key-0123456789", "bob-client-key-0123456789ab"
 FLASH, PRO = "gemini-2.5-flash", "gemini-2.5-pro"
+# The UTC days the tests see, set when the module's stack starts (_days), not when the suite is collected:
+# a suite that crossed midnight between the two signed in to a range the page no longer showed.
 TODAY = datetime.now(UTC).date()
-YESTERDAY = (TODAY - timedelta(days=1)).isoformat()
-RANGE = f"?from={(TODAY - timedelta(days=6)).isoformat()}&to={TODAY.isoformat()}"
+YESTERDAY = RANGE = ""
+NEAR_MIDNIGHT = 120  # seconds: the module's tests take about 45; this close to midnight they wait for it
+
+
+def _days() -> None:
+    global TODAY, YESTERDAY, RANGE
+    now = datetime.now(UTC)
+    left = (datetime(now.year, now.month, now.day, tzinfo=UTC) + timedelta(days=1) - now).total_seconds()
+    if left < NEAR_MIDNIGHT:  # (the answers, the page and the checks then all fall on the new day)
+        time.sleep(left + 1)
+    TODAY = datetime.now(UTC).date()
+    YESTERDAY = (TODAY - timedelta(days=1)).isoformat()
+    RANGE = f"?from={(TODAY - timedelta(days=6)).isoformat()}&to={TODAY.isoformat()}"
 
 
 def kid(key: str) -> str:
@@ -38,6 +52,7 @@ def ask(stack: Stack, key: str, model: str, n: int = 1) -> None:
 
 @pytest.fixture(scope="module")
 def stack():
+    _days()
     # admins as serve passes them: the keys' scopes
     s = Stack(keys=[ADMIN, BOB], usage=Ledger(MemoryCounters(), admins=[scope_of(ADMIN)]))
     with pytest.MonkeyPatch.context() as mp:  # answers counted on yesterday's UTC day, as a day ago
