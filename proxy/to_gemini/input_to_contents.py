@@ -402,6 +402,8 @@ def input_to_contents(
     """
     b = _Builder(prior or Conversation(), calls or {}, names or ToolNames())
     resumed, start = None, 0
+    if prior is not None:  # (a stored conversation's turn: its history is the store's, not resent)
+        scope = None
     for i, item in enumerate(items):  # a compaction stands for what came before all of it: its summary first
         if isinstance(item, CompactionItem):
             scope = None  # (its summary goes first: no kept state begins so)
@@ -410,14 +412,14 @@ def input_to_contents(
                 raise unopened_compaction(i)
             if summary:
                 b.message(MessageItem(role="user", content=SUMMARY_INTRO + summary), i)
-    if scope is not None and prior is None:
+    if scope is not None:
         resumed = kept_conversion.find(scope, items, b.calls, b.names.to_gemini_map)
         if resumed is not None:
             b.resume(resumed)
             start = len(resumed.items)
     last = len(items) - 1  # The state kept is the one before the last item, which a client's next turn may
-    if scope is not None and prior is None and start < last:  # send changed (Claude Code moves its cache
-        b.add(items, start, last)  # breakpoint to the newest message)
+    if scope is not None and start < last and last >= kept_conversion.MIN_ITEMS:  # send changed (Claude Code
+        b.add(items, start, last)  # moves its cache breakpoint to the newest message)
         kept_conversion.keep(scope, b.state(items[:last], resumed), resumed)
         start = last
     b.add(items, start, len(items))

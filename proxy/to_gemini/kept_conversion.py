@@ -105,9 +105,9 @@ def find(scope: str, items: list[Any], calls: Mapping[Any, CallRecord], names: M
 
 
 def keep(scope: str, state: Snapshot, replaces: Snapshot | None) -> None:
-    """Keep `state` as the scope's latest; the state it continued (`replaces`) goes: the next turn
-    continues this one."""
-    if len(state.items) < MIN_ITEMS or state.size > CONVERSIONS_BYTES // 4:
+    """Keep `state` (of MIN_ITEMS items or more: the caller builds none of fewer) as the scope's latest;
+    the state it continued (`replaces`) goes: the next turn continues this one."""
+    if state.size > CONVERSIONS_BYTES // 4:
         return
     found = kept_conversions.get(scope)
     others = [s for s in found.states if s is not replaces] if found is not None else []
