@@ -2,7 +2,7 @@
 mapped to Gemini's explicit cache (server/prompt_cache.py) and without it (the same session with
 its breakpoints taken out: the proxy then sends every request whole, as before the mapping).
 
-The session has the shape of Claude Code 2.1.331's first request (tests/recorded/claude-code-2.1.331-
+The session has the shape of Claude Code 2.1.337's first request (tests/recorded/claude-code-2.1.337-
 request.json: its three system blocks, its system message and 12 tools at their recorded sizes,
 breakpoints where it puts them), then a tool loop: each turn the model's answer (the mock's) and a
 tool result of about 1,500 characters, Claude Code's moving breakpoint on the last block. It runs
@@ -38,7 +38,7 @@ from tests.harness import Stack  # noqa: E402
 
 MODEL = "gemini-3-flash-preview"
 TURNS = 50
-REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "recorded" / "claude-code-2.1.331-request.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "recorded" / "claude-code-2.1.337-request.json"
 PLACEHOLDER = re.compile(r"^\(text of (\d+) chars\)$")
 FILLER = "Claude Code's instructions: read before editing, keep changes small, run the tests. "
 STORAGE_PER_MTOK_HOUR = 1.00

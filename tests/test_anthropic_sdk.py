@@ -3,7 +3,7 @@ validating every answer and stream event, against the strict mock: tool loops sy
 2.5 and 3, parallel tool_use, tool_result images (functionResponse.parts on 3, siblings on 2.5),
 is_error, every tool_choice, thinking with signatures replayed statelessly (the mock checks Gemini 3's),
 count_tokens, every error status as the SDK's exception, a cut stream raising, and Claude Code's own
-request (tests/recorded/claude-code-2.1.331-request.json) with its 12 tools.
+request (tests/recorded/claude-code-2.1.337-request.json) with its 12 tools.
 
 Each test names the peer bug it guards against where there is one (LiteLLM #25322, #25836, #23712;
 OmniRoute #12871; LiteLLM PR #32366)."""
@@ -32,7 +32,7 @@ TIME = {"name": "get_time", "description": "Get the local time",
         "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 ASK = "What's the weather in Paris? (get_weather)"
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
-CLAUDE_CODE = Path(__file__).resolve().parent / "recorded" / "claude-code-2.1.331-request.json"
+CLAUDE_CODE = Path(__file__).resolve().parent / "recorded" / "claude-code-2.1.337-request.json"
 SENTINEL = "skip_thought_signature_validator"
 
 

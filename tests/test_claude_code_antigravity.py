@@ -28,7 +28,7 @@ from tests.npm_tools import npm_binary, npm_packages
 
 pytestmark = pytest.mark.slow
 ACP_VERSION = "2.0.4"  # npm view antigravity-claude-proxy version, 2026-12-02
-CLAUDE_CODE_VERSION = "2.1.331"  # as tests/test_claude_code_cli.py
+CLAUDE_CODE_VERSION = "2.1.337"  # as tests/test_claude_code_cli.py
 UNDICI_VERSION = "7.30.2"  # the newest undici for Node 20 (8.x needs Node >= 22.19)
 
 

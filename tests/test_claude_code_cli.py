@@ -22,7 +22,8 @@ from tests.npm_tools import npm_binary
 from tests.servers import mock_gemini, proxy_instance
 
 pytestmark = pytest.mark.slow
-CLAUDE_CODE_VERSION = "2.1.331"  # the version tests/recorded/claude-code-2.1.331-request.json was captured from
+# the newest on npm on 2026-12-08; tests/recorded/claude-code-2.1.337-request.json was captured from it
+CLAUDE_CODE_VERSION = "2.1.337"
 SENTINEL = "skip_thought_signature_validator"
 
 

@@ -22,7 +22,7 @@ from proxy.mock.objects import CACHE_BODIES
 from tests.npm_tools import npm_binary
 
 pytestmark = pytest.mark.slow
-CLAUDE_CODE_VERSION = "2.1.332"  # the newest on npm on 2026-12-02 (`npm view @anthropic-ai/claude-code version`)
+CLAUDE_CODE_VERSION = "2.1.337"  # the newest on npm on 2026-12-08 (`npm view @anthropic-ai/claude-code version`)
 SERVER = Path(__file__).with_name("mcp_many_tools.py")
 TOOL = "mcp__many__tool_007"
 SENTINEL = "skip_thought_signature_validator"

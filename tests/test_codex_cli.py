@@ -15,7 +15,7 @@ from proxy import metrics
 from tests.npm_tools import npm_binary
 
 pytestmark = pytest.mark.slow
-CODEX_VERSION = "0.169.0"  # the version docs/clients/codex.md was observed with
+CODEX_VERSION = "0.171.0"  # the newest on npm on 2026-12-08 (`npm view @openai/codex version`)
 
 
 @pytest.fixture(scope="module")

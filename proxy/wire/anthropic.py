@@ -1,5 +1,5 @@
 """Anthropic Messages API request shapes (`POST /v1/messages`, `/v1/messages/count_tokens`), as the
-`anthropic` SDKs and Claude Code send them (tests/recorded/claude-code-2.1.331-request.json).
+`anthropic` SDKs and Claude Code send them (tests/recorded/claude-code-2.1.337-request.json).
 
 Unknown fields are kept and ignored (Claude Code sends `output_config`,
 `metadata` and new fields with each beta); types are strict, so a wrong shape is a 400 naming the
