@@ -237,3 +237,51 @@ def test_a_kept_states_count_covers_what_it_holds() -> None:
     held, counted = held_and_counted(keep, caches=(kept_conversion.kept_conversions,))
     assert counted > 0 and held <= counted, (held, counted)
     assert counted <= 3 * held, "and not many times over"
+
+
+def _plain_history(tag: str) -> list[dict[str, Any]]:
+    """A front-end's own kind of history: calls with ids, text results; nothing a repair changes in place
+    on Gemini 2.5 (on Gemini 3 the sentinel signs its unsigned calls)."""
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": f"go {tag}"}]
+    for i in range(6):
+        items += [{"type": "function_call", "call_id": f"p{i}_{tag}", "name": "ls", "arguments": f'{{"n": {i}}}'},
+                  {"type": "function_call_output", "call_id": f"p{i}_{tag}", "output": f"out {i} {tag}"}]
+    return [*items, {"type": "message", "role": "user", "content": f"last {tag}"}]
+
+
+def test_a_continued_history_shares_the_kept_turns_unless_a_repair_could_change_them() -> None:
+    """Gemini 2.5 and a plain history: the continued turns are the kept ones themselves (no copy of each
+    call's parts on every turn). Gemini 3 signs unsigned calls in place: its request gets copies, and
+    the kept turns stay unsigned. Both as a fresh conversion makes them."""
+    tag = uuid.uuid4().hex[:8]
+    items = parse_input(_plain_history(tag))
+    for model, shared in (("gemini-2.5-flash", True), ("gemini-3-flash-preview", False)):
+        scope = f"s-{tag}-{model}"
+        _convert(items[:-2], model, scope)
+        state = kept_conversion.kept_conversions.get(scope).states[0]
+        (contents, _), _ = got = _convert(items, model, scope)
+        assert got == _convert(items, model, None), model
+        head = state.contents[:-1]
+        assert len(head) > 8 and all((a is b) is shared for a, b in zip(contents, head, strict=False)), model
+        assert all(a == b for a, b in zip(contents, head, strict=False)) is shared, model  # (3: signed copies)
+        assert not any("thoughtSignature" in p for c in state.contents for p in c["parts"]), model
+    assert not changed_kept_conversions()
+
+
+def test_a_stored_conversations_turns_are_left_as_they_were() -> None:
+    """previous_response_id on a WebSocket continues the Conversation the connection kept (objects, which
+    may share a kept state's turns): the sentinel Gemini 3 puts on an unsigned call goes on the request's
+    copy, never on the stored turn."""
+    from proxy.to_gemini.conversation import Conversation
+
+    tag = uuid.uuid4().hex[:8]
+    stored = [{"role": "user", "parts": [{"text": f"go {tag}"}]},
+              {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}, "id": f"q_{tag}"}}]},
+              {"role": "user", "parts": [{"functionResponse": {"name": "ls", "id": f"q_{tag}",
+                                                               "response": {"output": "a.py"}}}]}]
+    before = json.loads(json.dumps(stored))
+    conv = input_to_contents(parse_input([{"type": "message", "role": "user", "content": f"more {tag}"}]),
+                             prior=Conversation(stored, [], []), names=prepare_tools(TOOLS).names,
+                             model="gemini-3-flash-preview")
+    assert conv.contents[1]["parts"][0].get("thoughtSignature"), "signed for Gemini 3"
+    assert stored == before, "the stored turns as they were"

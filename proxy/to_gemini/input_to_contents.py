@@ -15,7 +15,7 @@ from proxy import fast_json
 from proxy.errors import PairingError, ProxyError
 from proxy.from_gemini.server_tools import server_part_key
 from proxy.signatures.call_record import CallRecord, function_call_part
-from proxy.signatures.sentinel import sign_unsigned_turns
+from proxy.signatures.sentinel import requires_signatures, sign_unsigned_turns
 from proxy.to_gemini import kept_conversion
 from proxy.to_gemini.agent_message import agent_message_text
 from proxy.to_gemini.conversation import Conversation
@@ -173,11 +173,13 @@ class _Builder:
         return rec
 
     def resume(self, state: Snapshot) -> None:
-        """Continue after a kept state's items, from a copy of it the repairs may change."""
-        self.contents = private_contents(state.contents)
+        """Continue after a kept state's items. Its turns and outputs are shared, but for its last turn's
+        dict and parts list (the next items may still grow that turn); input_to_contents copies them
+        before any repair that could change them in place."""
+        self.contents = [*state.contents[:-1], *({**c, "parts": list(c["parts"])} for c in state.contents[-1:])]
         self.system = [dict(p) for p in state.system]
         self.pending = list(state.pending)
-        self.outputs = {cid: private_part(p) for cid, p in state.outputs.items()}
+        self.outputs = dict(state.outputs)
         self.model_open = state.model_open
         self.looked_up = dict(state.records)
         self.search = state.search
@@ -426,6 +428,10 @@ def input_to_contents(
     conv = b.finish()
     # A resumed history's survey: its kept head's, and the turns after (the head's last may have grown).
     survey = resumed.head.joined(Survey(conv.contents[max(len(resumed.contents) - 1, 0):])) if resumed else None
+    if resumed is not None or prior is not None:  # turns shared with a kept state or a stored conversation:
+        survey = survey or Survey(conv.contents)  # copied when a repair or the sentinel could change one in place
+        if survey.in_place(model, result_parts, signs=requires_signatures(model)):
+            conv.contents = private_contents(conv.contents)
     conv.contents = repair_history(conv.contents, model, result_parts=result_parts, survey=survey)
     sign_unsigned_turns(conv.contents, model)
     return conv

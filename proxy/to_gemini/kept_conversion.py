@@ -8,10 +8,14 @@ request's instructions, each turn the same work as the turn before plus a little
 So the history builder's state after a request's items (input_to_contents.py's `_Builder`, before
 its end closes what is pending) is kept per client scope, and a later request whose items begin
 with the very same items, converted with the same tool names and the same call records, continues
-from it: only the items after them are converted. What the builder would hand out is a copy of the
-kept state deep enough for the repairs that follow (they change parts and turns in place, and each
-request's repairs note in its own journal what they changed); what is kept is never handed out.
-The state after the new items is kept in the same way, sharing the kept turns that did not change.
+from it: only the items after them are converted. The request shares the kept turns (but for the
+last one's dict and parts list, which its items may grow) when no repair could change a part or a turn
+in place (repair_history.Survey.in_place: the front-ends' own histories on most models); otherwise it
+gets a copy deep enough for the repairs (they change parts and turns in place, and each request's
+repairs note in its own journal what they changed). What is kept is never changed: the conftest
+holds every kept state to a fresh conversion after each test, so a step that changed a shared turn
+in place would show there. The state after the new items is kept in the same way, sharing the kept
+turns that did not change.
 
 Per client scope (another tenant's identical history is converted again; the items a scope matches
 are its own kept ones, wire/resent_items.py), its RECENT_PER_SCOPE latest (an agent and its
