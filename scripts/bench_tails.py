@@ -332,7 +332,11 @@ async def rotation(targets: list[Target], conc: int, rounds: int, warm: int = 3,
     the usage row) is done before the next target is timed. In a fixed order, the target after the
     proxy ran beside that work: two fresh processes of the very same proxy read 0.15-0.3 ms apart.
     Returns each target's latencies in seconds, under "pairs" the rounds' (a - b) for the first two,
-    and under "cpu" the CPU ms per request of the processes in `pids` (name: pid) over the timed rounds."""
+    and under "cpu" the CPU ms per request of the processes in `pids` (name: pid) over the timed rounds.
+    Before the warm-up, `conc` requests at once to each target open as many connections to it as the
+    timed rounds can ever use: otherwise the first timed rounds' burst opened a few more, and a new
+    connection through mitmdump (CONNECT, then TLS on both sides) took 70-430 ms at c=64, which made
+    the p99 of whichever target drew them (the addon's in one run, plain mitmdump's in the next)."""
     lat: dict[str, list[float]] = {t.name: [] for t in targets}
     pairs: list[float] = []
     counter = [0]
@@ -364,6 +368,8 @@ async def rotation(targets: list[Target], conc: int, rounds: int, warm: int = 3,
                     for name, v in got.items():
                         lat[name].append(v)
                     pairs.append(got[targets[0].name] - got[targets[1].name])
+        for t in targets:  # conc connections to each target, all open before anything is timed (below)
+            await asyncio.gather(*(one(t, 0) for _ in range(conc)))
         await asyncio.gather(*(worker(False, warm * conc) for _ in range(conc)))
         counter[0] = 0
         cpu0 = {name: cpu_seconds(pid) for name, pid in (pids or {}).items()}
