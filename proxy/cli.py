@@ -410,15 +410,21 @@ def _upstream(args: argparse.Namespace, base: str, pool_size: int = 0) -> Upstre
 
 
 async def _mock(args: argparse.Namespace) -> None:
+    from proxy import gc_tuning
     from proxy.mock.local_server import start_local_mock
     from proxy.mock.server import start_mock
 
     if args.openai:
         runner, base, _ = await start_local_mock(args.host, args.port)
-        print(f"mock OpenAI-compatible server ready on {base}", flush=True)
     else:
         runner, base, _ = await start_mock(args.host, args.port)
-        print(f"mock Gemini ready on {base}", flush=True)
+    # The collector tuned as serve's: the mock keeps its last 256 requests parsed (/mock/last), and with
+    # Python's defaults their objects were walked again and again, a 2.5 ms pause every 60 large requests
+    # in every benchmark's upstream (docs/benchmarks.md, 2026-12-08 findings).
+    gc_tuning.tune()
+    gc_tuning.freeze_startup()
+    print(f"mock OpenAI-compatible server ready on {base}" if args.openai else f"mock Gemini ready on {base}",
+          flush=True)
     try:
         await _until_stopped()
     finally:

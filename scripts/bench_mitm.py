@@ -163,7 +163,11 @@ def _serve_mock(port: int, tmp: Path) -> None:
     server_ctx, _ = upstream_tls(tmp)
 
     async def main() -> None:
+        from proxy import gc_tuning
+
         await start_mock(port=port, ssl_context=server_ctx)
+        gc_tuning.tune()  # as `proxy mock` does (cli._mock): no collector pauses in the upstream every bench shares
+        gc_tuning.freeze_startup()
         print("ready", flush=True)
         await asyncio.Event().wait()
     asyncio.run(main())
